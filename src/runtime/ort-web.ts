@@ -1,0 +1,25 @@
+/**
+ * onnxruntime-web in the browser: the native WebGPU EP build (`onnxruntime-web/webgpu`, which throws on errors
+ * instead of returning silent zeros), with its wasm binaries served from our own origin.
+ */
+import * as ort from 'onnxruntime-web/webgpu';
+
+export type Ort = typeof ort;
+
+let configuredBase: string | undefined;
+
+/**
+ * @param wasmBase absolute URL of the folder holding ort-wasm-simd-threaded.asyncify.{mjs,wasm}
+ *   (the build puts them in `ort/` beside index.html).
+ */
+export function ortForWeb(wasmBase: string): Ort {
+  if (configuredBase !== undefined && configuredBase !== wasmBase) {
+    throw new Error(`onnxruntime-web is already configured with wasm files from ${configuredBase}`);
+  }
+  if (configuredBase === undefined) {
+    ort.env.wasm.wasmPaths = wasmBase.endsWith('/') ? wasmBase : `${wasmBase}/`;
+    ort.env.logLevel = 'warning';
+    configuredBase = wasmBase;
+  }
+  return ort;
+}
