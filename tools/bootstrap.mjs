@@ -25,15 +25,19 @@ function bin(name) {
   return join(root, 'node_modules', '.bin', name);
 }
 
-/** `npm ci` when node_modules is missing or was installed from another package-lock.json. */
+/**
+ * Install from package-lock.json when node_modules is missing or was installed from another lock file. We use
+ * `npm install` (which keeps the locked versions) rather than `npm ci`: the registry we can reach lacks some
+ * optional platform packages of @biomejs/biome for other systems, and `npm ci` refuses a lock file without them.
+ */
 function ensureNodeModules() {
   const lock = readFileSync(join(root, 'package-lock.json'));
   const want = createHash('sha256').update(lock).digest('hex');
   const stamp = join(root, 'node_modules', '.bootstrap-lock-sha256');
   if (existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === want) return;
-  console.log('Installing npm packages (npm ci)...');
-  if (run('npm', ['ci', '--no-audit', '--no-fund']) !== 0) {
-    console.error('npm ci failed: see the output above.');
+  console.log('Installing npm packages from package-lock.json...');
+  if (run('npm', ['install', '--no-audit', '--no-fund']) !== 0) {
+    console.error('npm install failed: see the output above.');
     process.exit(1);
   }
   writeFileSync(stamp, `${want}\n`);
