@@ -49,6 +49,8 @@ const isolation = {
 
 export default defineConfig({
   base: './',
+  // A multi-page static site: unknown paths are 404s (no index.html fallback), as on any static file server.
+  appType: 'mpa',
   plugins: [ortWasmFiles()],
   server: { host: '127.0.0.1', headers: isolation },
   preview: { host: '127.0.0.1', headers: isolation },

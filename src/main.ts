@@ -1,6 +1,7 @@
 /** The demo page's bootstrap: reports the WebGPU adapter and runs the self-test in a module worker. */
-import { runSelftest } from './diagnostics/selftest';
+import { runSelftest, runTreeCheck } from './diagnostics/selftest';
 import type { SelftestReport } from './diagnostics/selftest-protocol';
+import type { TreeCheckReport } from './diagnostics/tree-check';
 import { defaultOrtBase } from './runtime/ort-base';
 import { describeAdapter, probeWebGpu } from './runtime/webgpu';
 
@@ -41,7 +42,33 @@ async function selftest(): Promise<void> {
   }
 }
 
+/** The bundled pair, relative to the page. */
+export const BUNDLED_MODELS = ['models/austen-draft/', 'models/austen-target/'];
+
+async function treeCheck(): Promise<void> {
+  const result = el('tree-result');
+  const device = (el('tree-device') as HTMLSelectElement).value as 'webgpu' | 'wasm';
+  result.textContent = `loading the bundled models and checking tree attention on ${device}…`;
+  document.body.dataset.treecheck = 'running';
+  try {
+    const reports = await runTreeCheck(defaultOrtBase(document.baseURI), BUNDLED_MODELS, device, document.baseURI);
+    result.textContent = reports
+      .map(
+        (r) =>
+          `${r.model} on ${r.device}: max |tree - paths| logits ${r.logitsDiff.toExponential(2)}, KV ${r.cacheDiff.toExponential(2)}; ` +
+          `compaction ${r.compactionExact ? 'exact' : 'NOT exact'}, next-step diff ${r.compactionDiff.toExponential(2)} (${(r.ms / 1000).toFixed(1)} s)`,
+      )
+      .join('\n');
+    (window as unknown as { treeCheckReports: TreeCheckReport[] }).treeCheckReports = reports;
+    document.body.dataset.treecheck = 'done';
+  } catch (e) {
+    result.textContent = (e as Error).message;
+    document.body.dataset.treecheck = 'error';
+  }
+}
+
 async function main(): Promise<void> {
+  el('tree-run').addEventListener('click', () => void treeCheck());
   const probe = await probeWebGpu();
   el('adapter-status').textContent = probe.ok ? describeAdapter(probe.adapter) : probe.reason;
   document.body.dataset.webgpu = probe.ok ? probe.adapter.architecture || 'unknown' : 'none';

@@ -1,9 +1,12 @@
 import type { WebGpuProbe } from '../runtime/webgpu';
 
-export interface SelftestRequest {
-  /** Absolute URL of the folder holding onnxruntime-web's wasm files. */
-  ortBase: string;
-}
+import type { TreeCheckReport } from './tree-check';
+
+export type SelftestRequest =
+  /** MatMul + Softmax on the webgpu EP alone and on wasm. */
+  | { kind: 'ops'; ortBase: string }
+  /** Load model folders and check tree attention + compaction on a device. */
+  | { kind: 'tree'; ortBase: string; models: string[]; device: 'webgpu' | 'wasm'; base: string };
 
 export type BackendRun = { ok: true; ms: number; output: number[] } | { ok: false; error: string };
 
@@ -21,4 +24,7 @@ export interface SelftestReport {
   wasmVsReference?: number;
 }
 
-export type SelftestMessage = { type: 'report'; report: SelftestReport } | { type: 'error'; error: string };
+export type SelftestMessage =
+  | { type: 'report'; report: SelftestReport }
+  | { type: 'tree'; reports: TreeCheckReport[] }
+  | { type: 'error'; error: string };

@@ -3,10 +3,12 @@
  * Dedicated module worker: runs the self-test graph on the WebGPU EP (and nothing else) and on the wasm EP,
  * and reports both results so the page can compare them.
  */
+import { loadModel } from '../model/load';
 import { ortForWeb } from '../runtime/ort-web';
 import { probeWebGpu } from '../runtime/webgpu';
 import { buildSelftestCase, maxAbsDiff, selftestReference } from './selftest-graph';
 import type { BackendRun, SelftestMessage, SelftestReport, SelftestRequest } from './selftest-protocol';
+import { checkTreeConsistency, type TreeCheckReport } from './tree-check';
 
 declare const self: DedicatedWorkerGlobalScope;
 
@@ -27,7 +29,7 @@ async function runOn(ort: ReturnType<typeof ortForWeb>, ep: 'webgpu' | 'wasm'): 
   }
 }
 
-async function selftest(req: SelftestRequest): Promise<SelftestReport> {
+async function selftest(req: Extract<SelftestRequest, { kind: 'ops' }>): Promise<SelftestReport> {
   const ort = ortForWeb(req.ortBase);
   const probe = await probeWebGpu(self.navigator.gpu);
   // WebGPU first and alone: if it fails, it must fail, not fall back.
@@ -45,10 +47,25 @@ async function selftest(req: SelftestRequest): Promise<SelftestReport> {
   return report;
 }
 
+async function treeCheck(req: Extract<SelftestRequest, { kind: 'tree' }>): Promise<TreeCheckReport[]> {
+  const ort = ortForWeb(req.ortBase);
+  const reports: TreeCheckReport[] = [];
+  for (const spec of req.models) {
+    const model = await loadModel(spec, { base: req.base });
+    const prompt = model.tokenizer.encode('It is a truth universally acknowledged, that a single man');
+    reports.push(await checkTreeConsistency(ort, model, req.device, prompt));
+  }
+  return reports;
+}
+
 self.onmessage = async (event: MessageEvent<SelftestRequest>) => {
   let message: SelftestMessage;
   try {
-    message = { type: 'report', report: await selftest(event.data) };
+    const req = event.data;
+    message =
+      req.kind === 'ops'
+        ? { type: 'report', report: await selftest(req) }
+        : { type: 'tree', reports: await treeCheck(req) };
   } catch (e) {
     message = { type: 'error', error: e instanceof Error ? (e.stack ?? e.message) : String(e) };
   }

@@ -1,0 +1,27 @@
+import type { TreeCheckReport } from '../src/diagnostics/tree-check';
+import { expect, test } from './fixtures';
+
+test('bundled models load in the browser and verify a token tree in one WebGPU call, with exact compaction', async ({
+  page,
+  expectWebGpuAdapter,
+}) => {
+  test.setTimeout(300_000);
+  await page.goto('./');
+  await expectWebGpuAdapter();
+  await page.getByTestId('tree-device').selectOption('webgpu');
+  await page.getByTestId('tree-run').click();
+  await expect(page.locator('body')).toHaveAttribute('data-treecheck', /done|error/, { timeout: 280_000 });
+  const text = await page.getByTestId('tree-result').textContent();
+  const reports = await page.evaluate(
+    () => (window as unknown as { treeCheckReports?: TreeCheckReport[] }).treeCheckReports,
+  );
+  expect(reports, text ?? '').toBeDefined();
+  expect(reports?.map((r) => r.device)).toEqual(['webgpu', 'webgpu']);
+  for (const r of reports ?? []) {
+    expect(r.logitsDiff, r.model).toBeLessThan(1e-4);
+    expect(r.cacheDiff, r.model).toBeLessThan(1e-4);
+    expect(r.compactionExact, r.model).toBe(true);
+    expect(r.compactionDiff, r.model).toBeLessThan(1e-4);
+    expect(r.treeArgmax, r.model).toEqual(r.plainArgmax);
+  }
+});

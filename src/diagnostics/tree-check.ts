@@ -1,0 +1,146 @@
+/**
+ * Tree-attention consistency check for a loaded model on a given device: one tree call must give the same logits
+ * and K/V slots as running every root-to-node path as a plain sequence, and compaction must keep exactly the
+ * accepted slots. Used by the unit tests (wasm, Node), by the browser tests (WebGPU) and by the demo page's
+ * self-test, so a user can check their own GPU.
+ */
+import { keepIndices, pathTo, positionIds, treeAttentionBias } from '../engine/tree';
+import type { LoadedModel } from '../model/load';
+import { type Device, ModelRunner } from '../model/runner';
+
+type Ort = Parameters<typeof ModelRunner.create>[0];
+
+export interface TreeCheckReport {
+  model: string;
+  device: Device;
+  /** max |tree-call logits - plain path logits| over all nodes. */
+  logitsDiff: number;
+  /** max |tree-call K/V slot - plain path K/V slot| over all nodes, layers and heads. */
+  cacheDiff: number;
+  /** max |logits after compaction + one token - logits of a fresh run of the same sequence|. */
+  compactionDiff: number;
+  /** Whether every kept slot is bit-identical to the slot it was copied from. */
+  compactionExact: boolean;
+  /** Argmax of each tree node's logits (tree call) and of the plain runs; they should agree. */
+  treeArgmax: number[];
+  plainArgmax: number[];
+  ms: number;
+}
+
+const TREE_PARENTS = [-1, 0, 0, 1, 2, 2];
+
+function argmax(row: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < row.length; i++) if ((row[i] as number) > (row[best] as number)) best = i;
+  return best;
+}
+
+function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  if (a.length !== b.length) return Number.POSITIVE_INFINITY;
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
+  return m;
+}
+
+const chain = (n: number) => Array.from({ length: n }, (_, i) => i - 1);
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+export async function checkTreeConsistency(
+  ort: Ort,
+  model: LoadedModel,
+  device: Device,
+  prompt: readonly number[],
+): Promise<TreeCheckReport> {
+  const started = performance.now();
+  const V = model.config.vocabSize;
+  const P = prompt.length;
+  const treeTokens = TREE_PARENTS.map((_, i) => prompt[(i * 7 + 3) % P] as number);
+  const tree = await ModelRunner.create(ort, model, { device });
+  const plain = await ModelRunner.create(ort, model, { device });
+  try {
+    await tree.forward({ tokens: prompt, positions: range(P), bias: treeAttentionBias(0, chain(P)), rows: [P - 1] });
+    const logits = await tree.forward({
+      tokens: treeTokens,
+      positions: positionIds(P, TREE_PARENTS),
+      bias: treeAttentionBias(P, TREE_PARENTS),
+      rows: range(TREE_PARENTS.length),
+    });
+    const treeCaches = [];
+    for (let l = 0; l < model.config.numLayers; l++) treeCaches.push(await tree.readCache(l));
+    let logitsDiff = 0;
+    let cacheDiff = 0;
+    const treeArgmax: number[] = [];
+    const plainArgmax: number[] = [];
+    const { numKvHeads, headDim } = model.config;
+    for (let node = 0; node < TREE_PARENTS.length; node++) {
+      const seq = [...prompt, ...pathTo(TREE_PARENTS, node).map((n) => treeTokens[n] as number)];
+      plain.reset();
+      const row = await plain.forward({
+        tokens: seq,
+        positions: range(seq.length),
+        bias: treeAttentionBias(0, chain(seq.length)),
+        rows: [seq.length - 1],
+      });
+      const treeRow = logits.subarray(node * V, (node + 1) * V);
+      logitsDiff = Math.max(logitsDiff, maxDiff(treeRow, row));
+      treeArgmax.push(argmax(treeRow));
+      plainArgmax.push(argmax(row));
+      for (let l = 0; l < model.config.numLayers; l++) {
+        const t = treeCaches[l] as Awaited<ReturnType<ModelRunner['readCache']>>;
+        const p = await plain.readCache(l);
+        for (let h = 0; h < numKvHeads; h++) {
+          const a = (h * t.length + P + node) * headDim;
+          const b = (h * p.length + seq.length - 1) * headDim;
+          cacheDiff = Math.max(
+            cacheDiff,
+            maxDiff(t.key.subarray(a, a + headDim), p.key.subarray(b, b + headDim)),
+            maxDiff(t.value.subarray(a, a + headDim), p.value.subarray(b, b + headDim)),
+          );
+        }
+      }
+    }
+    // Accept the path to the last node, compact, and continue with one token.
+    const accepted = pathTo(TREE_PARENTS, TREE_PARENTS.length - 1);
+    const kept = keepIndices(P, accepted);
+    tree.keep(kept);
+    const next = prompt[0] as number;
+    const after = await tree.forward({
+      tokens: [next],
+      positions: [kept.length],
+      bias: treeAttentionBias(kept.length, [-1]),
+      rows: [0],
+    });
+    let compactionExact = true;
+    const c0 = await tree.readCache(0);
+    const t0 = treeCaches[0] as Awaited<ReturnType<ModelRunner['readCache']>>;
+    for (let h = 0; h < numKvHeads; h++) {
+      kept.forEach((slot, i) => {
+        const a = (h * t0.length + slot) * headDim;
+        const b = (h * c0.length + i) * headDim;
+        if (maxDiff(t0.key.subarray(a, a + headDim), c0.key.subarray(b, b + headDim)) !== 0) compactionExact = false;
+      });
+    }
+    const seq = [...prompt, ...accepted.map((n) => treeTokens[n] as number), next];
+    plain.reset();
+    const fresh = await plain.forward({
+      tokens: seq,
+      positions: range(seq.length),
+      bias: treeAttentionBias(0, chain(seq.length)),
+      rows: [seq.length - 1],
+    });
+    return {
+      model: model.spec,
+      device,
+      logitsDiff,
+      cacheDiff,
+      compactionDiff: maxDiff(after, fresh),
+      compactionExact,
+      treeArgmax,
+      plainArgmax,
+      ms: performance.now() - started,
+    };
+  } finally {
+    await tree.release();
+    await plain.release();
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * config.json of a Llama-family checkpoint (Llama, Qwen2, Mistral; SmolLM2 and TinyLlama are "llama"), parsed into
+ * the few numbers the graph builder needs, with clear errors for what we cannot run.
+ */
+import { ModelLoadError } from './errors';
+
+export const SUPPORTED_MODEL_TYPES = ['llama', 'qwen2', 'mistral'] as const;
+export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];
+
+export type RopeScaling =
+  | { type: 'linear'; factor: number }
+  | {
+      type: 'llama3';
+      factor: number;
+      lowFreqFactor: number;
+      highFreqFactor: number;
+      originalMaxPositionEmbeddings: number;
+    };
+
+export interface LlamaConfig {
+  modelType: ModelType;
+  hiddenSize: number;
+  intermediateSize: number;
+  numLayers: number;
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  vocabSize: number;
+  rmsNormEps: number;
+  ropeTheta: number;
+  ropeScaling: RopeScaling | null;
+  /** Longest context the model was trained for (capped by a sliding window, which we do not implement). */
+  maxPositions: number;
+  tieWordEmbeddings: boolean;
+  /** q/k/v projections carry a bias (Qwen2; Llama with attention_bias: true). */
+  qkvBias: boolean;
+  bosTokenId: number | null;
+  eosTokenIds: number[];
+}
+
+function num(raw: Record<string, unknown>, key: string, fallback?: number): number {
+  const v = raw[key] ?? fallback;
+  if (typeof v !== 'number' || !Number.isFinite(v)) {
+    throw new ModelLoadError(`config.json: "${key}" is missing or not a number (got ${JSON.stringify(raw[key])})`);
+  }
+  return v;
+}
+
+function ids(v: unknown): number[] {
+  if (typeof v === 'number') return [v];
+  if (Array.isArray(v)) return v.filter((x): x is number => typeof x === 'number');
+  return [];
+}
+
+function parseRopeScaling(raw: unknown): RopeScaling | null {
+  if (raw === null || raw === undefined) return null;
+  const r = raw as Record<string, unknown>;
+  const type = (r.rope_type ?? r.type) as string | undefined;
+  if (type === 'default') return null;
+  if (type === 'linear') return { type: 'linear', factor: num(r, 'factor') };
+  if (type === 'llama3') {
+    return {
+      type: 'llama3',
+      factor: num(r, 'factor'),
+      lowFreqFactor: num(r, 'low_freq_factor'),
+      highFreqFactor: num(r, 'high_freq_factor'),
+      originalMaxPositionEmbeddings: num(r, 'original_max_position_embeddings'),
+    };
+  }
+  throw new ModelLoadError(`config.json: rope_scaling type "${type}" is not supported (supported: linear, llama3)`);
+}
+
+export function parseLlamaConfig(raw: Record<string, unknown>): LlamaConfig {
+  const modelType = raw.model_type;
+  if (!SUPPORTED_MODEL_TYPES.includes(modelType as ModelType)) {
+    throw new ModelLoadError(
+      `unsupported model_type "${String(modelType)}" (supported: ${SUPPORTED_MODEL_TYPES.join(', ')}; ` +
+        'SmolLM2 and TinyLlama are "llama")',
+    );
+  }
+  const act = raw.hidden_act ?? 'silu';
+  if (act !== 'silu') throw new ModelLoadError(`config.json: hidden_act "${String(act)}" is not supported (only silu)`);
+  const hiddenSize = num(raw, 'hidden_size');
+  const numHeads = num(raw, 'num_attention_heads');
+  const numKvHeads = num(raw, 'num_key_value_heads', numHeads);
+  const headDim = num(raw, 'head_dim', hiddenSize / numHeads);
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
+    throw new ModelLoadError(`config.json: head_dim ${headDim} must be an even integer`);
+  }
+  if (numHeads % numKvHeads !== 0) {
+    throw new ModelLoadError(
+      `config.json: num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`,
+    );
+  }
+  let maxPositions = num(raw, 'max_position_embeddings', 2048);
+  const window = raw.sliding_window;
+  if (typeof window === 'number' && (raw.use_sliding_window ?? modelType === 'mistral') && window < maxPositions) {
+    maxPositions = window; // beyond the window the model attends differently; we stop there.
+  }
+  const eos = ids(raw.eos_token_id);
+  return {
+    modelType: modelType as ModelType,
+    hiddenSize,
+    intermediateSize: num(raw, 'intermediate_size'),
+    numLayers: num(raw, 'num_hidden_layers'),
+    numHeads,
+    numKvHeads,
+    headDim,
+    vocabSize: num(raw, 'vocab_size'),
+    rmsNormEps: num(raw, 'rms_norm_eps', 1e-6),
+    ropeTheta: num(raw, 'rope_theta', 10000),
+    ropeScaling: parseRopeScaling(raw.rope_scaling),
+    maxPositions,
+    tieWordEmbeddings: Boolean(raw.tie_word_embeddings ?? false),
+    qkvBias: modelType === 'qwen2' || raw.attention_bias === true,
+    bosTokenId: typeof raw.bos_token_id === 'number' ? raw.bos_token_id : null,
+    eosTokenIds: eos,
+  };
+}
+
+/** RoPE inverse frequencies (length headDim / 2), with linear or llama3 scaling applied. */
+export function ropeInvFreq(cfg: LlamaConfig): Float32Array {
+  const half = cfg.headDim / 2;
+  const out = new Float32Array(half);
+  for (let i = 0; i < half; i++) {
+    let f = 1 / cfg.ropeTheta ** ((2 * i) / cfg.headDim);
+    const s = cfg.ropeScaling;
+    if (s?.type === 'linear') f /= s.factor;
+    else if (s?.type === 'llama3') {
+      const lowWavelen = s.originalMaxPositionEmbeddings / s.lowFreqFactor;
+      const highWavelen = s.originalMaxPositionEmbeddings / s.highFreqFactor;
+      const wavelen = (2 * Math.PI) / f;
+      if (wavelen > lowWavelen) f /= s.factor;
+      else if (wavelen >= highWavelen) {
+        const smooth =
+          (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+        f = (1 - smooth) * (f / s.factor) + smooth * f;
+      }
+    }
+    out[i] = f;
+  }
+  return out;
+}
+
+/** The tensor names and shapes a checkpoint with this config must contain. */
+export function expectedWeights(cfg: LlamaConfig): Map<string, number[]> {
+  const { hiddenSize: h, intermediateSize: m, numHeads, numKvHeads, headDim: d, vocabSize: v } = cfg;
+  const w = new Map<string, number[]>();
+  w.set('model.embed_tokens.weight', [v, h]);
+  for (let i = 0; i < cfg.numLayers; i++) {
+    const p = `model.layers.${i}`;
+    w.set(`${p}.input_layernorm.weight`, [h]);
+    w.set(`${p}.post_attention_layernorm.weight`, [h]);
+    w.set(`${p}.self_attn.q_proj.weight`, [numHeads * d, h]);
+    w.set(`${p}.self_attn.k_proj.weight`, [numKvHeads * d, h]);
+    w.set(`${p}.self_attn.v_proj.weight`, [numKvHeads * d, h]);
+    w.set(`${p}.self_attn.o_proj.weight`, [h, numHeads * d]);
+    if (cfg.qkvBias) {
+      w.set(`${p}.self_attn.q_proj.bias`, [numHeads * d]);
+      w.set(`${p}.self_attn.k_proj.bias`, [numKvHeads * d]);
+      w.set(`${p}.self_attn.v_proj.bias`, [numKvHeads * d]);
+    }
+    w.set(`${p}.mlp.gate_proj.weight`, [m, h]);
+    w.set(`${p}.mlp.up_proj.weight`, [m, h]);
+    w.set(`${p}.mlp.down_proj.weight`, [h, m]);
+  }
+  w.set('model.norm.weight', [h]);
+  if (!cfg.tieWordEmbeddings) w.set('lm_head.weight', [v, h]);
+  return w;
+}

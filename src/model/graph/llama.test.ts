@@ -1,0 +1,164 @@
+import { describe, expect, it } from 'vitest';
+import { checkTreeConsistency } from '../../diagnostics/tree-check';
+import { treeAttentionBias } from '../../engine/tree';
+import { ortForNode } from '../../runtime/ort-node';
+import { ModelRunner } from '../runner';
+import { randomModel } from '../testing/random-model';
+import { referenceForward } from '../testing/reference-llama';
+
+const ort = ortForNode();
+
+function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
+  return m;
+}
+
+const causal = (i: number, j: number) => j <= i;
+const PROMPT = [3, 17, 42, 8, 25, 60, 1];
+
+async function prefillLogits(variant: Record<string, unknown>, dtype: 'F32' | 'F16' | 'BF16' = 'F32') {
+  const { model, weights } = randomModel(variant, dtype);
+  const runner = await ModelRunner.create(ort, model, { device: 'wasm' });
+  const q = PROMPT.length;
+  const logits = await runner.forward({
+    tokens: PROMPT,
+    positions: PROMPT.map((_, i) => i),
+    bias: treeAttentionBias(
+      0,
+      PROMPT.map((_, i) => i - 1),
+    ),
+    rows: PROMPT.map((_, i) => i),
+  });
+  const ref = referenceForward(
+    model.config,
+    weights,
+    PROMPT,
+    PROMPT.map((_, i) => i),
+    causal,
+  );
+  await runner.release();
+  return { logits, ref: ref.flatMap((r) => Array.from(r)), q };
+}
+
+describe('Llama graph vs an independent float64 reference (wasm EP)', () => {
+  const variants: [string, Record<string, unknown>, 'F32' | 'F16' | 'BF16'][] = [
+    ['llama, GQA, tied embeddings, F32', {}, 'F32'],
+    ['llama, F16 weights', {}, 'F16'],
+    ['llama, BF16 weights', {}, 'BF16'],
+    ['llama, untied lm_head', { tie_word_embeddings: false }, 'F32'],
+    ['qwen2 (q/k/v bias)', { model_type: 'qwen2' }, 'F32'],
+    [
+      'llama3 rope scaling',
+      {
+        rope_scaling: {
+          rope_type: 'llama3',
+          factor: 8,
+          low_freq_factor: 1,
+          high_freq_factor: 4,
+          original_max_position_embeddings: 16,
+        },
+      },
+      'F32',
+    ],
+    ['linear rope scaling, no GQA', { rope_scaling: { type: 'linear', factor: 2 }, num_key_value_heads: 4 }, 'F32'],
+    ['multi-query (1 KV head), explicit head_dim', { num_key_value_heads: 1, head_dim: 16 }, 'F32'],
+  ];
+  for (const [name, variant, dtype] of variants) {
+    it(`prefill logits match: ${name}`, async () => {
+      const { logits, ref } = await prefillLogits(variant, dtype);
+      expect(maxDiff(logits, ref)).toBeLessThan(1e-4);
+    });
+  }
+
+  it('returns only the requested rows, in the requested order', async () => {
+    const { model, weights } = randomModel();
+    const runner = await ModelRunner.create(ort, model, { device: 'wasm' });
+    const V = model.config.vocabSize;
+    const logits = await runner.forward({
+      tokens: PROMPT,
+      positions: PROMPT.map((_, i) => i),
+      bias: treeAttentionBias(
+        0,
+        PROMPT.map((_, i) => i - 1),
+      ),
+      rows: [6, 2],
+    });
+    const ref = referenceForward(
+      model.config,
+      weights,
+      PROMPT,
+      PROMPT.map((_, i) => i),
+      causal,
+    );
+    expect(logits.length).toBe(2 * V);
+    expect(maxDiff(logits.subarray(0, V), ref[6] as Float64Array)).toBeLessThan(1e-4);
+    expect(maxDiff(logits.subarray(V), ref[2] as Float64Array)).toBeLessThan(1e-4);
+    await runner.release();
+  });
+});
+
+describe('tree calls and cache compaction (wasm EP)', () => {
+  for (const variant of [{}, { model_type: 'qwen2', num_key_value_heads: 1 }]) {
+    it(`a tree call equals each root-to-node path run as a plain sequence; compaction keeps the accepted slots (${JSON.stringify(variant)})`, async () => {
+      const { model } = randomModel(variant);
+      const report = await checkTreeConsistency(ort, model, 'wasm', PROMPT);
+      expect(report.logitsDiff).toBeLessThan(1e-5);
+      expect(report.cacheDiff).toBeLessThan(1e-5);
+      expect(report.compactionExact).toBe(true);
+      expect(report.compactionDiff).toBeLessThan(1e-5);
+      expect(report.treeArgmax).toEqual(report.plainArgmax);
+    });
+  }
+
+  it('the check can fail: a cache that skips compaction is caught', async () => {
+    const { model } = randomModel();
+    const runner = await ModelRunner.create(ort, model, { device: 'wasm' });
+    await runner.forward({
+      tokens: PROMPT,
+      positions: PROMPT.map((_, i) => i),
+      bias: treeAttentionBias(
+        0,
+        PROMPT.map((_, i) => i - 1),
+      ),
+      rows: [0],
+    });
+    // Two sibling nodes, then continue as if the second were accepted but without compacting: the first stays visible.
+    await runner.forward({ tokens: [5, 9], positions: [7, 7], bias: treeAttentionBias(7, [-1, -1]), rows: [0] });
+    const wrong = await runner.forward({ tokens: [4], positions: [8], bias: treeAttentionBias(9, [-1]), rows: [0] });
+    runner.reset();
+    const seq = [...PROMPT, 9, 4];
+    const right = await runner.forward({
+      tokens: seq,
+      positions: seq.map((_, i) => i),
+      bias: treeAttentionBias(
+        0,
+        seq.map((_, i) => i - 1),
+      ),
+      rows: [8],
+    });
+    expect(maxDiff(wrong, right)).toBeGreaterThan(1e-3);
+    await runner.release();
+  });
+
+  it('fp16 compute stays close to fp32 (tested on wasm)', async () => {
+    const { model } = randomModel({}, 'F16');
+    const fp32 = await ModelRunner.create(ort, model, { device: 'wasm', compute: 'fp32' });
+    const fp16 = await ModelRunner.create(ort, model, { device: 'wasm', compute: 'fp16' });
+    const input = {
+      tokens: PROMPT,
+      positions: PROMPT.map((_, i) => i),
+      bias: treeAttentionBias(
+        0,
+        PROMPT.map((_, i) => i - 1),
+      ),
+      rows: PROMPT.map((_, i) => i),
+    };
+    const a = await fp32.forward(input);
+    const b = await fp16.forward(input);
+    expect(maxDiff(a, b)).toBeLessThan(2e-2);
+    await fp32.release();
+    await fp16.release();
+  });
+});

@@ -1,0 +1,207 @@
+/**
+ * The Llama-family graph for tree verification, built from config.json + safetensors entries:
+ *
+ *   inputs   input_ids int64 [1, q], position_ids int64 [1, q] (tree node = committed length + depth),
+ *            attention_bias float32 [1, 1, q, kept + q] (0 = visible, MASKED = hidden),
+ *            keep_indices int64 [kept] (cache slots kept from the past, in order: compaction fused into the call),
+ *            logits_rows int64 [rows] (which of the q positions need logits),
+ *            past_key_values.{i}.key / .value [1, kvHeads, past, headDim]
+ *   outputs  logits float32 [1, rows, vocab], present.{i}.key / .value [1, kvHeads, kept + q, headDim]
+ *
+ * Activations are kept 2-D ([q, hidden]) so that every projection is a Gemm with transB = 1 straight on the
+ * checkpoint's [out, in] weights, which stay where they are in the safetensors file (external data, no copy).
+ * compute 'fp16' runs matmuls in half precision but keeps RoPE angles, norm statistics and softmax input scaling
+ * in fp32.
+ */
+import { expectedWeights, type LlamaConfig, ropeInvFreq } from '../config';
+import { ModelLoadError } from '../errors';
+import type { SafetensorsDtype, TensorEntry } from '../safetensors';
+import { type OnnxDataType, OnnxGraph } from './onnx';
+
+export type ComputeType = 'fp32' | 'fp16';
+
+/** The additive bias for hidden positions: finite in fp16 and fp32, so no -inf ever reaches softmax. */
+export const MASKED = -65504;
+
+export const GRAPH_INPUTS = {
+  inputIds: 'input_ids',
+  positionIds: 'position_ids',
+  attentionBias: 'attention_bias',
+  keepIndices: 'keep_indices',
+  logitsRows: 'logits_rows',
+} as const;
+
+export const pastKey = (i: number) => `past_key_values.${i}.key`;
+export const pastValue = (i: number) => `past_key_values.${i}.value`;
+export const presentKey = (i: number) => `present.${i}.key`;
+export const presentValue = (i: number) => `present.${i}.value`;
+
+const ONNX_DTYPE: Partial<Record<SafetensorsDtype, OnnxDataType>> = {
+  F32: 'float32',
+  F16: 'float16',
+  BF16: 'bfloat16',
+};
+
+const CAST_TO: Record<OnnxDataType, number> = {
+  float32: 1,
+  uint8: 2,
+  int32: 6,
+  int64: 7,
+  bool: 9,
+  float16: 10,
+  bfloat16: 16,
+};
+
+/** Check every expected tensor exists with the expected shape; name the first that does not. */
+export function checkWeights(cfg: LlamaConfig, weights: ReadonlyMap<string, TensorEntry>): void {
+  for (const [name, shape] of expectedWeights(cfg)) {
+    const t = weights.get(name);
+    if (!t) throw new ModelLoadError(`weights: tensor ${name} is missing (config.json says it should exist)`);
+    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+      throw new ModelLoadError(
+        `config/weights mismatch: ${name} has shape [${t.shape.join(', ')}] but config.json implies [${shape.join(', ')}]`,
+      );
+    }
+    if (!ONNX_DTYPE[t.dtype]) throw new ModelLoadError(`weights: ${name} has dtype ${t.dtype}; need F32, F16 or BF16`);
+  }
+}
+
+export interface BuiltGraph {
+  model: Uint8Array;
+  /** Files the graph's external initializers point into (pass their bytes to ORT as externalData). */
+  externalFiles: string[];
+  compute: ComputeType;
+}
+
+export function buildLlamaGraph(
+  cfg: LlamaConfig,
+  weights: ReadonlyMap<string, TensorEntry>,
+  compute: ComputeType = 'fp32',
+): BuiltGraph {
+  checkWeights(cfg, weights);
+  const T: OnnxDataType = compute === 'fp16' ? 'float16' : 'float32';
+  const g = new OnnxGraph(`${cfg.modelType}_tree_${compute}`);
+  const files = new Set<string>();
+  const { numHeads: nh, numKvHeads: kvh, headDim: hd, hiddenSize: H } = cfg;
+  const group = nh / kvh;
+
+  const cast = (x: string, to: OnnxDataType) => g.op('Cast', [x], { to: CAST_TO[to] });
+  const toT = (x: string) => (T === 'float32' ? x : cast(x, T));
+
+  /** A checkpoint tensor as an external initializer, cast to the compute type (constant-folded by ORT). */
+  const weightCache = new Map<string, string>();
+  const weight = (name: string): string => {
+    const cached = weightCache.get(name);
+    if (cached) return cached;
+    const t = weights.get(name) as TensorEntry;
+    const dataType = ONNX_DTYPE[t.dtype] as OnnxDataType;
+    files.add(t.file);
+    const init = g.initializer({
+      name,
+      dataType,
+      dims: t.shape,
+      external: { location: t.file, offset: t.offset, length: t.byteLength },
+    });
+    const out = dataType === T ? init : cast(init, T);
+    weightCache.set(name, out);
+    return out;
+  };
+
+  const linear = (x: string, prefix: string, bias = false) =>
+    g.op('Gemm', bias ? [x, weight(`${prefix}.weight`), weight(`${prefix}.bias`)] : [x, weight(`${prefix}.weight`)], {
+      transB: 1,
+    });
+
+  const eps = g.constFloat32([cfg.rmsNormEps], [], 'eps');
+  const lastAxis = [-1];
+  /** RMSNorm with fp32 statistics: weight * (x / sqrt(mean(x^2) + eps)), as HF's LlamaRMSNorm. */
+  const rmsNorm = (x: string, w: string) => {
+    const xf = T === 'float32' ? x : cast(x, 'float32');
+    const ms = g.op('ReduceMean', [g.op('Mul', [xf, xf])], { axes: lastAxis, keepdims: 1 });
+    const normed = g.op('Div', [xf, g.op('Sqrt', [g.op('Add', [ms, eps])])]);
+    return g.op('Mul', [toT(normed), weight(w)]);
+  };
+
+  // Inputs.
+  const inputIds = g.input(GRAPH_INPUTS.inputIds, 'int64', [1, 'q']);
+  const positionIds = g.input(GRAPH_INPUTS.positionIds, 'int64', [1, 'q']);
+  const attentionBias = g.input(GRAPH_INPUTS.attentionBias, 'float32', [1, 1, 'q', 'total']);
+  const keepIndices = g.input(GRAPH_INPUTS.keepIndices, 'int64', ['kept']);
+  const logitsRows = g.input(GRAPH_INPUTS.logitsRows, 'int64', ['rows']);
+  for (let i = 0; i < cfg.numLayers; i++) {
+    g.input(pastKey(i), T, [1, kvh, 'past', hd]);
+    g.input(pastValue(i), T, [1, kvh, 'past', hd]);
+  }
+
+  // Embedding: [q, H].
+  const flatIds = g.op('Reshape', [inputIds, g.constInt64([-1])]);
+  let x = g.op('Gather', [weight('model.embed_tokens.weight'), flatIds], { axis: 0 });
+
+  // RoPE tables from per-token positions, in fp32: cos/sin [q, hd] broadcast over heads ([heads, q, hd]).
+  const pos = g.op('Reshape', [cast(positionIds, 'float32'), g.constInt64([-1, 1])]);
+  const freqs = g.op('Mul', [pos, g.constFloat32(ropeInvFreq(cfg), [1, hd / 2], 'inv_freq')]);
+  const angles = g.node('Concat', [freqs, freqs], { attrs: { axis: -1 } })[0] as string;
+  const cos = toT(g.op('Cos', [angles]));
+  const sin = toT(g.op('Sin', [angles]));
+  const halfStart = g.constInt64([0]);
+  const halfMid = g.constInt64([hd / 2]);
+  const halfEnd = g.constInt64([hd]);
+  const axis2 = g.constInt64([2]);
+  const rope = (t: string) => {
+    const x1 = g.op('Slice', [t, halfStart, halfMid, axis2]);
+    const x2 = g.op('Slice', [t, halfMid, halfEnd, axis2]);
+    const rotated = g.op('Concat', [g.op('Neg', [x2]), x1], { axis: 2 });
+    return g.op('Add', [g.op('Mul', [t, cos]), g.op('Mul', [rotated, sin])]);
+  };
+
+  const bias = toT(attentionBias); // [1, 1, q, total] broadcasts over [kvh, group, q, total]
+  const scale = toT(g.constFloat32([1 / Math.sqrt(hd)], [], 'scale'));
+  const headsShape = (heads: number) => g.constInt64([0, heads, hd]);
+  const toHeads = (t: string, heads: number) =>
+    g.op('Transpose', [g.op('Reshape', [t, headsShape(heads)])], { perm: [1, 0, 2] });
+  const groupedShape = g.constInt64([kvh, group, -1, hd]);
+  const mergedShape = g.constInt64([nh, -1, hd]);
+  const flatShape = g.constInt64([0, -1]);
+  const asPast = g.constInt64([0]); // Unsqueeze axes: [kvh, q, hd] -> [1, kvh, q, hd]
+
+  for (let i = 0; i < cfg.numLayers; i++) {
+    const p = `model.layers.${i}`;
+    const h = rmsNorm(x, `${p}.input_layernorm.weight`);
+    const q = rope(toHeads(linear(h, `${p}.self_attn.q_proj`, cfg.qkvBias), nh)); // [nh, q, hd]
+    const k = rope(toHeads(linear(h, `${p}.self_attn.k_proj`, cfg.qkvBias), kvh)); // [kvh, q, hd]
+    const v = toHeads(linear(h, `${p}.self_attn.v_proj`, cfg.qkvBias), kvh);
+    // Cache: keep the selected past slots, append this call's keys and values.
+    const keptK = g.op('Gather', [pastKey(i), keepIndices], { axis: 2 });
+    const keptV = g.op('Gather', [pastValue(i), keepIndices], { axis: 2 });
+    const presentK = g.op('Concat', [keptK, g.op('Unsqueeze', [k, asPast])], { axis: 2 }, presentKey(i));
+    const presentV = g.op('Concat', [keptV, g.op('Unsqueeze', [v, asPast])], { axis: 2 }, presentValue(i));
+    g.output(presentKey(i), T, [1, kvh, 'total', hd]);
+    g.output(presentValue(i), T, [1, kvh, 'total', hd]);
+    // Grouped-query attention without copying K/V per head: queries [kvh, group, q, hd] against
+    // keys [kvh, 1, hd, total] (the cache's batch axis moved into the broadcast axis).
+    const qg = g.op('Reshape', [g.op('Mul', [q, scale]), groupedShape]);
+    const kT = g.op('Transpose', [presentK], { perm: [1, 0, 3, 2] });
+    const vT = g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] });
+    const scores = g.op('Add', [g.op('MatMul', [qg, kT]), bias]);
+    const probs = g.op('Softmax', [scores], { axis: -1 });
+    const ctx = g.op('Reshape', [g.op('MatMul', [probs, vT]), mergedShape]); // [nh, q, hd]
+    const ctxFlat = g.op('Reshape', [g.op('Transpose', [ctx], { perm: [1, 0, 2] }), flatShape]); // [q, nh*hd]
+    x = g.op('Add', [x, linear(ctxFlat, `${p}.self_attn.o_proj`)]);
+    // SwiGLU MLP.
+    const h2 = rmsNorm(x, `${p}.post_attention_layernorm.weight`);
+    const gate = linear(h2, `${p}.mlp.gate_proj`);
+    const act = g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), linear(h2, `${p}.mlp.up_proj`)]);
+    x = g.op('Add', [x, linear(act, `${p}.mlp.down_proj`)]);
+  }
+
+  // Logits for the requested rows only.
+  const rowsX = g.op('Gather', [x, logitsRows], { axis: 0 });
+  const normed = rmsNorm(rowsX, 'model.norm.weight');
+  const head = cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
+  let logits = g.op('Gemm', [normed, weight(head)], { transB: 1 });
+  if (T !== 'float32') logits = cast(logits, 'float32');
+  g.op('Unsqueeze', [logits, g.constInt64([0])], {}, 'logits');
+  g.output('logits', 'float32', [1, 'rows', cfg.vocabSize]);
+
+  return { model: g.toBytes(), externalFiles: [...files], compute };
+}

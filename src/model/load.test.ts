@@ -1,0 +1,146 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseLlamaConfig } from './config';
+import { ModelLoadError } from './errors';
+import { assertSameVocabulary, loadModel } from './load';
+import { f16ToF32, f32ToBf16, f32ToF16, parseSafetensors, writeSafetensors } from './safetensors';
+import { randomModel, TINY_CONFIG } from './testing/random-model';
+
+export const BUNDLED_TARGET = 'public/models/austen-target';
+export const BUNDLED_DRAFT = 'public/models/austen-draft';
+
+/**
+ * A model folder on disk: a random tiny checkpoint with the bundled tokenizer (its vocab fits in 4096), and
+ * config.json overridden by `config` (which may then disagree with the weights, on purpose).
+ */
+function folder(config: Record<string, unknown> = {}, mutate?: (dir: string) => void): string {
+  const dir = mkdtempSync(join(tmpdir(), 'spec-model-'));
+  const base = { ...TINY_CONFIG, vocab_size: 4096 };
+  const { safetensors } = randomModel(base);
+  writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...base, ...config }));
+  writeFileSync(join(dir, 'model.safetensors'), safetensors);
+  for (const f of ['tokenizer.json', 'tokenizer_config.json']) {
+    writeFileSync(join(dir, f), readFileSync(join(BUNDLED_TARGET, f)));
+  }
+  mutate?.(dir);
+  return dir;
+}
+
+async function loadError(spec: string): Promise<string> {
+  try {
+    await loadModel(spec);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ModelLoadError);
+    return (e as Error).message;
+  }
+  throw new Error(`loading ${spec} did not fail`);
+}
+
+describe('safetensors', () => {
+  it('round-trips F32/F16/BF16 and reads tensors in place', () => {
+    const values = [0, 1, -2.5, 65504, 1e-7, 3.14159];
+    const f16 = Uint16Array.from(values, f32ToF16);
+    expect(Array.from(f16, f16ToF32).map((v) => Number(v.toPrecision(3)))).toEqual([0, 1, -2.5, 65500, 1.19e-7, 3.14]);
+    const bytes = writeSafetensors([
+      { name: 'a', dtype: 'F16', shape: [2, 3], data: new Uint8Array(f16.buffer) },
+      { name: 'b', dtype: 'BF16', shape: [1], data: new Uint8Array(Uint16Array.of(f32ToBf16(1.5)).buffer) },
+    ]);
+    const st = parseSafetensors('x.safetensors', bytes);
+    expect(st.tensors.get('a')).toMatchObject({ dtype: 'F16', shape: [2, 3], byteLength: 12 });
+    expect(st.tensors.get('b')?.offset).toBe((st.tensors.get('a')?.offset as number) + 12);
+  });
+
+  it('names a truncated file', () => {
+    const bytes = writeSafetensors([{ name: 'w', dtype: 'F32', shape: [4], data: new Uint8Array(16) }]);
+    expect(() => parseSafetensors('model.safetensors', bytes.subarray(0, bytes.length - 3))).toThrow(
+      /model\.safetensors: truncated safetensors file \(tensor w ends at byte/,
+    );
+    expect(() => parseSafetensors('model.safetensors', bytes.subarray(0, 20))).toThrow(
+      /truncated safetensors file \(header/,
+    );
+    expect(() => parseSafetensors('model.safetensors', bytes.subarray(0, 4))).toThrow(/truncated/);
+  });
+});
+
+describe('config.json', () => {
+  it('names an unsupported model_type', () => {
+    expect(() => parseLlamaConfig({ ...TINY_CONFIG, model_type: 'gpt2' })).toThrow(/unsupported model_type "gpt2"/);
+  });
+
+  it('reads Qwen2 biases, GQA, head_dim and eos ids', () => {
+    const c = parseLlamaConfig({ ...TINY_CONFIG, model_type: 'qwen2', eos_token_id: [3, 4] });
+    expect(c).toMatchObject({ qkvBias: true, numKvHeads: 2, headDim: 8, eosTokenIds: [3, 4] });
+  });
+});
+
+describe('loadModel: a model folder from disk', () => {
+  it('loads config, weights and tokenizer, and builds a runnable model', async () => {
+    const model = await loadModel(folder());
+    expect(model.config.numLayers).toBe(2);
+    expect(model.weights.size).toBe(2 * 9 + 2);
+    expect(model.tokenizer.decode(model.tokenizer.encode('Mr. Darcy bowed.'))).toBe('Mr. Darcy bowed.');
+  });
+
+  it('loads a sharded checkpoint through model.safetensors.index.json', async () => {
+    const dir = folder({}, (d) => {
+      const st = parseSafetensors('model.safetensors', readFileSync(join(d, 'model.safetensors')));
+      const names = [...st.tensors.keys()];
+      const shards = [names.slice(0, 7), names.slice(7)];
+      const weightMap: Record<string, string> = {};
+      shards.forEach((shard, i) => {
+        const file = `model-0000${i + 1}-of-00002.safetensors`;
+        const tensors = shard.map((name) => {
+          const t = st.tensors.get(name) as NonNullable<ReturnType<typeof st.tensors.get>>;
+          weightMap[name] = file;
+          return { name, dtype: t.dtype, shape: t.shape, data: st.bytes.slice(t.offset, t.offset + t.byteLength) };
+        });
+        writeFileSync(join(d, file), writeSafetensors(tensors));
+      });
+      writeFileSync(join(d, 'model.safetensors.index.json'), JSON.stringify({ weight_map: weightMap }));
+      writeFileSync(join(d, 'model.safetensors'), 'not used');
+    });
+    const model = await loadModel(dir);
+    expect(model.files.size).toBe(2);
+    expect(model.weights.size).toBe(20);
+  });
+
+  it('reports progress per file', async () => {
+    const seen: string[] = [];
+    await loadModel(folder(), { onProgress: (p) => seen.push(`${p.status}:${p.file}`) });
+    expect(seen).toContain('initiate:model.safetensors');
+    expect(seen).toContain('done:model.safetensors');
+  });
+
+  it('errors name the cause', async () => {
+    expect(await loadError(join(tmpdir(), 'no-such-model-folder'))).toMatch(/missing file: config\.json not found in/);
+    expect(await loadError(folder({ model_type: 'gpt_neox' }))).toMatch(/unsupported model_type "gpt_neox"/);
+    const truncated = folder({}, (d) => {
+      const bytes = readFileSync(join(d, 'model.safetensors'));
+      writeFileSync(join(d, 'model.safetensors'), bytes.subarray(0, bytes.length - 100));
+    });
+    expect(await loadError(truncated)).toMatch(/model\.safetensors: truncated safetensors file/);
+    const mismatch = folder({ intermediate_size: 64 });
+    expect(await loadError(mismatch)).toMatch(
+      /config\/weights mismatch: model\.layers\.0\.mlp\.gate_proj\.weight has shape \[48, 32\] but config\.json implies \[64, 32\]/,
+    );
+    const missingTokenizer = folder({}, (d) => writeFileSync(join(d, 'tokenizer.json'), '{ not json'));
+    expect(await loadError(missingTokenizer)).toMatch(/tokenizer\.json in .* is not valid JSON/);
+  });
+
+  it('refuses a draft whose vocabulary differs from the target', async () => {
+    const target = await loadModel(folder());
+    const other = await loadModel(
+      folder({}, (d) => {
+        const tok = JSON.parse(readFileSync(join(d, 'tokenizer.json'), 'utf8'));
+        const vocab = tok.model.vocab as Record<string, number>;
+        const [a, b] = Object.keys(vocab).slice(300, 302) as [string, string];
+        [vocab[a], vocab[b]] = [vocab[b] as number, vocab[a] as number];
+        writeFileSync(join(d, 'tokenizer.json'), JSON.stringify(tok));
+      }),
+    );
+    expect(() => assertSameVocabulary(target, other)).toThrow(/vocabulary mismatch/);
+    expect(() => assertSameVocabulary(target, target)).not.toThrow();
+  });
+});

@@ -1,0 +1,108 @@
+/**
+ * Loading a Hugging Face model folder: config.json, generation_config.json, model.safetensors (or shards listed in
+ * model.safetensors.index.json), tokenizer.json and tokenizer_config.json.
+ */
+import { type LlamaConfig, parseLlamaConfig } from './config';
+import { ModelLoadError } from './errors';
+import { checkWeights } from './graph/llama';
+import { parseSafetensors, type TensorEntry } from './safetensors';
+import { type FileSource, type ProgressCallback, readJson, readRequired, resolveSource } from './source';
+import { makeTokenizer, type TextTokenizer } from './tokenizer';
+
+export interface LoadedModel {
+  /** The spec the model was loaded from (folder, URL or hf:org/name). */
+  spec: string;
+  source: FileSource;
+  config: LlamaConfig;
+  generationConfig: Record<string, unknown> | null;
+  /** Every tensor of the checkpoint, pointing into `files`. */
+  weights: Map<string, TensorEntry>;
+  /** safetensors bytes by file name, unchanged (the graph references them as external data). */
+  files: Map<string, Uint8Array>;
+  tokenizer: TextTokenizer;
+  /** tokenizer.json's model.vocab, to compare vocabularies between target and draft. */
+  vocab: Record<string, number>;
+  /** Bytes of all weight files. */
+  weightBytes: number;
+}
+
+export interface LoadOptions {
+  onProgress?: ProgressCallback;
+  /** Base URL for relative folders in the browser (default: the page). */
+  base?: string;
+}
+
+async function readWeights(source: FileSource, spec: string, onProgress?: ProgressCallback) {
+  const files = new Map<string, Uint8Array>();
+  const weights = new Map<string, TensorEntry>();
+  const index = await readJson(source, 'model.safetensors.index.json', spec, false);
+  const shardNames = index
+    ? [...new Set(Object.values((index.weight_map ?? {}) as Record<string, string>))]
+    : ['model.safetensors'];
+  if (shardNames.length === 0)
+    throw new ModelLoadError(`model.safetensors.index.json in ${source.location} lists no files`);
+  for (const file of shardNames) {
+    const bytes = await readRequired(source, file, spec, onProgress);
+    const parsed = parseSafetensors(file, bytes);
+    files.set(file, bytes);
+    for (const [name, entry] of parsed.tensors) weights.set(name, entry);
+  }
+  return { files, weights };
+}
+
+export async function loadModel(spec: string, options: LoadOptions = {}): Promise<LoadedModel> {
+  const { onProgress } = options;
+  const source = resolveSource(spec, options.base);
+  const rawConfig = await readJson(source, 'config.json', spec, true);
+  let config: LlamaConfig;
+  try {
+    config = parseLlamaConfig(rawConfig);
+  } catch (e) {
+    throw new ModelLoadError(`${source.location}: ${(e as Error).message}`);
+  }
+  const generationConfig = await readJson(source, 'generation_config.json', spec, false);
+  const tokenizerJson = await readJson(source, 'tokenizer.json', spec, true);
+  const tokenizerConfig = (await readJson(source, 'tokenizer_config.json', spec, false)) ?? {};
+  const tokenizer = makeTokenizer(tokenizerJson, tokenizerConfig);
+  const { files, weights } = await readWeights(source, spec, onProgress);
+  try {
+    checkWeights(config, weights);
+  } catch (e) {
+    throw new ModelLoadError(`${source.location}: ${(e as Error).message}`);
+  }
+  if (tokenizer.size > config.vocabSize) {
+    throw new ModelLoadError(
+      `${source.location}: tokenizer has ${tokenizer.size} tokens but config.json vocab_size is ${config.vocabSize}`,
+    );
+  }
+  // generation_config.json's end-of-sequence ids win over config.json's, as in transformers.
+  const eos = generationConfig?.eos_token_id;
+  if (typeof eos === 'number') config.eosTokenIds = [eos];
+  else if (Array.isArray(eos)) config.eosTokenIds = eos.filter((x): x is number => typeof x === 'number');
+  let weightBytes = 0;
+  for (const bytes of files.values()) weightBytes += bytes.byteLength;
+  const vocab = ((tokenizerJson.model as { vocab?: Record<string, number> } | undefined)?.vocab ?? {}) as Record<
+    string,
+    number
+  >;
+  return { spec, source, config, generationConfig, weights, files, tokenizer, vocab, weightBytes };
+}
+
+/** A draft must speak the target's vocabulary token for token; otherwise its proposals mean nothing. */
+export function assertSameVocabulary(target: LoadedModel, draft: LoadedModel): void {
+  const where = `draft ${draft.spec} vs target ${target.spec}`;
+  const tv = target.vocab;
+  const dv = draft.vocab;
+  const tk = Object.keys(tv);
+  const dk = Object.keys(dv);
+  if (tk.length !== dk.length) {
+    throw new ModelLoadError(`vocabulary mismatch (${where}): ${dk.length} vs ${tk.length} tokens in tokenizer.json`);
+  }
+  for (const token of tk) {
+    if (dv[token] !== tv[token]) {
+      throw new ModelLoadError(
+        `vocabulary mismatch (${where}): token ${JSON.stringify(token)} is id ${tv[token]} in the target, ${dv[token] ?? 'absent'} in the draft`,
+      );
+    }
+  }
+}

@@ -1,0 +1,211 @@
+/**
+ * One loaded model over an onnxruntime-web session, holding its KV cache between calls. Each `forward` appends q
+ * tokens (a chain or a flattened token tree) to the cache and returns logits for the requested rows only;
+ * `keep` schedules cache compaction (the accepted path), which the next call performs inside the graph.
+ *
+ * On WebGPU the cache never leaves the GPU (present.* are gpu-buffer outputs fed back as the next past.*; the
+ * previous ones are disposed, so GPU memory does not grow across calls); only the logits rows come back.
+ */
+import type * as OrtModule from 'onnxruntime-common';
+import type { LlamaConfig } from './config';
+import { ModelLoadError } from './errors';
+import {
+  type BuiltGraph,
+  buildLlamaGraph,
+  type ComputeType,
+  GRAPH_INPUTS,
+  pastKey,
+  pastValue,
+  presentKey,
+  presentValue,
+} from './graph/llama';
+import type { LoadedModel } from './load';
+
+type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>;
+type Tensor = OrtModule.Tensor;
+
+export type Device = 'wasm' | 'webgpu';
+
+export interface RunnerOptions {
+  device: Device;
+  /** Compute precision; 'fp16' needs shader-f16 on WebGPU. Default fp32. */
+  compute?: ComputeType;
+}
+
+export interface ForwardInput {
+  tokens: ArrayLike<number>;
+  /** Position id of each token (committed length + tree depth). */
+  positions: ArrayLike<number>;
+  /** Row-major [q, length + q] additive bias (0 visible, MASKED hidden), `length` = this.length before the call. */
+  bias: Float32Array;
+  /** Which of the q rows need logits (in the order wanted). */
+  rows: ArrayLike<number>;
+}
+
+export class ContextLimitError extends Error {
+  override name = 'ContextLimitError';
+}
+
+const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) =>
+  new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
+
+export class ModelRunner {
+  private cache: Tensor[] = [];
+  private cacheLength = 0;
+  private pendingKeep: number[] | null = null;
+  private released = false;
+  /** Number of forward calls since creation. */
+  calls = 0;
+
+  private constructor(
+    private readonly ort: Ort,
+    private readonly session: OrtModule.InferenceSession,
+    readonly model: LoadedModel,
+    readonly device: Device,
+    readonly compute: ComputeType,
+    readonly graph: BuiltGraph,
+  ) {
+    this.reset();
+  }
+
+  static async create(ort: Ort, model: LoadedModel, options: RunnerOptions): Promise<ModelRunner> {
+    const compute = options.compute ?? 'fp32';
+    const graph = buildLlamaGraph(model.config, model.weights, compute);
+    const externalData = graph.externalFiles.map((path) => ({ path, data: model.files.get(path) as Uint8Array }));
+    const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = { logits: 'cpu' };
+    if (options.device === 'webgpu') {
+      for (let i = 0; i < model.config.numLayers; i++) {
+        preferredOutputLocation[presentKey(i)] = 'gpu-buffer';
+        preferredOutputLocation[presentValue(i)] = 'gpu-buffer';
+      }
+    }
+    let session: OrtModule.InferenceSession;
+    try {
+      session = await ort.InferenceSession.create(graph.model, {
+        executionProviders: [options.device],
+        graphOptimizationLevel: 'all',
+        externalData,
+        preferredOutputLocation,
+      });
+    } catch (e) {
+      throw new ModelLoadError(
+        `${model.spec}: could not create a ${options.device} session (${compute}): ${(e as Error).message}`,
+      );
+    }
+    return new ModelRunner(ort, session, model, options.device, compute, graph);
+  }
+
+  get config(): LlamaConfig {
+    return this.model.config;
+  }
+
+  /** Cache slots the next call attends to (after any pending compaction). */
+  get length(): number {
+    return this.pendingKeep ? this.pendingKeep.length : this.cacheLength;
+  }
+
+  /** Slots physically in the cache now (before a pending compaction). */
+  get physicalLength(): number {
+    return this.cacheLength;
+  }
+
+  /** Keep only these cache slots (indices into the current cache, in order); applied inside the next call. */
+  keep(indices: ArrayLike<number>): void {
+    const list = Array.from(indices);
+    for (const i of list) {
+      if (!Number.isInteger(i) || i < 0 || i >= this.cacheLength) {
+        throw new RangeError(`keep: slot ${i} is outside the cache (length ${this.cacheLength})`);
+      }
+    }
+    this.pendingKeep = list;
+  }
+
+  /** Drop the whole cache (a new prompt). */
+  reset(): void {
+    this.disposeCache();
+    const { numLayers, numKvHeads, headDim } = this.model.config;
+    const empty = () =>
+      this.compute === 'fp16'
+        ? new this.ort.Tensor('float16', new Uint16Array(0), [1, numKvHeads, 0, headDim])
+        : new this.ort.Tensor('float32', new Float32Array(0), [1, numKvHeads, 0, headDim]);
+    this.cache = Array.from({ length: numLayers * 2 }, empty);
+    this.cacheLength = 0;
+    this.pendingKeep = null;
+  }
+
+  async forward(input: ForwardInput): Promise<Float32Array> {
+    if (this.released) throw new Error(`${this.model.spec}: the model was released`);
+    const q = input.tokens.length;
+    const kept = this.length;
+    const total = kept + q;
+    if (q === 0) throw new RangeError('forward: no tokens');
+    if (input.positions.length !== q)
+      throw new RangeError(`forward: ${input.positions.length} positions for ${q} tokens`);
+    if (input.bias.length !== q * total) {
+      throw new RangeError(`forward: bias has ${input.bias.length} values, expected ${q} x ${total}`);
+    }
+    if (total > this.config.maxPositions) {
+      throw new ContextLimitError(
+        `context limit: ${total} tokens exceed ${this.model.spec}'s maximum of ${this.config.maxPositions}`,
+      );
+    }
+    for (const r of Array.from(input.rows)) {
+      if (!Number.isInteger(r) || r < 0 || r >= q) throw new RangeError(`forward: logits row ${r} is not in [0, ${q})`);
+    }
+    const vocab = this.config.vocabSize;
+    for (const t of Array.from(input.tokens)) {
+      if (!Number.isInteger(t) || t < 0 || t >= vocab)
+        throw new RangeError(`forward: token id ${t} is not in [0, ${vocab})`);
+    }
+    const keepList = this.pendingKeep ?? Array.from({ length: this.cacheLength }, (_, i) => i);
+    const feeds: Record<string, Tensor> = {
+      [GRAPH_INPUTS.inputIds]: int64(this.ort, input.tokens, [1, q]),
+      [GRAPH_INPUTS.positionIds]: int64(this.ort, input.positions, [1, q]),
+      [GRAPH_INPUTS.attentionBias]: new this.ort.Tensor('float32', input.bias, [1, 1, q, total]),
+      [GRAPH_INPUTS.keepIndices]: int64(this.ort, keepList, [keepList.length]),
+      [GRAPH_INPUTS.logitsRows]: int64(this.ort, input.rows, [input.rows.length]),
+    };
+    for (let i = 0; i < this.config.numLayers; i++) {
+      feeds[pastKey(i)] = this.cache[2 * i] as Tensor;
+      feeds[pastValue(i)] = this.cache[2 * i + 1] as Tensor;
+    }
+    const out = await this.session.run(feeds);
+    this.calls++;
+    this.disposeCache();
+    this.cache = [];
+    for (let i = 0; i < this.config.numLayers; i++) {
+      this.cache.push(out[presentKey(i)] as Tensor, out[presentValue(i)] as Tensor);
+    }
+    this.cacheLength = total;
+    this.pendingKeep = null;
+    const logits = out.logits as Tensor;
+    const data = (await logits.getData()) as Float32Array;
+    if (data.length !== input.rows.length * vocab) throw new Error(`forward: got ${data.length} logits`);
+    return data;
+  }
+
+  /** The cache of one layer as fp32 arrays [kvHeads, length, headDim] (tests and debugging; downloads from GPU). */
+  async readCache(layer: number): Promise<{ key: Float32Array; value: Float32Array; length: number }> {
+    const read = async (t: Tensor) => {
+      const data = await t.getData();
+      if (data instanceof Float32Array) return data;
+      throw new Error('readCache supports fp32 caches only');
+    };
+    return {
+      key: await read(this.cache[2 * layer] as Tensor),
+      value: await read(this.cache[2 * layer + 1] as Tensor),
+      length: this.cacheLength,
+    };
+  }
+
+  private disposeCache(): void {
+    for (const t of this.cache) if (t.location === 'gpu-buffer') t.dispose();
+  }
+
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    this.disposeCache();
+    await this.session.release();
+  }
+}
