@@ -13,6 +13,8 @@ type Ort = Parameters<typeof ModelRunner.create>[0];
 export interface TreeCheckReport {
   model: string;
   device: Device;
+  /** The compute precision the runner chose for this device. */
+  compute: 'fp32' | 'fp16';
   /** max |tree-call logits - plain path logits| over all nodes. */
   logitsDiff: number;
   /** max |tree-call K/V slot - plain path K/V slot| over all nodes, layers and heads. */
@@ -131,6 +133,7 @@ export async function checkTreeConsistency(
     return {
       model: model.spec,
       device,
+      compute: tree.compute,
       logitsDiff,
       cacheDiff,
       compactionDiff: maxDiff(after, fresh),

@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseLlamaConfig } from './config';
+import { f16ToF32, f32ToBf16, f32ToF16 } from './convert';
 import { ModelLoadError } from './errors';
 import { assertSameVocabulary, loadModel } from './load';
-import { f16ToF32, f32ToBf16, f32ToF16, parseSafetensors, writeSafetensors } from './safetensors';
+import { parseSafetensors, writeSafetensors } from './safetensors';
 import { randomModel, TINY_CONFIG } from './testing/random-model';
 
-export const BUNDLED_TARGET = 'public/models/austen-target';
-export const BUNDLED_DRAFT = 'public/models/austen-draft';
+const BUNDLED_TARGET = 'public/models/austen-target';
 
 /**
  * A model folder on disk: a random tiny checkpoint with the bundled tokenizer (its vocab fits in 4096), and

@@ -20,6 +20,7 @@ import {
   presentValue,
 } from './graph/llama';
 import type { LoadedModel } from './load';
+import type { ProgressCallback } from './source';
 
 type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>;
 type Tensor = OrtModule.Tensor;
@@ -28,8 +29,19 @@ export type Device = 'wasm' | 'webgpu';
 
 export interface RunnerOptions {
   device: Device;
-  /** Compute precision; 'fp16' needs shader-f16 on WebGPU. Default fp32. */
-  compute?: ComputeType;
+  /**
+   * Compute precision. 'auto' (the default) picks fp16 on a WebGPU adapter with shader-f16 and fp32 otherwise;
+   * 'fp16' on WebGPU without shader-f16 fails with a clear error.
+   */
+  compute?: ComputeType | 'auto';
+  onProgress?: ProgressCallback;
+}
+
+/** fp16 where the device computes it natively (WebGPU with shader-f16), fp32 everywhere else. */
+export async function chooseCompute(device: Device): Promise<ComputeType> {
+  if (device !== 'webgpu') return 'fp32';
+  const adapter = await globalThis.navigator?.gpu?.requestAdapter();
+  return adapter?.features.has('shader-f16') ? 'fp16' : 'fp32';
 }
 
 export interface ForwardInput {
@@ -69,9 +81,16 @@ export class ModelRunner {
   }
 
   static async create(ort: Ort, model: LoadedModel, options: RunnerOptions): Promise<ModelRunner> {
-    const compute = options.compute ?? 'fp32';
-    const graph = buildLlamaGraph(model.config, model.weights, compute);
-    const externalData = graph.externalFiles.map((path) => ({ path, data: model.files.get(path) as Uint8Array }));
+    const requested = options.compute ?? 'auto';
+    const compute = requested === 'auto' ? await chooseCompute(options.device) : requested;
+    if (compute === 'fp16' && options.device === 'webgpu' && (await chooseCompute('webgpu')) !== 'fp16') {
+      throw new ModelLoadError(
+        `${model.spec}: fp16 compute needs the WebGPU feature shader-f16, which this adapter lacks`,
+      );
+    }
+    options.onProgress?.({ status: 'building', name: model.spec });
+    const graph = buildLlamaGraph(model.config, model.weights, model.files, compute);
+    const { externalData } = graph;
     const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = { logits: 'cpu' };
     if (options.device === 'webgpu') {
       for (let i = 0; i < model.config.numLayers; i++) {
@@ -92,7 +111,9 @@ export class ModelRunner {
         `${model.spec}: could not create a ${options.device} session (${compute}): ${(e as Error).message}`,
       );
     }
-    return new ModelRunner(ort, session, model, options.device, compute, graph);
+    options.onProgress?.({ status: 'ready', name: model.spec });
+    // The session has its own copy of the weights now; keep only the graph's metadata.
+    return new ModelRunner(ort, session, model, options.device, compute, { ...graph, externalData: [] });
   }
 
   get config(): LlamaConfig {

@@ -84,8 +84,8 @@ class FsSource implements FileSource {
 }
 
 /**
- * `hf:org/name[@rev]` → the hub; `http(s)://…` → that URL; anything else is a folder: a path in Node, a URL
- * relative to `base` (default: the page) in the browser.
+ * `hf:org/name[@rev]` → the hub; `http(s)://…` → that URL; anything else is a folder: a path in Node (unless a
+ * `base` URL is given), a URL relative to `base` (default: the page) in the browser.
  */
 export function resolveSource(spec: string, base?: string): FileSource {
   const hub = /^hf:([\w.-]+\/[\w.-]+)(?:@([\w.-]+))?$/.exec(spec);
@@ -93,7 +93,7 @@ export function resolveSource(spec: string, base?: string): FileSource {
   if (spec.startsWith('hf:'))
     throw new ModelLoadError(`bad hub id "${spec}": expected hf:org/name or hf:org/name@revision`);
   if (/^https?:\/\//.test(spec)) return new HttpSource(spec);
-  if (isNode && !/^[a-z]+:/.test(spec)) return new FsSource(spec);
+  if (isNode && base === undefined && !/^[a-z]+:/.test(spec)) return new FsSource(spec);
   const root = base ?? (typeof document !== 'undefined' ? document.baseURI : globalThis.location?.href);
   if (!root) throw new ModelLoadError(`cannot resolve model location "${spec}": no base URL`);
   return new HttpSource(new URL(spec, root).href);

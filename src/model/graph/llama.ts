@@ -9,11 +9,13 @@
  *   outputs  logits float32 [1, rows, vocab], present.{i}.key / .value [1, kvHeads, kept + q, headDim]
  *
  * Activations are kept 2-D ([q, hidden]) so that every projection is a Gemm with transB = 1 straight on the
- * checkpoint's [out, in] weights, which stay where they are in the safetensors file (external data, no copy).
- * compute 'fp16' runs matmuls in half precision but keeps RoPE angles, norm statistics and softmax input scaling
- * in fp32.
+ * checkpoint's [out, in] weights. Weights already in the compute precision stay where they are in the safetensors
+ * bytes (external data, no copy); others are converted once in JS (onnxruntime does not constant-fold a Cast of an
+ * fp16 initializer, so an in-graph Cast would run on every call). compute 'fp16' runs matmuls in half precision
+ * but keeps RoPE angles and norm statistics in fp32.
  */
 import { expectedWeights, type LlamaConfig, ropeInvFreq } from '../config';
+import { convertFloats, type FloatDtype } from '../convert';
 import { ModelLoadError } from '../errors';
 import type { SafetensorsDtype, TensorEntry } from '../safetensors';
 import { type OnnxDataType, OnnxGraph } from './onnx';
@@ -68,43 +70,60 @@ export function checkWeights(cfg: LlamaConfig, weights: ReadonlyMap<string, Tens
 
 export interface BuiltGraph {
   model: Uint8Array;
-  /** Files the graph's external initializers point into (pass their bytes to ORT as externalData). */
-  externalFiles: string[];
+  /** The buffers the graph's external initializers point into: pass them to ORT as `externalData`. */
+  externalData: { path: string; data: Uint8Array }[];
   compute: ComputeType;
+  /** Bytes of weights that had to be converted to the compute precision (0 when all were used in place). */
+  convertedBytes: number;
 }
+
+/** Name of the in-memory external-data buffer holding converted weights. */
+export const CONVERTED_WEIGHTS = 'converted-weights.bin';
 
 export function buildLlamaGraph(
   cfg: LlamaConfig,
   weights: ReadonlyMap<string, TensorEntry>,
+  files: ReadonlyMap<string, Uint8Array>,
   compute: ComputeType = 'fp32',
 ): BuiltGraph {
   checkWeights(cfg, weights);
   const T: OnnxDataType = compute === 'fp16' ? 'float16' : 'float32';
   const g = new OnnxGraph(`${cfg.modelType}_tree_${compute}`);
-  const files = new Set<string>();
+  const usedFiles = new Set<string>();
+  const converted: { name: string; bytes: Uint8Array; offset: number }[] = [];
+  let convertedBytes = 0;
   const { numHeads: nh, numKvHeads: kvh, headDim: hd, hiddenSize: H } = cfg;
   const group = nh / kvh;
 
   const cast = (x: string, to: OnnxDataType) => g.op('Cast', [x], { to: CAST_TO[to] });
   const toT = (x: string) => (T === 'float32' ? x : cast(x, T));
 
-  /** A checkpoint tensor as an external initializer, cast to the compute type (constant-folded by ORT). */
-  const weightCache = new Map<string, string>();
+  /** A checkpoint tensor as an external initializer in the compute precision. */
+  const weightCache = new Set<string>();
   const weight = (name: string): string => {
-    const cached = weightCache.get(name);
-    if (cached) return cached;
+    if (weightCache.has(name)) return name;
+    weightCache.add(name);
     const t = weights.get(name) as TensorEntry;
-    const dataType = ONNX_DTYPE[t.dtype] as OnnxDataType;
-    files.add(t.file);
-    const init = g.initializer({
-      name,
-      dataType,
-      dims: t.shape,
-      external: { location: t.file, offset: t.offset, length: t.byteLength },
-    });
-    const out = dataType === T ? init : cast(init, T);
-    weightCache.set(name, out);
-    return out;
+    if (ONNX_DTYPE[t.dtype] === T) {
+      usedFiles.add(t.file);
+      return g.initializer({
+        name,
+        dataType: T,
+        dims: t.shape,
+        external: { location: t.file, offset: t.offset, length: t.byteLength },
+      });
+    }
+    const file = files.get(t.file);
+    if (!file) throw new ModelLoadError(`weights: ${name} points into ${t.file}, which was not loaded`);
+    const bytes = convertFloats(
+      file.subarray(t.offset, t.offset + t.byteLength),
+      t.dtype as FloatDtype,
+      T as 'float32',
+    );
+    converted.push({ name, bytes, offset: convertedBytes });
+    const external = { location: CONVERTED_WEIGHTS, offset: convertedBytes, length: bytes.byteLength };
+    convertedBytes += bytes.byteLength;
+    return g.initializer({ name, dataType: T, dims: t.shape, external });
   };
 
   const linear = (x: string, prefix: string, bias = false) =>
@@ -203,5 +222,11 @@ export function buildLlamaGraph(
   g.op('Unsqueeze', [logits, g.constInt64([0])], {}, 'logits');
   g.output('logits', 'float32', [1, 'rows', cfg.vocabSize]);
 
-  return { model: g.toBytes(), externalFiles: [...files], compute };
+  const externalData = [...usedFiles].map((path) => ({ path, data: files.get(path) as Uint8Array }));
+  if (converted.length > 0) {
+    const data = new Uint8Array(convertedBytes);
+    for (const c of converted) data.set(c.bytes, c.offset);
+    externalData.push({ path: CONVERTED_WEIGHTS, data });
+  }
+  return { model: g.toBytes(), externalData, compute, convertedBytes };
 }

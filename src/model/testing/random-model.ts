@@ -1,14 +1,8 @@
 /** Small random Llama-family checkpoints, built in memory, for graph tests (no files, no training). */
 import { expectedWeights, parseLlamaConfig } from '../config';
+import { f32ToBf16, f32ToF16 } from '../convert';
 import type { LoadedModel } from '../load';
-import {
-  f32ToBf16,
-  f32ToF16,
-  parseSafetensors,
-  readAsFloat32,
-  type SafetensorsDtype,
-  writeSafetensors,
-} from '../safetensors';
+import { parseSafetensors, readAsFloat32, type SafetensorsDtype, writeSafetensors } from '../safetensors';
 import type { Weights } from './reference-llama';
 
 export const TINY_CONFIG = {
