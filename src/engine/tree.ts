@@ -55,3 +55,32 @@ export function treeAttentionBias(prefixLength: number, parents: readonly number
 export function keepIndices(prefixLength: number, path: readonly number[]): number[] {
   return [...Array.from({ length: prefixLength }, (_, i) => i), ...path.map((n) => prefixLength + n)];
 }
+
+/**
+ * Bias for appending q tokens to a cache of `cacheLength` slots: row i sees slots [0, prefixLength), the extra
+ * cached slots listed in visibleSlots[i] (e.g. its ancestors drafted earlier this round), and itself. Rows do not
+ * see each other (a drafter appends one tree level at a time).
+ */
+export function appendBias(
+  cacheLength: number,
+  prefixLength: number,
+  visibleSlots: readonly (readonly number[])[],
+): Float32Array {
+  const q = visibleSlots.length;
+  const width = cacheLength + q;
+  const bias = new Float32Array(q * width).fill(MASKED);
+  visibleSlots.forEach((slots, i) => {
+    bias.fill(0, i * width, i * width + prefixLength);
+    for (const s of slots) bias[i * width + s] = 0;
+    bias[i * width + cacheLength + i] = 0;
+  });
+  return bias;
+}
+
+/** Bias for a plain chain of q tokens after `cacheLength` cached ones: the ordinary causal mask. */
+export function chainBias(cacheLength: number, q: number): Float32Array {
+  return treeAttentionBias(
+    cacheLength,
+    Array.from({ length: q }, (_, i) => i - 1),
+  );
+}

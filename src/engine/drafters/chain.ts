@@ -1,0 +1,69 @@
+/**
+ * Draft-model chain (Leviathan et al.; Chen et al.): the draft proposes gamma tokens one after another.
+ * Greedy takes the draft's argmax; sampling draws from the draft's processed distribution.
+ */
+import { argmax, isGreedy, sampleFrom } from '../sampling';
+import type { VerifyResult } from '../verify';
+import { DraftModelState, nodeDists } from './draft-model';
+import type { Drafter, DraftRequest, DraftTree } from './drafter';
+
+export interface ChainOptions {
+  /** Draft length. */
+  gamma: number;
+  /** Stop drafting once the draft's probability of its own token falls below this (0 = never). */
+  confidence?: number;
+}
+
+export class ChainDrafter implements Drafter {
+  readonly name: string = 'chain';
+  protected readonly state: DraftModelState;
+
+  constructor(
+    draft: DraftModelState['lm'],
+    protected options: ChainOptions,
+  ) {
+    this.state = new DraftModelState(draft);
+  }
+
+  get calls(): number {
+    return this.state.calls;
+  }
+
+  /** The length to draft this round (subclasses adapt it). */
+  protected gamma(): number {
+    return this.options.gamma;
+  }
+
+  async propose(req: DraftRequest): Promise<DraftTree> {
+    let logits = await this.state.sync(req.committed);
+    const tree: DraftTree = {
+      tokens: [req.committed[req.committed.length - 1] as number],
+      parents: [-1],
+      draftProbs: [],
+    };
+    const limit = Math.min(this.gamma(), req.maxDepth, req.maxNodes, this.state.room() - 1);
+    const depths = [0];
+    for (let d = 1; d <= limit; d++) {
+      const parent = d - 1;
+      const dists = nodeDists(logits, req.sampling);
+      tree.draftProbs[parent] = dists.verify;
+      const token = isGreedy(req.sampling) ? argmax(dists.verify) : sampleFrom(dists.verify, req.rng);
+      tree.tokens.push(token);
+      tree.parents.push(parent);
+      tree.draftProbs.push(null);
+      depths.push(d);
+      const confident = (dists.score[token] as number) >= (this.options.confidence ?? 0);
+      if (d === limit || req.eos.has(token) || !confident) break;
+      [logits] = (await this.state.expand(tree, [d], depths)) as [Float32Array];
+    }
+    return tree;
+  }
+
+  accept(tree: DraftTree, result: VerifyResult): void {
+    this.state.accept(tree, result);
+  }
+
+  reset(): void {
+    this.state.reset();
+  }
+}

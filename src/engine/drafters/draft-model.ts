@@ -1,0 +1,125 @@
+/**
+ * Shared machinery of the draft-model drafters: keeping the draft's KV cache in step with the committed sequence,
+ * running one tree level per call, and compacting to the accepted path after verification.
+ */
+import type { CausalLM } from '../lm';
+import { isGreedy, type SamplingParams, toProbs } from '../sampling';
+import { appendBias, chainBias } from '../tree';
+import type { VerifyResult } from '../verify';
+import type { DraftTree } from './drafter';
+
+export interface NodeDists {
+  /** The distribution the verifier compares against (processed exactly like the target's). */
+  verify: Float32Array;
+  /** The draft's own confidence (temperature-1 softmax under greedy; the processed one otherwise). */
+  score: Float32Array;
+}
+
+export function nodeDists(logits: Float32Array, sampling: SamplingParams): NodeDists {
+  const verify = toProbs(logits, sampling);
+  const score = isGreedy(sampling) ? toProbs(logits, { ...sampling, temperature: 1, topK: 0, topP: 1 }) : verify;
+  return { verify, score };
+}
+
+export class DraftModelState {
+  /** Tokens whose K/V are in the draft cache, slot by slot (committed tokens only, between rounds). */
+  private cached: number[] = [];
+  /** Cache length at the start of this round's drafting (the committed prefix including the root). */
+  private roundBase = 0;
+  /** Cache slot of each tree node the draft has run this round (node 0, the root, is at roundBase - 1). */
+  private slots = new Map<number, number>();
+
+  constructor(readonly lm: CausalLM) {}
+
+  get calls(): number {
+    return this.lm.calls;
+  }
+
+  /** Room left in the draft's context for this round's nodes. */
+  room(): number {
+    return this.lm.config.maxPositions - this.roundBase;
+  }
+
+  /** Feed the committed tokens the cache lacks (always at least the root); returns the root's logits. */
+  async sync(committed: readonly number[]): Promise<Float32Array> {
+    let common = 0;
+    while (common < this.cached.length && common < committed.length - 1 && this.cached[common] === committed[common]) {
+      common++;
+    }
+    if (common < this.cached.length) {
+      // Diverged (should not happen between rounds): keep the common prefix only.
+      this.lm.keep(Array.from({ length: common }, (_, i) => i));
+      this.cached = this.cached.slice(0, common);
+    }
+    const missing = committed.slice(common);
+    const start = this.lm.length;
+    const logits = await this.lm.forward({
+      tokens: missing,
+      positions: missing.map((_, i) => start + i),
+      bias: chainBias(start, missing.length),
+      rows: [missing.length - 1],
+    });
+    this.cached = [...committed];
+    this.roundBase = this.cached.length;
+    this.slots = new Map([[0, this.roundBase - 1]]);
+    return logits;
+  }
+
+  /**
+   * Run one level of tree nodes (all at the same depth) through the draft in one call; each sees the committed
+   * prefix, its drafted ancestors and itself. Returns one logits row per node, in order.
+   */
+  async expand(tree: DraftTree, nodes: readonly number[], depths: readonly number[]): Promise<Float32Array[]> {
+    const cacheLength = this.lm.length;
+    const visible = nodes.map((node) => {
+      const slots: number[] = [];
+      for (let a = tree.parents[node] as number; a > 0; a = tree.parents[a] as number) {
+        const slot = this.slots.get(a);
+        if (slot === undefined) throw new Error(`draft: ancestor ${a} of node ${node} was never run`);
+        slots.push(slot);
+      }
+      return slots;
+    });
+    const logits = await this.lm.forward({
+      tokens: nodes.map((n) => tree.tokens[n] as number),
+      positions: nodes.map((n) => this.roundBase - 1 + (depths[n] as number)),
+      bias: appendBias(cacheLength, this.roundBase, visible),
+      rows: nodes.map((_, i) => i),
+    });
+    const vocab = this.lm.config.vocabSize;
+    return nodes.map((node, i) => {
+      this.slots.set(node, cacheLength + i);
+      return logits.subarray(i * vocab, (i + 1) * vocab);
+    });
+  }
+
+  /** Re-key the slots after a drafter renumbers its working tree (old node -> new node; others are dropped). */
+  renumber(index: ReadonlyMap<number, number>): void {
+    const slots = new Map<number, number>();
+    for (const [oldNode, slot] of this.slots) {
+      const n = index.get(oldNode);
+      if (n !== undefined) slots.set(n, slot);
+    }
+    this.slots = slots;
+  }
+
+  /** Keep the committed prefix plus the accepted nodes the draft has run (their slots, in path order). */
+  accept(tree: DraftTree, result: VerifyResult): void {
+    const keep = Array.from({ length: this.roundBase }, (_, i) => i);
+    for (const node of result.path.slice(1)) {
+      const slot = this.slots.get(node);
+      if (slot === undefined) break;
+      keep.push(slot);
+      this.cached.push(tree.tokens[node] as number);
+    }
+    this.lm.keep(keep);
+    this.slots.clear();
+  }
+
+  reset(): void {
+    this.lm.reset();
+    this.cached = [];
+    this.roundBase = 0;
+    this.slots.clear();
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * Draft-model dynamic tree (EAGLE-2 style): grow the tree level by level, expanding only the `expand` most
+ * promising frontier nodes by cumulative draft score, each with its `branch` best children; then keep the best
+ * `budget` nodes overall (best-first from the root, so the kept set is always a tree).
+ *
+ * Scores: greedy uses the draft's log-probabilities. Sampling uses perturbed scores (log q + Gumbel noise): a
+ * node's children are then drawn without replacement from q, in draw order, and any kept subset of siblings is a
+ * prefix of that order, which keeps recursive rejection sampling lossless (see shared/reference/lossless-trees.md).
+ *
+ * With `adaptive`, depth and budget follow the measured acceptance: deeper after rounds that accept (nearly) the
+ * whole depth, shallower after rounds that accept little.
+ */
+import { isGreedy, type Rng, topK } from '../sampling';
+import type { VerifyResult } from '../verify';
+import { DraftModelState, type NodeDists, nodeDists } from './draft-model';
+import type { Drafter, DraftRequest, DraftTree } from './drafter';
+
+export interface DynamicTreeOptions {
+  /** Levels to grow. */
+  depth: number;
+  /** Frontier nodes expanded per level. */
+  expand: number;
+  /** Children per expanded node. */
+  branch: number;
+  /** Nodes kept (besides the root). */
+  budget: number;
+  adaptive?: boolean;
+}
+
+export const DYNAMIC_DEFAULTS: DynamicTreeOptions = { depth: 6, expand: 4, branch: 4, budget: 24 };
+
+interface Candidate {
+  token: number;
+  parent: number;
+  depth: number;
+  score: number;
+}
+
+/** The `branch` best children of a node with their (possibly perturbed) log-scores, best first. */
+function children(d: NodeDists, branch: number, greedy: boolean, rng: Rng): [number, number][] {
+  if (greedy) return topK(d.score, branch).map((t) => [t, Math.log(d.score[t] as number)]);
+  const keyed: [number, number][] = [];
+  d.verify.forEach((p, t) => {
+    if (p > 0) keyed.push([t, Math.log(p) + rng.gumbel()]);
+  });
+  keyed.sort((a, b) => b[1] - a[1]);
+  return keyed.slice(0, branch);
+}
+
+export class DynamicTreeDrafter implements Drafter {
+  readonly name: string;
+  private readonly state: DraftModelState;
+  private depth: number;
+  private budget: number;
+
+  constructor(
+    draft: DraftModelState['lm'],
+    private readonly options: DynamicTreeOptions = DYNAMIC_DEFAULTS,
+  ) {
+    this.name = options.adaptive ? 'dynamic-adaptive' : 'dynamic';
+    this.state = new DraftModelState(draft);
+    this.depth = options.depth;
+    this.budget = options.budget;
+  }
+
+  get calls(): number {
+    return this.state.calls;
+  }
+
+  /** Current depth and node budget (they move when adaptive). */
+  get shape(): { depth: number; budget: number } {
+    return { depth: this.depth, budget: this.budget };
+  }
+
+  async propose(req: DraftRequest): Promise<DraftTree> {
+    const greedy = isGreedy(req.sampling);
+    const rootLogits = await this.state.sync(req.committed);
+    const budget = Math.min(this.budget, req.maxNodes, this.state.room() - 1);
+    const maxDepth = Math.min(this.depth, req.maxDepth);
+    // Work tree over all candidates (index 0 = root); DraftModelState slots are keyed by these indices.
+    const cands: Candidate[] = [
+      { token: req.committed[req.committed.length - 1] as number, parent: -1, depth: 0, score: 0 },
+    ];
+    const work: DraftTree = { tokens: [cands[0]?.token as number], parents: [-1], draftProbs: [] };
+    const dists = new Map<number, Float32Array>();
+    const grow = (node: number, logits: Float32Array) => {
+      const d = nodeDists(logits, req.sampling);
+      dists.set(node, d.verify);
+      const parent = cands[node] as Candidate;
+      for (const [token, s] of children(d, this.options.branch, greedy, req.rng)) {
+        cands.push({ token, parent: node, depth: parent.depth + 1, score: parent.score + s });
+        work.tokens.push(token);
+        work.parents.push(node);
+      }
+    };
+    if (budget > 0 && maxDepth > 0) grow(0, rootLogits);
+    for (let depth = 1; depth < maxDepth; depth++) {
+      const frontier = cands
+        .map((c, i) => [c, i] as const)
+        .filter(([c]) => c.depth === depth && !req.eos.has(c.token))
+        .sort((a, b) => b[0].score - a[0].score)
+        .slice(0, this.options.expand)
+        .map(([, i]) => i);
+      if (frontier.length === 0) break;
+      const logits = await this.state.expand(
+        work,
+        frontier,
+        cands.map((c) => c.depth),
+      );
+      frontier.forEach((node, i) => {
+        grow(node, logits[i] as Float32Array);
+      });
+    }
+    return this.select(cands, dists, budget);
+  }
+
+  /** Best-first from the root over cumulative scores: an ancestor-closed set of `budget` nodes, renumbered. */
+  private select(cands: Candidate[], dists: Map<number, Float32Array>, budget: number): DraftTree {
+    const kids = cands.map(() => [] as number[]);
+    cands.forEach((c, i) => {
+      if (c.parent >= 0) kids[c.parent]?.push(i);
+    });
+    const chosen: number[] = [];
+    const open = [...(kids[0] ?? [])];
+    while (chosen.length < budget && open.length > 0) {
+      let best = 0;
+      for (let i = 1; i < open.length; i++) {
+        if ((cands[open[i] as number] as Candidate).score > (cands[open[best] as number] as Candidate).score) best = i;
+      }
+      const node = open.splice(best, 1)[0] as number;
+      chosen.push(node);
+      open.push(...(kids[node] ?? []));
+    }
+    // Topological order: by depth, siblings by score (their draw order under sampling).
+    chosen.sort(
+      (a, b) =>
+        (cands[a] as Candidate).depth - (cands[b] as Candidate).depth ||
+        (cands[b] as Candidate).score - (cands[a] as Candidate).score,
+    );
+    const index = new Map<number, number>([[0, 0]]);
+    chosen.forEach((c, i) => {
+      index.set(c, i + 1);
+    });
+    const tree: DraftTree = { tokens: [cands[0]?.token as number], parents: [-1], draftProbs: [dists.get(0) ?? null] };
+    for (const c of chosen) {
+      const cand = cands[c] as Candidate;
+      tree.tokens.push(cand.token);
+      tree.parents.push(index.get(cand.parent) as number);
+      tree.draftProbs.push(dists.get(c) ?? null);
+    }
+    this.state.renumber(index);
+    return tree;
+  }
+
+  accept(tree: DraftTree, result: VerifyResult): void {
+    this.state.accept(tree, result);
+    if (!this.options.adaptive) return;
+    const accepted = result.path.length - 1;
+    if (accepted >= this.depth - 1) this.depth = Math.min(this.depth + 1, 12);
+    else if (accepted < this.depth / 3) this.depth = Math.max(this.depth - 1, 2);
+    this.budget = Math.max(8, Math.round((this.options.budget * this.depth) / this.options.depth));
+  }
+
+  reset(): void {
+    this.state.reset();
+    this.depth = this.options.depth;
+    this.budget = this.options.budget;
+  }
+}

@@ -1,0 +1,59 @@
+/** Running statistics of a generation: tau, acceptance per depth, call counts, time split. */
+import type { GenerationStats } from './events';
+import type { VerifyResult } from './verify';
+
+export class StatsTracker {
+  private offered: number[] = [];
+  private accepted: number[] = [];
+  rounds = 0;
+  tokens = 0;
+  verifyCalls = 0;
+  prefillCalls = 0;
+  draftMs = 0;
+  verifyMs = 0;
+  overheadMs = 0;
+  prefillMs = 0;
+  private readonly started = performance.now();
+
+  /** Record one round: the tree, its verification and the tokens it produced. */
+  round(
+    parents: readonly number[],
+    result: VerifyResult,
+    produced: number,
+    ms: { draft: number; verify: number; total: number },
+  ): void {
+    this.rounds++;
+    this.verifyCalls++;
+    this.tokens += produced;
+    this.draftMs += ms.draft;
+    this.verifyMs += ms.verify;
+    this.overheadMs += Math.max(0, ms.total - ms.draft - ms.verify);
+    // Depth d was offered if the accepted path reached depth d-1 and that node had children to try.
+    const hasChildren = new Set(parents.filter((p) => p >= 0));
+    result.path.forEach((node, depth) => {
+      if (!hasChildren.has(node)) return;
+      this.offered[depth] = (this.offered[depth] ?? 0) + 1;
+      if (depth + 1 < result.path.length) this.accepted[depth] = (this.accepted[depth] ?? 0) + 1;
+    });
+  }
+
+  summary(draftCalls: number): GenerationStats {
+    const wallMs = performance.now() - this.started;
+    const roundMs = this.draftMs + this.verifyMs + this.overheadMs;
+    return {
+      tau: this.verifyCalls > 0 ? this.tokens / this.verifyCalls : 0,
+      acceptanceByDepth: this.offered.map((o, d) => (o > 0 ? (this.accepted[d] ?? 0) / o : 0)),
+      rounds: this.rounds,
+      targetCalls: this.verifyCalls + this.prefillCalls,
+      draftCalls,
+      tokens: this.tokens,
+      tokensPerSecond: roundMs > 0 ? (1000 * this.tokens) / roundMs : 0,
+      wallMs,
+      prefillMs: this.prefillMs,
+      draftMs: this.draftMs,
+      verifyMs: this.verifyMs,
+      overheadMs: this.overheadMs,
+      overheadShare: roundMs > 0 ? this.overheadMs / roundMs : 0,
+    };
+  }
+}
