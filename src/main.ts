@@ -1,4 +1,8 @@
-/** The demo page's bootstrap: reports the WebGPU adapter and runs the self-test in a module worker. */
+/**
+ * The demo page: the <spec-decoder> element with a settings form bound to its attributes, plus diagnostics (the
+ * WebGPU adapter, a self-test in a module worker, a tree-attention check with the bundled models).
+ */
+import './ui/spec-decoder';
 import { runSelftest, runTreeCheck } from './diagnostics/selftest';
 import type { SelftestReport } from './diagnostics/selftest-protocol';
 import type { TreeCheckReport } from './diagnostics/tree-check';
@@ -67,7 +71,25 @@ async function treeCheck(): Promise<void> {
   }
 }
 
+/** Mirror the settings form onto the element's attributes. */
+function bindSettings(): void {
+  const form = document.getElementById('settings') as HTMLFormElement;
+  const demo = document.getElementById('demo') as HTMLElement;
+  const apply = () => {
+    for (const input of Array.from(form.elements) as (HTMLInputElement | HTMLSelectElement)[]) {
+      if (!input.name) continue;
+      if (input instanceof HTMLInputElement && input.type === 'checkbox')
+        demo.toggleAttribute(input.name, input.checked);
+      else demo.setAttribute(input.name, input.value);
+    }
+  };
+  form.addEventListener('input', apply);
+  form.addEventListener('submit', (e) => e.preventDefault());
+  apply();
+}
+
 async function main(): Promise<void> {
+  bindSettings();
   el('tree-run').addEventListener('click', () => void treeCheck());
   const probe = await probeWebGpu();
   el('adapter-status').textContent = probe.ok ? describeAdapter(probe.adapter) : probe.reason;

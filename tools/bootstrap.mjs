@@ -96,7 +96,14 @@ function start() {
   process.exit(run(bin('vite'), ['preview', '--host', '127.0.0.1', '--port', port, '--strictPort']));
 }
 
-const jobs = { test, start };
+/** `npm run generate -- …`: the terminal front end (src/cli.ts, run by tsx). */
+function generate() {
+  ensureNodeModules();
+  const r = spawnSync(bin('tsx'), [join(root, 'src', 'cli.ts'), ...process.argv.slice(3)], { cwd: process.cwd(), stdio: 'inherit', env });
+  process.exit(r.status ?? 1);
+}
+
+const jobs = { test, start, generate };
 const job = jobs[process.argv[2]];
 if (!job) {
   console.error(`usage: node tools/bootstrap.mjs ${Object.keys(jobs).join('|')}`);

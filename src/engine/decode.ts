@@ -17,12 +17,16 @@ export class IncrementalDecoder {
 
   constructor(private readonly tokenizer: Pick<TextTokenizer, 'decode'>) {}
 
+  private decode(ids: readonly number[]): string {
+    return ids.length === 0 ? '' : this.tokenizer.decode(ids);
+  }
+
   /** Pieces for `added`, as if appended after the committed tokens (does not commit them). */
   preview(added: readonly number[]): string[] {
     const base = this.ids.slice(-WINDOW);
-    let emitted = stable(this.tokenizer.decode(base)).length;
+    let emitted = stable(this.decode(base)).length;
     return added.map((_, i) => {
-      const full = stable(this.tokenizer.decode([...base, ...added.slice(0, i + 1)]));
+      const full = stable(this.decode([...base, ...added.slice(0, i + 1)]));
       const piece = full.slice(emitted);
       emitted = Math.max(emitted, full.length);
       return piece;

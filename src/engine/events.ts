@@ -17,7 +17,7 @@ export interface RoundEvent {
   target: TokenPiece[];
   targetKind: 'correction' | 'bonus' | 'none';
   /** The tree the target verified this round; node 0 is the root (the previous round's last token). */
-  tree: { tokens: number[]; parents: number[]; status: NodeStatus[] };
+  tree: { tokens: number[]; texts: string[]; parents: number[]; status: NodeStatus[] };
   /** Running totals. */
   counts: { targetCalls: number; draftCalls: number; tokens: number };
   timings: { draftMs: number; verifyMs: number; overheadMs: number; totalMs: number };

@@ -153,7 +153,12 @@ export async function* generate(
       rejected: pieces(rejectedIds, rejectedText),
       target: pieces(targetIds, targetText),
       targetKind: targetToken === null ? 'none' : result.kind,
-      tree: { tokens: [...tree.tokens], parents: [...tree.parents], status: final.status },
+      tree: {
+        tokens: [...tree.tokens],
+        texts: tree.tokens.map((t) => parts.tokenizer.decode([t])),
+        parents: [...tree.parents],
+        status: final.status,
+      },
       counts: {
         targetCalls: stats.verifyCalls + stats.prefillCalls,
         draftCalls: drafter.calls - draftCallsAtStart,

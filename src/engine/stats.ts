@@ -1,5 +1,5 @@
 /** Running statistics of a generation: tau, acceptance per depth, call counts, time split. */
-import type { GenerationStats } from './events';
+import type { GenerationStats, RoundEvent } from './events';
 import type { VerifyResult } from './verify';
 
 export class StatsTracker {
@@ -56,4 +56,20 @@ export class StatsTracker {
       overheadShare: roundMs > 0 ? this.overheadMs / roundMs : 0,
     };
   }
+}
+
+/** The same statistics rebuilt from round events (a UI's live view; prefill not included). */
+export function statsFromEvents(events: readonly RoundEvent[]): GenerationStats {
+  const t = new StatsTracker();
+  for (const e of events) {
+    const path = [0, ...e.tree.status.flatMap((s, i) => (s === 'accepted' ? [i] : []))];
+    const result = { path, token: e.target[0]?.id ?? -1, kind: 'bonus' as const, status: e.tree.status };
+    t.round(e.tree.parents, result, e.accepted.length + e.target.length, {
+      draft: e.timings.draftMs,
+      verify: e.timings.verifyMs,
+      total: e.timings.totalMs,
+    });
+  }
+  const last = events[events.length - 1];
+  return { ...t.summary(last?.counts.draftCalls ?? 0), targetCalls: last?.counts.targetCalls ?? 0 };
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -99,7 +99,7 @@ describe('loadModel: a model folder from disk', () => {
         writeFileSync(join(d, file), writeSafetensors(tensors));
       });
       writeFileSync(join(d, 'model.safetensors.index.json'), JSON.stringify({ weight_map: weightMap }));
-      writeFileSync(join(d, 'model.safetensors'), 'not used');
+      unlinkSync(join(d, 'model.safetensors'));
     });
     const model = await loadModel(dir);
     expect(model.files.size).toBe(2);

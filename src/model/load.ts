@@ -6,7 +6,7 @@ import { type LlamaConfig, parseLlamaConfig } from './config';
 import { ModelLoadError } from './errors';
 import { checkWeights } from './graph/llama';
 import { parseSafetensors, type TensorEntry } from './safetensors';
-import { type FileSource, type ProgressCallback, readJson, readRequired, resolveSource } from './source';
+import { type FileSource, type ProgressCallback, readJson, readOptional, readRequired, resolveSource } from './source';
 import { makeTokenizer, type TextTokenizer } from './tokenizer';
 
 export interface LoadedModel {
@@ -35,18 +35,26 @@ export interface LoadOptions {
 async function readWeights(source: FileSource, spec: string, onProgress?: ProgressCallback) {
   const files = new Map<string, Uint8Array>();
   const weights = new Map<string, TensorEntry>();
+  const add = (file: string, bytes: Uint8Array) => {
+    files.set(file, bytes);
+    for (const [name, entry] of parseSafetensors(file, bytes).tensors) weights.set(name, entry);
+  };
+  // A single model.safetensors is the common case; only without it look for a sharded index.
+  const single = await readOptional(source, 'model.safetensors', spec, onProgress);
+  if (single) {
+    add('model.safetensors', single);
+    return { files, weights };
+  }
   const index = await readJson(source, 'model.safetensors.index.json', spec, false);
-  const shardNames = index
-    ? [...new Set(Object.values((index.weight_map ?? {}) as Record<string, string>))]
-    : ['model.safetensors'];
+  if (!index) {
+    throw new ModelLoadError(
+      `missing file: neither model.safetensors nor model.safetensors.index.json found in ${source.location}`,
+    );
+  }
+  const shardNames = [...new Set(Object.values((index.weight_map ?? {}) as Record<string, string>))];
   if (shardNames.length === 0)
     throw new ModelLoadError(`model.safetensors.index.json in ${source.location} lists no files`);
-  for (const file of shardNames) {
-    const bytes = await readRequired(source, file, spec, onProgress);
-    const parsed = parseSafetensors(file, bytes);
-    files.set(file, bytes);
-    for (const [name, entry] of parsed.tensors) weights.set(name, entry);
-  }
+  for (const file of shardNames) add(file, await readRequired(source, file, spec, onProgress));
   return { files, weights };
 }
 

@@ -58,6 +58,11 @@ export class ContextLimitError extends Error {
   override name = 'ContextLimitError';
 }
 
+/** onnxruntime could not build a session for this graph on this device (the model files themselves were fine). */
+export class SessionCreateError extends ModelLoadError {
+  override name = 'SessionCreateError';
+}
+
 const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) =>
   new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
 
@@ -107,7 +112,7 @@ export class ModelRunner {
         preferredOutputLocation,
       });
     } catch (e) {
-      throw new ModelLoadError(
+      throw new SessionCreateError(
         `${model.spec}: could not create a ${options.device} session (${compute}): ${(e as Error).message}`,
       );
     }

@@ -99,12 +99,13 @@ export function resolveSource(spec: string, base?: string): FileSource {
   return new HttpSource(new URL(spec, root).href);
 }
 
-export async function readRequired(
+/** A file with transformers.js-style progress events, or null when it does not exist. */
+export async function readOptional(
   source: FileSource,
   file: string,
   name: string,
   onProgress?: ProgressCallback,
-): Promise<Uint8Array> {
+): Promise<Uint8Array | null> {
   onProgress?.({ status: 'initiate', name, file });
   const bytes = await source.read(file, (loaded, total) =>
     onProgress?.({
@@ -115,8 +116,18 @@ export async function readRequired(
       ...(total ? { total, progress: (100 * loaded) / total } : {}),
     }),
   );
+  if (bytes) onProgress?.({ status: 'done', name, file });
+  return bytes;
+}
+
+export async function readRequired(
+  source: FileSource,
+  file: string,
+  name: string,
+  onProgress?: ProgressCallback,
+): Promise<Uint8Array> {
+  const bytes = await readOptional(source, file, name, onProgress);
   if (!bytes) throw new ModelLoadError(`missing file: ${file} not found in ${source.location}`);
-  onProgress?.({ status: 'done', name, file });
   return bytes;
 }
 

@@ -1,0 +1,102 @@
+/**
+ * The engine as a user holds it: a target (and optionally a draft) loaded once, then any number of generations,
+ * one at a time, with any method. DOM-free: the same class runs in the Worker, the CLI and the benchmarks.
+ */
+
+import type { ComputeType } from '../model/graph/llama';
+import { type ModelRunner, openModel, openPair, type ProgressCallback } from '../model/index';
+import type { Device } from '../model/runner';
+import type { TextTokenizer } from '../model/tokenizer';
+import { type Drafter, type Method, makeDrafter } from './drafters/index';
+import type { GenerationResult, RoundEvent } from './events';
+import { type GenerateOptions, generate } from './generate';
+
+type Ort = Parameters<typeof openModel>[0];
+
+export interface EngineLoadOptions {
+  target: string;
+  /** Draft model folder; without it only method 'ar' is available. */
+  draft?: string;
+  device: Device;
+  compute?: ComputeType | 'auto';
+  onProgress?: ProgressCallback;
+  /** Base URL for relative model folders (browser). */
+  base?: string;
+}
+
+export interface EngineGenerateOptions extends GenerateOptions {
+  method: Method;
+}
+
+export class EngineBusyError extends Error {
+  override name = 'EngineBusyError';
+}
+
+export class SpecEngine {
+  private readonly drafters = new Map<Method, Drafter>();
+  private busy = false;
+
+  private constructor(
+    readonly target: ModelRunner,
+    readonly draft: ModelRunner | null,
+  ) {}
+
+  static async load(ort: Ort, options: EngineLoadOptions): Promise<SpecEngine> {
+    const { target, draft, ...rest } = options;
+    const common = { device: rest.device, ...(rest.compute ? { compute: rest.compute } : {}) };
+    const withProgress = {
+      ...common,
+      ...(rest.onProgress ? { onProgress: rest.onProgress } : {}),
+      ...(rest.base ? { base: rest.base } : {}),
+    };
+    if (!draft) return new SpecEngine(await openModel(ort, target, withProgress), null);
+    const pair = await openPair(ort, { target, draft }, withProgress);
+    return new SpecEngine(pair.target, pair.draft);
+  }
+
+  get tokenizer(): TextTokenizer {
+    return this.target.model.tokenizer;
+  }
+
+  get device(): Device {
+    return this.target.device;
+  }
+
+  encode(text: string): number[] {
+    return this.tokenizer.encode(text);
+  }
+
+  private drafterFor(method: Method): Drafter {
+    let d = this.drafters.get(method);
+    if (!d) {
+      d = makeDrafter(method, this.draft);
+      this.drafters.set(method, d);
+    }
+    return d;
+  }
+
+  /** Generate from a prompt (text or token ids); yields one event per round and returns the result. */
+  async *generate(
+    prompt: string | readonly number[],
+    options: EngineGenerateOptions,
+  ): AsyncGenerator<RoundEvent, GenerationResult> {
+    if (this.busy) throw new EngineBusyError('a generation is already running on this engine; cancel it or wait');
+    this.busy = true;
+    try {
+      const ids = typeof prompt === 'string' ? this.encode(prompt) : [...prompt];
+      const drafter = this.drafterFor(options.method);
+      const contextLimit = Math.min(
+        this.target.config.maxPositions,
+        options.method === 'ar' || !this.draft ? Number.POSITIVE_INFINITY : this.draft.config.maxPositions,
+      );
+      return yield* generate({ target: this.target, drafter, tokenizer: this.tokenizer, contextLimit }, ids, options);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  async release(): Promise<void> {
+    await this.target.release();
+    await this.draft?.release();
+  }
+}

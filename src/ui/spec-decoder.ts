@@ -1,0 +1,354 @@
+/**
+ * <spec-decoder>: speculative decoding you can watch. Attributes (mirrored as properties): target, draft, method,
+ * max-new-tokens, temperature, top-p, top-k, seed, device ("webgpu" default, "wasm" fallback), prompt,
+ * group-rounds, ort-base. The prompt can also come from a slotted element: <span slot="prompt">…</span>.
+ *
+ * Fires CustomEvents: `round` (detail: RoundEvent), `done` (detail: GenerationResult), `error` (detail: {message}),
+ * `loaded` (detail: LoadInfo).
+ */
+import { css, html, LitElement, nothing } from 'lit';
+import { customElement, property, query, state } from 'lit/decorators.js';
+import { type ClientLoadOptions, EngineClient } from '../client/engine-client';
+import { isMethod, METHOD_DESCRIPTIONS, METHODS, type Method } from '../engine/drafters/index';
+import type { GenerationResult, GenerationStats, RoundEvent } from '../engine/events';
+import { statsFromEvents } from '../engine/stats';
+import type { ProgressInfo } from '../model/source';
+import type { LoadInfo } from '../worker/protocol';
+import type { RaceResult } from './stats-panel';
+import { tokenColours } from './theme';
+import './stats-panel';
+import './token-stream';
+import './tree-view';
+
+type Status = 'idle' | 'loading' | 'ready' | 'generating' | 'error';
+
+@customElement('spec-decoder')
+export class SpecDecoder extends LitElement {
+  static override styles = [
+    tokenColours,
+    css`
+      :host {
+        display: block;
+        font-family: system-ui, sans-serif;
+        border: 1px solid color-mix(in srgb, var(--sd-muted) 40%, transparent);
+        border-radius: 8px;
+        padding: 1rem;
+      }
+      textarea {
+        width: 100%;
+        box-sizing: border-box;
+        font: inherit;
+        min-height: 4rem;
+      }
+      .bar {
+        display: flex;
+        flex-wrap: wrap;
+        gap: 0.5rem;
+        align-items: center;
+        margin: 0.5rem 0;
+      }
+      .legend {
+        display: flex;
+        gap: 1rem;
+        font-size: 0.85rem;
+        margin: 0.5rem 0;
+      }
+      .legend span[data-kind='accepted'] {
+        color: var(--sd-accepted);
+        text-decoration: underline solid;
+      }
+      .legend span[data-kind='rejected'] {
+        color: var(--sd-rejected);
+        text-decoration: line-through 2px;
+      }
+      .legend span[data-kind='target'] {
+        color: var(--sd-target);
+        outline: 1px dashed var(--sd-target);
+      }
+      .notice {
+        background: #fff8c5;
+        color: #4d2d00;
+        border-radius: 4px;
+        padding: 0.4rem 0.6rem;
+      }
+      .error {
+        background: var(--sd-rejected-bg);
+        color: var(--sd-rejected);
+        border-radius: 4px;
+        padding: 0.4rem 0.6rem;
+      }
+      .panels {
+        display: grid;
+        grid-template-columns: minmax(14rem, 1fr) 2fr;
+        gap: 1rem;
+        margin-top: 0.75rem;
+      }
+      progress {
+        width: 12rem;
+      }
+      .lossy {
+        color: var(--sd-rejected);
+        font-weight: 600;
+      }
+    `,
+  ];
+
+  @property() target = 'models/austen-target/';
+  @property() draft = 'models/austen-draft/';
+  @property() method: Method = 'dynamic';
+  @property({ type: Number, attribute: 'max-new-tokens' }) maxNewTokens = 64;
+  @property({ type: Number }) temperature = 0;
+  @property({ type: Number, attribute: 'top-p' }) topP = 1;
+  @property({ type: Number, attribute: 'top-k' }) topK = 0;
+  @property({ type: Number }) seed = 0;
+  @property() device: 'webgpu' | 'wasm' = 'webgpu';
+  @property() prompt = '';
+  @property({ type: Boolean, attribute: 'group-rounds' }) groupRounds = false;
+  /** Folder with onnxruntime-web's wasm files (default: ort/ beside the page). */
+  @property({ attribute: 'ort-base' }) ortBase = '';
+  /** Verification rule under sampling: rejection (lossless) or typical (lossy). */
+  @property() verify: 'rejection' | 'typical' = 'rejection';
+
+  @state() private status: Status = 'idle';
+  @state() private progress = new Map<string, { loaded: number; total: number }>();
+  @state() private loadInfo: LoadInfo | null = null;
+  @state() private events: RoundEvent[] = [];
+  @state() private stats: GenerationStats | null = null;
+  @state() private race: RaceResult | null = null;
+  @state() private error = '';
+  @state() private selectedRound = -1;
+  @state() private shownPrompt = '';
+
+  @query('textarea') private promptBox!: HTMLTextAreaElement;
+
+  private client: EngineClient | null = null;
+  private loadedKey = '';
+  private controller: AbortController | null = null;
+
+  private get loadKey(): string {
+    return JSON.stringify([this.target, this.draft, this.device, this.ortBase]);
+  }
+
+  private slottedPrompt(): string {
+    return this.querySelector('[slot="prompt"]')?.textContent?.trim() ?? '';
+  }
+
+  override connectedCallback(): void {
+    super.connectedCallback();
+    if (!this.prompt) this.prompt = this.slottedPrompt();
+  }
+
+  override disconnectedCallback(): void {
+    super.disconnectedCallback();
+    this.controller?.abort();
+    this.client?.terminate();
+    this.client = null;
+    this.loadedKey = '';
+  }
+
+  private emit(name: string, detail: unknown): void {
+    this.dispatchEvent(new CustomEvent(name, { detail, bubbles: true, composed: true }));
+  }
+
+  private onProgress = (p: ProgressInfo) => {
+    if (p.status !== 'progress' && p.status !== 'done') return;
+    const key = `${p.name} ${p.file ?? ''}`;
+    const next = new Map(this.progress);
+    const prev = next.get(key);
+    next.set(key, { loaded: p.loaded ?? prev?.total ?? 1, total: p.total ?? prev?.total ?? p.loaded ?? 1 });
+    this.progress = next;
+  };
+
+  /** Load (or reuse) the models for the current attributes. */
+  async load(): Promise<LoadInfo> {
+    if (this.client && this.loadedKey === this.loadKey && this.client.info) return this.client.info;
+    this.client ??= new EngineClient();
+    this.status = 'loading';
+    this.progress = new Map();
+    this.loadInfo = null;
+    const options: ClientLoadOptions = {
+      target: this.target,
+      draft: this.draft,
+      device: this.device,
+      onProgress: this.onProgress,
+      ...(this.ortBase ? { ortBase: new URL(this.ortBase, document.baseURI).href } : {}),
+    };
+    const info = await this.client.load(options);
+    this.loadedKey = this.loadKey;
+    this.loadInfo = info;
+    this.status = 'ready';
+    this.emit('loaded', info);
+    return info;
+  }
+
+  private async run(method: Method, prompt: string, live: boolean): Promise<GenerationResult> {
+    await this.load();
+    this.status = 'generating';
+    this.controller = new AbortController();
+    const stream = (this.client as EngineClient).generate(prompt, {
+      method,
+      maxNewTokens: this.maxNewTokens,
+      sampling: { temperature: this.temperature, topK: this.topK, topP: this.topP, seed: this.seed },
+      verifyRule: this.verify,
+      signal: this.controller.signal,
+    });
+    for await (const e of stream) {
+      if (!live) continue;
+      this.events = [...this.events, e];
+      this.stats = statsFromEvents(this.events);
+      this.emit('round', e);
+    }
+    const result = await stream.result;
+    this.controller = null;
+    this.status = 'ready';
+    return result;
+  }
+
+  private currentPrompt(): string {
+    const text = this.promptBox?.value ?? this.prompt;
+    return text.trim() ? text : '';
+  }
+
+  /** Generate from the prompt with the current method; resolves with the result (also fired as `done`). */
+  async generate(): Promise<GenerationResult | null> {
+    const prompt = this.currentPrompt();
+    if (!prompt) {
+      this.fail('type a prompt first');
+      return null;
+    }
+    if (!isMethod(this.method)) {
+      this.fail(`unknown method "${this.method}" (use one of ${METHODS.join(', ')})`);
+      return null;
+    }
+    this.error = '';
+    this.events = [];
+    this.stats = null;
+    this.race = null;
+    this.selectedRound = -1;
+    this.shownPrompt = prompt;
+    try {
+      const result = await this.run(this.method, prompt, true);
+      this.stats = result.stats;
+      this.emit('done', result);
+      return result;
+    } catch (e) {
+      this.fail((e as Error).message);
+      return null;
+    }
+  }
+
+  /** Run plain decoding on the same prompt after the speculative run, and show both speeds. */
+  async raceAgainstPlain(): Promise<RaceResult | null> {
+    const spec = await this.generate();
+    if (!spec || spec.stopReason === 'cancelled') return null;
+    try {
+      const plain = await this.run('ar', this.shownPrompt, false);
+      this.race = { speculative: spec.stats.tokensPerSecond, plain: plain.stats.tokensPerSecond };
+      return this.race;
+    } catch (e) {
+      this.fail((e as Error).message);
+      return null;
+    }
+  }
+
+  cancel(): void {
+    this.controller?.abort();
+  }
+
+  private fail(message: string): void {
+    this.error = message;
+    this.status = this.client?.info ? 'ready' : 'error';
+    this.controller = null;
+    if (!this.client?.info) this.loadedKey = '';
+    this.emit('error', { message });
+  }
+
+  private renderProgress() {
+    if (this.status !== 'loading') return nothing;
+    return html`<div part="progress" role="status">
+      ${[...this.progress].map(
+        ([key, p]) => html`<div><progress max=${p.total} value=${p.loaded}></progress> <small>${key}</small></div>`,
+      )}
+      <small>${this.progress.size === 0 ? 'starting…' : 'loading models and building sessions…'}</small>
+    </div>`;
+  }
+
+  override render() {
+    const busy = this.status === 'loading' || this.status === 'generating';
+    const shownRound = this.selectedRound >= 0 ? this.selectedRound : this.events.length - 1;
+    const tree = this.events[shownRound]?.tree ?? null;
+    const lossy = this.verify === 'typical' && this.temperature > 0;
+    return html`
+      <slot name="prompt" hidden></slot>
+      <label for="prompt"><strong>Prompt</strong></label>
+      <textarea id="prompt" part="prompt-input" .value=${this.prompt} ?disabled=${busy}></textarea>
+      <div class="bar" part="controls">
+        <label
+          >Method
+          <select
+            part="method"
+            .value=${this.method}
+            @change=${(e: Event) => {
+              this.method = (e.target as HTMLSelectElement).value as Method;
+            }}
+            ?disabled=${busy}
+          >
+            ${METHODS.map((m) => html`<option value=${m} title=${METHOD_DESCRIPTIONS[m]} ?selected=${m === this.method}>${m}</option>`)}
+          </select></label
+        >
+        <button part="generate" @click=${() => void this.generate()} ?disabled=${busy}>Generate</button>
+        <button part="race" @click=${() => void this.raceAgainstPlain()} ?disabled=${busy}>Race vs plain</button>
+        <button part="cancel" @click=${() => this.cancel()} ?disabled=${this.status !== 'generating'}>Cancel</button>
+        <small part="status" data-status=${this.status}>${this.status}</small>
+        ${lossy ? html`<small class="lossy">typical acceptance: LOSSY</small>` : nothing}
+      </div>
+      ${this.renderProgress()}
+      ${
+        this.loadInfo?.fallback
+          ? html`<p class="notice" part="fallback" role="status">Running on wasm (CPU): ${this.loadInfo.fallback}</p>`
+          : nothing
+      }
+      ${this.error ? html`<p class="error" part="error" role="alert">${this.error}</p>` : nothing}
+      <div class="legend" part="legend">
+        <span data-kind="accepted">accepted draft</span><span data-kind="rejected">rejected draft</span
+        ><span data-kind="target">target's own</span>
+        ${this.loadInfo ? html`<small>on ${this.loadInfo.device} (${this.loadInfo.compute})</small>` : nothing}
+      </div>
+      <sd-token-stream
+        part="stream"
+        .prompt=${this.shownPrompt}
+        .rounds=${this.events}
+        ?group-rounds=${this.groupRounds}
+      ></sd-token-stream>
+      <div class="panels">
+        <sd-stats-panel part="stats" .stats=${this.stats} .race=${this.race}></sd-stats-panel>
+        <div part="tree">
+          ${
+            this.events.length > 0
+              ? html`<label
+                  >Round
+                  <input
+                    type="range"
+                    min="0"
+                    max=${this.events.length - 1}
+                    .value=${String(shownRound)}
+                    @input=${(e: Event) => {
+                      this.selectedRound = Number((e.target as HTMLInputElement).value);
+                    }}
+                  />
+                  ${shownRound + 1} / ${this.events.length}</label
+                >`
+              : nothing
+          }
+          <sd-tree-view .tree=${tree}></sd-tree-view>
+        </div>
+      </div>
+    `;
+  }
+}
+
+declare global {
+  interface HTMLElementTagNameMap {
+    'spec-decoder': SpecDecoder;
+  }
+}

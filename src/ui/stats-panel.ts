@@ -1,0 +1,110 @@
+/** Live numbers: tau, tokens/s, acceptance per depth (a small bar chart) and the race against plain decoding. */
+import { css, html, LitElement, nothing } from 'lit';
+import { customElement, property } from 'lit/decorators.js';
+import type { GenerationStats } from '../engine/events';
+import { tokenColours } from './theme';
+
+export interface RaceResult {
+  speculative: number;
+  plain: number;
+}
+
+@customElement('sd-stats-panel')
+export class StatsPanel extends LitElement {
+  static override styles = [
+    tokenColours,
+    css`
+      :host {
+        display: block;
+        font-size: 0.9rem;
+      }
+      dl {
+        display: grid;
+        grid-template-columns: max-content 1fr;
+        gap: 0.15rem 0.75rem;
+        margin: 0 0 0.5rem;
+      }
+      dt {
+        color: var(--sd-muted);
+      }
+      dd {
+        margin: 0;
+        font-variant-numeric: tabular-nums;
+      }
+      .bars {
+        display: flex;
+        align-items: flex-end;
+        gap: 3px;
+        height: 56px;
+        border-bottom: 1px solid var(--sd-muted);
+      }
+      .bar {
+        width: 18px;
+        background: var(--sd-accepted);
+        position: relative;
+      }
+      .axis {
+        display: flex;
+        gap: 3px;
+        font-size: 0.7rem;
+        color: var(--sd-muted);
+      }
+      .axis span {
+        width: 18px;
+        text-align: center;
+      }
+    `,
+  ];
+
+  @property({ attribute: false }) stats: GenerationStats | null = null;
+  @property({ attribute: false }) race: RaceResult | null = null;
+
+  override render() {
+    const s = this.stats;
+    if (!s) return html`<p part="stats-empty">No run yet.</p>`;
+    const depth = s.acceptanceByDepth;
+    return html`<dl part="stats">
+        <dt>tau (tokens per target call)</dt>
+        <dd data-stat="tau">${s.tau.toFixed(2)}</dd>
+        <dt>tokens/s</dt>
+        <dd data-stat="tokens-per-second">${s.tokensPerSecond.toFixed(1)}</dd>
+        <dt>target / draft calls</dt>
+        <dd data-stat="calls">${s.targetCalls} / ${s.draftCalls}</dd>
+        <dt>time outside model calls</dt>
+        <dd data-stat="overhead">${(100 * s.overheadShare).toFixed(1)}%</dd>
+        ${
+          this.race
+            ? html`<dt>speedup vs plain decoding</dt>
+                <dd data-stat="speedup">
+                  ${(this.race.speculative / this.race.plain).toFixed(2)}x (${this.race.speculative.toFixed(1)} vs
+                  ${this.race.plain.toFixed(1)} tok/s)
+                </dd>`
+            : nothing
+        }
+      </dl>
+      ${
+        depth.length > 0
+          ? html`<div part="acceptance" aria-label="acceptance rate per tree depth">
+              <div class="bars">
+                ${depth.map(
+                  (a, d) =>
+                    html`<div
+                      class="bar"
+                      style=${`height:${Math.round(a * 100)}%`}
+                      title=${`depth ${d + 1}: ${(100 * a).toFixed(0)}% accepted`}
+                    ></div>`,
+                )}
+              </div>
+              <div class="axis">${depth.map((_, d) => html`<span>${d + 1}</span>`)}</div>
+              <small>acceptance by depth</small>
+            </div>`
+          : nothing
+      }`;
+  }
+}
+
+declare global {
+  interface HTMLElementTagNameMap {
+    'sd-stats-panel': StatsPanel;
+  }
+}

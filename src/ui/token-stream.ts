@@ -1,0 +1,93 @@
+/**
+ * The text as it is produced: accepted draft tokens (green, underlined), target tokens (blue, boxed) and, for the
+ * latest round only, the rejected draft tokens (red, struck through), which are gone once the next round arrives.
+ * Colour is never the only cue. Token text is bound as text, never as HTML.
+ */
+import { css, html, LitElement, nothing } from 'lit';
+import { customElement, property } from 'lit/decorators.js';
+import type { RoundEvent, TokenPiece } from '../engine/events';
+import { tokenColours } from './theme';
+
+type Kind = 'accepted' | 'rejected' | 'target';
+
+@customElement('sd-token-stream')
+export class TokenStream extends LitElement {
+  static override styles = [
+    tokenColours,
+    css`
+      :host {
+        display: block;
+      }
+      .stream {
+        white-space: pre-wrap;
+        line-height: 1.9;
+        font-family: ui-serif, Georgia, serif;
+        font-size: 1.05rem;
+      }
+      .prompt {
+        color: var(--sd-muted);
+      }
+      .tok {
+        border-radius: 2px;
+      }
+      .tok[data-kind='accepted'] {
+        color: var(--sd-accepted);
+        background: var(--sd-accepted-bg);
+        text-decoration: underline solid var(--sd-accepted);
+        text-underline-offset: 3px;
+      }
+      .tok[data-kind='rejected'] {
+        color: var(--sd-rejected);
+        background: var(--sd-rejected-bg);
+        text-decoration: line-through 2px var(--sd-rejected);
+      }
+      .tok[data-kind='target'] {
+        color: var(--sd-target);
+        background: var(--sd-target-bg);
+        outline: 1px dashed var(--sd-target);
+        outline-offset: -1px;
+      }
+      .round {
+        border: 1px solid var(--sd-muted);
+        border-radius: 4px;
+        padding: 0 2px;
+        margin: 0 1px;
+      }
+    `,
+  ];
+
+  @property({ attribute: false }) prompt = '';
+  @property({ attribute: false }) rounds: RoundEvent[] = [];
+  /** Draw a box around each round's tokens, like Leviathan et al.'s Figure 1. */
+  @property({ type: Boolean, attribute: 'group-rounds' }) groupRounds = false;
+
+  private token(piece: TokenPiece, kind: Kind) {
+    return html`<span class="tok" data-kind=${kind} part="token token-${kind}" title=${`${kind} token ${piece.id}`}
+      >${piece.text}</span
+    >`;
+  }
+
+  private round(e: RoundEvent, latest: boolean) {
+    const tokens = [
+      ...e.accepted.map((p) => this.token(p, 'accepted')),
+      ...(latest ? e.rejected.map((p) => this.token(p, 'rejected')) : []),
+      ...e.target.map((p) => this.token(p, 'target')),
+    ];
+    return this.groupRounds ? html`<span class="round" part="round" data-round=${e.round}>${tokens}</span>` : tokens;
+  }
+
+  override render() {
+    const last = this.rounds.length - 1;
+    return html`<div class="stream" part="stream" aria-live="polite" aria-atomic="false">
+      ${this.prompt ? html`<span class="prompt" part="prompt">${this.prompt}</span>` : nothing}${this.rounds.map(
+        (e, i) => this.round(e, i === last),
+      )}
+    </div>`;
+  }
+}
+
+declare global {
+  interface HTMLElementTagNameMap {
+    'sd-token-stream': TokenStream;
+  }
+}

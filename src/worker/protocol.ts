@@ -1,0 +1,67 @@
+/** The typed messages between EngineClient (main thread) and the engine worker. */
+import type { Method } from '../engine/drafters/index';
+import type { GenerationResult, RoundEvent } from '../engine/events';
+import type { SamplingParams } from '../engine/sampling';
+import type { VerifyRule } from '../engine/verify';
+import type { ProgressInfo } from '../model/source';
+
+export type DeviceChoice = 'webgpu' | 'wasm';
+
+export interface LoadRequest {
+  target: string;
+  draft?: string;
+  /** Preferred device; the worker falls back to wasm (and says why) when WebGPU is unavailable. */
+  device: DeviceChoice;
+  compute?: 'fp32' | 'fp16' | 'auto';
+  /** Base URL that relative model folders resolve against (the page). */
+  base: string;
+  /** Folder holding onnxruntime-web's wasm files. */
+  ortBase: string;
+}
+
+export interface ModelInfo {
+  spec: string;
+  modelType: string;
+  layers: number;
+  hidden: number;
+  vocab: number;
+  weightBytes: number;
+  maxPositions: number;
+}
+
+export interface LoadInfo {
+  device: DeviceChoice;
+  compute: 'fp32' | 'fp16';
+  /** Why the worker is not on the requested device, when it fell back. */
+  fallback?: string;
+  adapter?: string;
+  target: ModelInfo;
+  draft?: ModelInfo;
+}
+
+export interface GenerateRequest {
+  prompt: string;
+  method: Method;
+  maxNewTokens: number;
+  sampling: SamplingParams;
+  verifyRule?: VerifyRule;
+}
+
+export interface WorkerError {
+  name: string;
+  message: string;
+}
+
+export type ToWorker =
+  | { type: 'load'; id: number; request: LoadRequest }
+  | { type: 'generate'; id: number; request: GenerateRequest }
+  | { type: 'cancel'; id: number };
+
+export type FromWorker =
+  | { type: 'progress'; id: number; info: ProgressInfo }
+  | { type: 'loaded'; id: number; info: LoadInfo }
+  | { type: 'round'; id: number; event: RoundEvent }
+  | { type: 'done'; id: number; result: GenerationResult }
+  | { type: 'error'; id: number; error: WorkerError }
+  /** The GPU device was lost: the engine in this worker is gone; load again (the client starts a new worker). */
+  | { type: 'device-lost'; error: WorkerError };
