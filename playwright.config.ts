@@ -22,12 +22,12 @@ export default defineConfig({
   projects: [
     {
       name: 'webgpu',
-      testIgnore: /no-webgpu\.spec\.ts/,
+      testIgnore: /no-webgpu.*\.spec\.ts/,
       use: { launchOptions: { executablePath: CHROMIUM_PATH, args: WEBGPU_ARGS } },
     },
     {
       name: 'no-webgpu',
-      testMatch: /no-webgpu\.spec\.ts/,
+      testMatch: /no-webgpu.*\.spec\.ts/,
       use: { launchOptions: { executablePath: CHROMIUM_PATH, args: BASE_ARGS } },
     },
   ],

@@ -16,6 +16,18 @@ const running = new Map<number, AbortController>();
 
 const post = (msg: FromWorker) => self.postMessage(msg);
 
+/** Resolve after pending messages have been handled (a MessageChannel hop is a macrotask, without timer clamping). */
+function macrotask(): Promise<void> {
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      channel.port1.close();
+      resolve();
+    };
+    channel.port2.postMessage(null);
+  });
+}
+
 function toError(e: unknown): WorkerError {
   if (e instanceof Error) return { name: e.name, message: e.message };
   return { name: 'Error', message: String(e) };
@@ -114,6 +126,8 @@ async function generate(id: number, req: Extract<ToWorker, { type: 'generate' }>
         return;
       }
       post({ type: 'round', id, event: step.value });
+      // wasm sessions resolve without leaving the microtask queue; yield so a 'cancel' message can be handled.
+      await macrotask();
     }
   } finally {
     running.delete(id);

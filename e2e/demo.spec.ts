@@ -1,0 +1,162 @@
+import { execFileSync } from 'node:child_process';
+import type { Locator, Page } from '@playwright/test';
+import type { GenerationResult } from '../src/engine/events';
+import { expect, test } from './fixtures';
+
+const PROMPT = 'It is a truth universally acknowledged, that a single man';
+const TOKENS = 12;
+
+/** Set the demo's settings form (the element mirrors it) and the prompt. */
+async function configure(page: Page, settings: Record<string, string>, prompt = PROMPT): Promise<Locator> {
+  for (const [name, value] of Object.entries(settings)) {
+    const field = page.locator(`#settings [name="${name}"]`);
+    if ((await field.evaluate((e) => e.tagName)) === 'SELECT') await field.selectOption(value);
+    else await field.fill(value);
+  }
+  const el = page.locator('spec-decoder');
+  await el.locator('textarea').fill(prompt);
+  return el;
+}
+
+/** Watch the element: kinds of tokens visible after each round, round count, and the final result. */
+async function watch(page: Page) {
+  await page.evaluate(() => {
+    const el = document.querySelector('spec-decoder') as HTMLElement & { updateComplete: Promise<boolean> };
+    const w = window as unknown as Watched;
+    w.kinds = [];
+    w.lastRejected = 0;
+    w.done = undefined;
+    w.rounds = 0;
+    w.errors = [];
+    el.addEventListener('round', async (e) => {
+      w.rounds++;
+      w.lastRejected = (e as CustomEvent<{ rejected: unknown[] }>).detail.rejected.length;
+      await el.updateComplete;
+      const stream = el.shadowRoot?.querySelector('sd-token-stream') as HTMLElement & {
+        updateComplete: Promise<boolean>;
+      };
+      await stream.updateComplete;
+      for (const t of stream.shadowRoot?.querySelectorAll('[data-kind]') ?? []) {
+        const k = t.getAttribute('data-kind') as string;
+        if (!w.kinds.includes(k)) w.kinds.push(k);
+      }
+    });
+    el.addEventListener('done', (e) => {
+      w.done = (e as CustomEvent<GenerationResult>).detail;
+    });
+    el.addEventListener('error', (e) =>
+      w.errors.push((e as unknown as CustomEvent<{ message: string }>).detail.message),
+    );
+  });
+}
+
+interface Watched {
+  kinds: string[];
+  rounds: number;
+  lastRejected: number;
+  done?: GenerationResult;
+  errors: string[];
+}
+
+const state = (page: Page): Promise<Watched> =>
+  page.evaluate(() => {
+    const w = window as unknown as Watched;
+    return { kinds: w.kinds, rounds: w.rounds, lastRejected: w.lastRejected, done: w.done, errors: w.errors };
+  });
+
+function cliGreedy(prompt: string, method: string, tokens: number): { tokens: number[]; text: string } {
+  const out = execFileSync(
+    'node_modules/.bin/tsx',
+    ['src/cli.ts', '--prompt', prompt, '--method', method, '--max-new-tokens', String(tokens), '--json'],
+    { encoding: 'utf8' },
+  );
+  return JSON.parse(out);
+}
+
+test('the demo generates on WebGPU: all three token kinds appear, and the text equals the CLI greedy output', async ({
+  page,
+  expectWebGpuAdapter,
+}) => {
+  test.setTimeout(600_000);
+  await page.goto('./');
+  await expectWebGpuAdapter();
+  const el = await configure(page, { device: 'webgpu', 'max-new-tokens': String(TOKENS), temperature: '0' });
+  await el.locator('select[part="method"]').selectOption('dynamic');
+  await watch(page);
+  // The main thread must never block while generating: record long tasks (over 50 ms).
+  await page.evaluate(() => {
+    const w = window as unknown as { longTasks: number[] };
+    w.longTasks = [];
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) w.longTasks.push(entry.duration);
+    }).observe({ type: 'longtask' });
+  });
+  await el.locator('button[part="generate"]').click();
+  await expect.poll(async () => (await state(page)).done !== undefined, { timeout: 580_000 }).toBe(true);
+  const s = await state(page);
+  expect(s.errors).toEqual([]);
+  expect(await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks)).toEqual([]);
+  await expect(el.locator('[part="legend"]')).toContainText('on webgpu');
+  // All three kinds showed up during the run (rejected ones only for their own round).
+  expect(s.kinds.sort()).toEqual(['accepted', 'rejected', 'target']);
+  // What the UI shows is what the engine produced, which is what the CLI produces for the same greedy request.
+  const shown = await el
+    .locator('sd-token-stream [data-kind="accepted"], sd-token-stream [data-kind="target"]')
+    .allTextContents();
+  const cli = cliGreedy(PROMPT, 'dynamic', TOKENS);
+  expect(s.done?.tokens).toEqual(cli.tokens);
+  expect(shown.join('')).toBe(cli.text);
+  // Only the latest round's rejected tokens are still on screen; earlier rounds' are gone from the text.
+  await expect(el.locator('sd-token-stream [data-kind="rejected"]')).toHaveCount(s.lastRejected);
+  await expect(el.locator('sd-tree-view svg')).toBeVisible();
+});
+
+test('cancel stops within one round, and a new run works after it', async ({ page }) => {
+  test.setTimeout(300_000);
+  await page.goto('./');
+  const el = await configure(page, { device: 'wasm', 'max-new-tokens': '400' });
+  await el.locator('select[part="method"]').selectOption('chain');
+  await watch(page);
+  await el.locator('button[part="generate"]').click();
+  await expect.poll(async () => (await state(page)).rounds, { timeout: 120_000 }).toBeGreaterThanOrEqual(2);
+  await el.locator('button[part="cancel"]').click();
+  const atCancel = (await state(page)).rounds;
+  await expect.poll(async () => (await state(page)).done !== undefined, { timeout: 60_000 }).toBe(true);
+  const after = await state(page);
+  expect(after.done?.stopReason).toBe('cancelled');
+  expect(after.rounds - atCancel).toBeLessThanOrEqual(1);
+  // A new run on the same element.
+  await watch(page);
+  await configure(page, { 'max-new-tokens': '8' });
+  await el.locator('button[part="generate"]').click();
+  await expect.poll(async () => (await state(page)).done?.stopReason, { timeout: 120_000 }).toBe('max-tokens');
+  expect((await state(page)).done?.tokens.length).toBe(8);
+});
+
+test('a bad model URL shows a readable error and the element stays usable', async ({ page }) => {
+  test.setTimeout(300_000);
+  await page.goto('./');
+  const el = await configure(page, { device: 'wasm', 'max-new-tokens': '6' });
+  await watch(page);
+  await el.evaluate((e) => e.setAttribute('target', 'models/no-such-model/'));
+  await el.locator('button[part="generate"]').click();
+  await expect(el.locator('[part="error"]')).toContainText('missing file: config.json not found', { timeout: 60_000 });
+  await expect(el.locator('button[part="generate"]')).toBeEnabled();
+  await el.evaluate((e) => e.setAttribute('target', 'models/austen-target/'));
+  await el.locator('button[part="generate"]').click();
+  await expect.poll(async () => (await state(page)).done?.tokens.length, { timeout: 120_000 }).toBe(6);
+  await expect(el.locator('[part="error"]')).toHaveCount(0);
+});
+
+test('the embed page: one script tag and the tag generate on WebGPU', async ({ page, expectWebGpuAdapter }) => {
+  test.setTimeout(600_000);
+  await page.goto('./embed.html');
+  await expectWebGpuAdapter();
+  const el = page.locator('spec-decoder');
+  await el.evaluate((e) => e.setAttribute('max-new-tokens', '6'));
+  await watch(page);
+  await el.locator('button[part="generate"]').click();
+  await expect.poll(async () => (await state(page)).done?.tokens.length, { timeout: 580_000 }).toBe(6);
+  await expect(el.locator('[part="legend"]')).toContainText('on webgpu');
+  expect(await el.locator('sd-token-stream [data-kind]').count()).toBeGreaterThan(0);
+});
