@@ -60,7 +60,7 @@ export default defineConfig({
     target: 'es2022',
     chunkSizeWarningLimit: 2048,
     rollupOptions: {
-      input: { main: join(root, 'index.html'), embed: join(root, 'embed.html') },
+      input: { main: join(root, 'index.html'), embed: join(root, 'embed.html'), bench: join(root, 'bench.html') },
     },
   },
 });

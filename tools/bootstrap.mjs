@@ -96,14 +96,24 @@ function start() {
   process.exit(run(bin('vite'), ['preview', '--host', '127.0.0.1', '--port', port, '--strictPort']));
 }
 
-/** `npm run generate -- …`: the terminal front end (src/cli.ts, run by tsx). */
-function generate() {
+/** Run a TypeScript entry point with tsx, passing the remaining arguments. */
+function tsx(script, cwd = process.cwd()) {
   ensureNodeModules();
-  const r = spawnSync(bin('tsx'), [join(root, 'src', 'cli.ts'), ...process.argv.slice(3)], { cwd: process.cwd(), stdio: 'inherit', env });
+  const r = spawnSync(bin('tsx'), [join(root, script), ...process.argv.slice(3)], { cwd, stdio: 'inherit', env });
   process.exit(r.status ?? 1);
 }
 
-const jobs = { test, start, generate };
+/** `npm run generate -- …`: the terminal front end. */
+const generate = () => tsx('src/cli.ts');
+
+/** `npm run bench`: the benchmark (Chromium is needed for the browser backends). */
+function bench() {
+  ensureNodeModules();
+  ensureChromium();
+  tsx('bench/run.ts', root);
+}
+
+const jobs = { test, start, generate, bench };
 const job = jobs[process.argv[2]];
 if (!job) {
   console.error(`usage: node tools/bootstrap.mjs ${Object.keys(jobs).join('|')}`);

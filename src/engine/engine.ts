@@ -7,6 +7,8 @@ import type { ComputeType } from '../model/graph/llama';
 import { type ModelRunner, openModel, openPair, type ProgressCallback } from '../model/index';
 import type { Device } from '../model/runner';
 import type { TextTokenizer } from '../model/tokenizer';
+import { type CostCurve, measureCurve } from './calibrate';
+import { AdaptiveChainDrafter, type CostModel } from './drafters/adaptive-chain';
 import { type Drafter, type Method, makeDrafter } from './drafters/index';
 import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate } from './generate';
@@ -35,6 +37,7 @@ export class EngineBusyError extends Error {
 export class SpecEngine {
   private readonly drafters = new Map<Method, Drafter>();
   private busy = false;
+  private costs: (CostModel & { draftCurve: CostCurve }) | null = null;
 
   private constructor(
     readonly target: ModelRunner,
@@ -70,9 +73,44 @@ export class SpecEngine {
     let d = this.drafters.get(method);
     if (!d) {
       d = makeDrafter(method, this.draft);
+      if (d instanceof AdaptiveChainDrafter) d.setCostModel(this.costs);
       this.drafters.set(method, d);
     }
     return d;
+  }
+
+  /** The measured costs of this hardware, once calibrate() has run. */
+  get costModel(): (CostModel & { draftCurve: CostCurve }) | null {
+    return this.costs;
+  }
+
+  /**
+   * Measure the target's verify-cost curve and the draft's cost per call on this hardware; the adaptive method
+   * then picks its draft length from them. A few dozen model calls.
+   */
+  async calibrate(
+    qs: readonly number[] = [1, 2, 4, 8, 16, 32, 64],
+    reps = 5,
+  ): Promise<CostModel & { draftCurve: CostCurve }> {
+    if (this.busy) throw new EngineBusyError('cannot calibrate while a generation is running');
+    this.busy = true;
+    try {
+      const tokens = this.encode(
+        'It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.',
+      );
+      const curve = await measureCurve(this.target, tokens, qs, reps);
+      const draftCurve = this.draft
+        ? await measureCurve(this.draft, tokens, [1, 2, 4, 8], reps)
+        : { context: 0, points: [] };
+      const t1 = curve.points[0]?.ms ?? 1;
+      const draftRelative = (draftCurve.points[0]?.ms ?? 0) / t1;
+      this.costs = { curve, draftRelative, draftCurve };
+      const adaptive = this.drafters.get('adaptive');
+      if (adaptive instanceof AdaptiveChainDrafter) adaptive.setCostModel(this.costs);
+      return this.costs;
+    } finally {
+      this.busy = false;
+    }
   }
 
   /** Generate from a prompt (text or token ids); yields one event per round and returns the result. */

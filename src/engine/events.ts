@@ -30,6 +30,10 @@ export interface GenerationStats {
   tau: number;
   /** Acceptance rate at depth 1, 2, …: accepted / offered, where offered means the path reached depth-1 with a child to try. */
   acceptanceByDepth: number[];
+  /** The counts behind acceptanceByDepth (to aggregate over runs). */
+  acceptanceCounts: { offered: number[]; accepted: number[] };
+  /** Mean number of tree nodes (root included) the target verified per round. */
+  meanTreeSize: number;
   rounds: number;
   /** Target calls including the prefill. */
   targetCalls: number;

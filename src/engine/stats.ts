@@ -7,6 +7,7 @@ export class StatsTracker {
   private accepted: number[] = [];
   rounds = 0;
   tokens = 0;
+  private treeNodes = 0;
   verifyCalls = 0;
   prefillCalls = 0;
   draftMs = 0;
@@ -24,6 +25,7 @@ export class StatsTracker {
   ): void {
     this.rounds++;
     this.verifyCalls++;
+    this.treeNodes += parents.length;
     this.tokens += produced;
     this.draftMs += ms.draft;
     this.verifyMs += ms.verify;
@@ -43,6 +45,8 @@ export class StatsTracker {
     return {
       tau: this.verifyCalls > 0 ? this.tokens / this.verifyCalls : 0,
       acceptanceByDepth: this.offered.map((o, d) => (o > 0 ? (this.accepted[d] ?? 0) / o : 0)),
+      acceptanceCounts: { offered: [...this.offered], accepted: this.offered.map((_, d) => this.accepted[d] ?? 0) },
+      meanTreeSize: this.rounds > 0 ? this.treeNodes / this.rounds : 0,
       rounds: this.rounds,
       targetCalls: this.verifyCalls + this.prefillCalls,
       draftCalls,

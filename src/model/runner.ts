@@ -125,6 +125,13 @@ export class ModelRunner {
     return this.model.config;
   }
 
+  /** Bytes of weights one call reads, in the compute precision (for achieved-bandwidth figures). */
+  get computeWeightBytes(): number {
+    let elements = 0;
+    for (const t of this.model.weights.values()) elements += t.shape.reduce((a, b) => a * b, 1);
+    return elements * (this.compute === 'fp16' ? 2 : 4);
+  }
+
   /** Cache slots the next call attends to (after any pending compaction). */
   get length(): number {
     return this.pendingKeep ? this.pendingKeep.length : this.cacheLength;

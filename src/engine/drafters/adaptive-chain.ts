@@ -1,8 +1,13 @@
 /**
- * Adaptive draft length, as Hugging Face's assisted generation does it: +2 after a fully accepted draft, -1
- * otherwise (between 1 and maxGamma), and the draft stops early when its confidence in its own token drops below
- * a threshold (0.4, transformers' assistant_confidence_threshold).
+ * Adaptive draft length. Without a cost model it follows Hugging Face's assisted generation: +2 after a fully
+ * accepted draft, -1 otherwise (between 1 and maxGamma), and the draft stops early when its confidence in its own
+ * token drops below a threshold (0.4, transformers' assistant_confidence_threshold).
+ *
+ * With a cost model (the measured verify-cost curve of this hardware and the draft's cost per call, see
+ * calibrate.ts) it is hardware-aware, in the spirit of Sequoia: each round it drafts the length that maximises
+ * expected tokens per unit time for the acceptance rate measured so far.
  */
+import { bestGamma, type CostCurve } from '../calibrate';
 import type { VerifyResult } from '../verify';
 import { ChainDrafter } from './chain';
 import type { DraftModelState } from './draft-model';
@@ -16,9 +21,19 @@ export interface AdaptiveChainOptions {
 
 export const ADAPTIVE_DEFAULTS: AdaptiveChainOptions = { initialGamma: 5, maxGamma: 16, confidence: 0.4 };
 
+export interface CostModel {
+  curve: CostCurve;
+  /** One draft call's time relative to one single-token target call. */
+  draftRelative: number;
+}
+
 export class AdaptiveChainDrafter extends ChainDrafter {
   override readonly name = 'adaptive';
   private current: number;
+  private costModel: CostModel | null = null;
+  /** Discounted counts of accepted draft tokens and of draft tokens tried. */
+  private accepted = 0;
+  private tried = 0;
 
   constructor(
     draft: DraftModelState['lm'],
@@ -28,9 +43,19 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     this.current = adaptive.initialGamma;
   }
 
+  /** Use the measured costs of this hardware to pick the draft length (null: back to the +2/-1 heuristic). */
+  setCostModel(model: CostModel | null): void {
+    this.costModel = model;
+  }
+
   /** The draft length the next round will use. */
   get draftLength(): number {
     return this.current;
+  }
+
+  /** Per-token acceptance measured so far (a prior of 0.6 before any evidence). */
+  get acceptance(): number {
+    return (this.accepted + 0.6 * 2) / (this.tried + 2);
   }
 
   protected override gamma(): number {
@@ -40,12 +65,27 @@ export class AdaptiveChainDrafter extends ChainDrafter {
   override accept(tree: DraftTree, result: VerifyResult): void {
     super.accept(tree, result);
     const drafted = tree.tokens.length - 1;
-    const allAccepted = result.path.length - 1 === drafted && drafted >= this.current;
+    const acceptedNow = result.path.length - 1;
+    this.accepted = 0.95 * this.accepted + acceptedNow;
+    this.tried = 0.95 * this.tried + acceptedNow + (acceptedNow < drafted ? 1 : 0);
+    if (this.costModel) {
+      const { gamma } = bestGamma(
+        this.acceptance,
+        this.costModel.curve,
+        this.costModel.draftRelative,
+        this.adaptive.maxGamma,
+      );
+      this.current = Math.max(1, gamma);
+      return;
+    }
+    const allAccepted = acceptedNow === drafted && drafted >= this.current;
     this.current = allAccepted ? Math.min(this.adaptive.maxGamma, this.current + 2) : Math.max(1, this.current - 1);
   }
 
   override reset(): void {
     super.reset();
     this.current = this.adaptive.initialGamma;
+    this.accepted = 0;
+    this.tried = 0;
   }
 }

@@ -1,0 +1,64 @@
+/** The bench page: run the benchmark in this browser (wasm or WebGPU) and show the table. */
+import { defaultOrtBase } from '../src/runtime/ort-base';
+import { type BenchReport, markdown } from './harness';
+import prompts from './prompts.json';
+import type { BenchMessage, BenchRequest } from './worker';
+
+type Options = BenchRequest['options'];
+
+export function runInWorker(
+  device: 'wasm' | 'webgpu',
+  options: Options,
+  onLog: (line: string) => void,
+): Promise<BenchReport> {
+  const worker = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module' });
+  return new Promise<BenchReport>((resolve, reject) => {
+    worker.onmessage = (e: MessageEvent<BenchMessage>) => {
+      const m = e.data;
+      if (m.type === 'log') onLog(m.line);
+      else if (m.type === 'report') resolve(m.report);
+      else reject(new Error(m.error));
+    };
+    worker.onerror = (e) => reject(new Error(`bench worker crashed: ${e.message}`));
+    const request: BenchRequest = {
+      ortBase: defaultOrtBase(document.baseURI),
+      base: document.baseURI,
+      device,
+      target: 'models/austen-target/',
+      draft: 'models/austen-draft/',
+      options,
+    };
+    worker.postMessage(request);
+  }).finally(() => worker.terminate());
+}
+
+const logEl = document.getElementById('log') as HTMLPreElement;
+const out = document.getElementById('out') as HTMLPreElement;
+const log = (line: string) => {
+  logEl.textContent += `${line}\n`;
+};
+
+(window as unknown as { benchmark: typeof runInWorker }).benchmark = (device, options, onLog = log) =>
+  runInWorker(device, options, onLog);
+
+document.getElementById('run')?.addEventListener('click', async () => {
+  const form = new FormData(document.getElementById('form') as HTMLFormElement);
+  const device = form.get('device') as 'wasm' | 'webgpu';
+  try {
+    const report = await runInWorker(
+      device,
+      {
+        prompts: prompts.prompts.slice(0, Number(form.get('prompts'))).map((p) => p.text),
+        methods: ['ar', 'chain', 'tree', 'dynamic', 'adaptive'],
+        maxNewTokens: Number(form.get('tokens')),
+        repeats: Number(form.get('repeats')),
+        curveQs: [1, 2, 4, 8, 16, 32, 64],
+        curveReps: 3,
+      },
+      log,
+    );
+    out.textContent = markdown(`${device} in this browser`, report);
+  } catch (e) {
+    out.textContent = (e as Error).message;
+  }
+});

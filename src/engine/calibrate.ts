@@ -1,0 +1,109 @@
+/**
+ * Measuring what one model call costs on this hardware: the verify-cost curve T(q) / T(1) (how much more a call
+ * over q tokens costs than a call over one), the thing that decides whether speculation can win at all.
+ */
+import type { CausalLM } from './lm';
+import { chainBias } from './tree';
+
+export interface CostPoint {
+  q: number;
+  /** Median milliseconds of one call appending q tokens after `context` cached ones. */
+  ms: number;
+  /** ms / ms at q = 1. */
+  relative: number;
+}
+
+export interface CostCurve {
+  context: number;
+  points: CostPoint[];
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+
+/** Time calls of width q after a fixed cached context (compacted back to it before every call). */
+export async function measureCurve(
+  lm: CausalLM,
+  tokens: readonly number[],
+  qs: readonly number[] = [1, 2, 4, 8, 16, 32, 64],
+  reps = 5,
+  context = 64,
+): Promise<CostCurve> {
+  const pick = (n: number, offset: number) =>
+    Array.from({ length: n }, (_, i) => tokens[(offset + i) % tokens.length] as number);
+  const ctx = Math.min(context, lm.config.maxPositions - Math.max(...qs));
+  lm.reset();
+  const prefix = pick(ctx, 0);
+  await lm.forward({ tokens: prefix, positions: prefix.map((_, i) => i), bias: chainBias(0, ctx), rows: [ctx - 1] });
+  const keep = Array.from({ length: ctx }, (_, i) => i);
+  const points: CostPoint[] = [];
+  for (const q of qs) {
+    const times: number[] = [];
+    for (let r = 0; r <= reps; r++) {
+      lm.keep(keep);
+      const batch = pick(q, ctx + r);
+      const t = performance.now();
+      await lm.forward({
+        tokens: batch,
+        positions: batch.map((_, i) => ctx + i),
+        bias: chainBias(ctx, q),
+        rows: [q - 1],
+      });
+      if (r > 0) times.push(performance.now() - t); // the first call of a new width warms up (shaders, buffers)
+    }
+    points.push({ q, ms: median(times), relative: 0 });
+  }
+  const base = points[0]?.ms ?? 1;
+  for (const p of points) p.relative = p.ms / base;
+  lm.reset();
+  return { context: ctx, points };
+}
+
+/** Relative cost of a call of width q, interpolated linearly on the measured curve (extrapolated at the ends). */
+export function relativeCost(curve: CostCurve, q: number): number {
+  const pts = curve.points;
+  if (pts.length === 0) return q;
+  let lo = pts[0] as CostPoint;
+  for (const p of pts) {
+    if (p.q === q) return p.relative;
+    if (p.q < q) lo = p;
+    else {
+      const t = (q - lo.q) / (p.q - lo.q || 1);
+      return lo.relative + t * (p.relative - lo.relative);
+    }
+  }
+  const last = pts[pts.length - 1] as CostPoint;
+  const prev = pts[pts.length - 2] ?? last;
+  const slope = (last.relative - prev.relative) / (last.q - prev.q || 1);
+  return last.relative + slope * (q - last.q);
+}
+
+/**
+ * Expected tokens per round of a chain of length gamma with per-token acceptance alpha (Leviathan et al.):
+ * (1 - alpha^(gamma+1)) / (1 - alpha).
+ */
+export function expectedTokens(alpha: number, gamma: number): number {
+  if (alpha >= 1) return gamma + 1;
+  return (1 - alpha ** (gamma + 1)) / (1 - alpha);
+}
+
+/**
+ * The chain length that maximises tokens per unit time: expected tokens / (target cost of gamma+1 tokens +
+ * gamma draft calls), all relative to one single-token target call.
+ */
+export function bestGamma(
+  alpha: number,
+  curve: CostCurve,
+  draftRelative: number,
+  maxGamma = 16,
+): { gamma: number; speedup: number } {
+  let best = { gamma: 0, speedup: 1 };
+  for (let g = 1; g <= maxGamma; g++) {
+    const speedup = expectedTokens(alpha, g) / (relativeCost(curve, g + 1) + g * draftRelative);
+    if (speedup > best.speedup) best = { gamma: g, speedup };
+  }
+  return best;
+}
