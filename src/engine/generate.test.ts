@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ContextLimitError } from '../model/runner';
-import { DraftModelState, nodeDists } from './drafters/draft-model';
+import { DraftModelState } from './drafters/draft-model';
 import type { Drafter, DraftRequest, DraftTree } from './drafters/drafter';
 import { METHODS, type Method, makeDrafter } from './drafters/index';
 import { type GenerateOptions, generate, generateAll } from './generate';
@@ -88,7 +88,7 @@ class TopKTreeDrafter implements Drafter {
   }
   async propose(req: DraftRequest): Promise<DraftTree> {
     const logits = await this.state.sync(req.committed);
-    const q = nodeDists(logits, req.sampling).verify;
+    const q = toProbs(logits, req.sampling);
     const kids = topK(q, 3);
     return {
       tokens: [req.committed[req.committed.length - 1] as number, ...kids],

@@ -53,3 +53,14 @@ describe('sampling', () => {
     expect(topK(p, 3)).toEqual([4, 0, 1]);
   });
 });
+
+describe('partial top-k selection', () => {
+  it('equals a full sort on random vectors, ties broken by lower index', async () => {
+    const { topLogits } = await import('./drafters/draft-model');
+    const rng = new Rng(3);
+    for (let t = 0; t < 200; t++) {
+      const v = Float32Array.from({ length: 50 }, () => Math.round(rng.next() * 20));
+      for (const k of [1, 2, 4, 7]) expect(topLogits(v, k)).toEqual(topK(v, k));
+    }
+  });
+});

@@ -2,9 +2,9 @@
  * Draft-model chain (Leviathan et al.; Chen et al.): the draft proposes gamma tokens one after another.
  * Greedy takes the draft's argmax; sampling draws from the draft's processed distribution.
  */
-import { argmax, isGreedy, sampleFrom } from '../sampling';
+import { argmax, sampleFrom } from '../sampling';
 import type { VerifyResult } from '../verify';
-import { DraftModelState, nodeDists } from './draft-model';
+import { DraftDist, DraftModelState } from './draft-model';
 import type { Drafter, DraftRequest, DraftTree } from './drafter';
 
 export interface ChainOptions {
@@ -45,14 +45,14 @@ export class ChainDrafter implements Drafter {
     const depths = [0];
     for (let d = 1; d <= limit; d++) {
       const parent = d - 1;
-      const dists = nodeDists(logits, req.sampling);
-      tree.draftProbs[parent] = dists.verify;
-      const token = isGreedy(req.sampling) ? argmax(dists.verify) : sampleFrom(dists.verify, req.rng);
+      const dist = new DraftDist(logits, req.sampling);
+      tree.draftProbs[parent] = dist.verify;
+      const token = dist.verify ? sampleFrom(dist.verify, req.rng) : argmax(logits);
       tree.tokens.push(token);
       tree.parents.push(parent);
       tree.draftProbs.push(null);
       depths.push(d);
-      const confident = (dists.score[token] as number) >= (this.options.confidence ?? 0);
+      const confident = !this.options.confidence || dist.prob(token) >= this.options.confidence;
       if (d === limit || req.eos.has(token) || !confident) break;
       [logits] = (await this.state.expand(tree, [d], depths)) as [Float32Array];
     }

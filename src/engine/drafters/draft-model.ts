@@ -3,22 +3,84 @@
  * running one tree level per call, and compacting to the accepted path after verification.
  */
 import type { CausalLM } from '../lm';
-import { isGreedy, type SamplingParams, toProbs } from '../sampling';
+import { isGreedy, type Rng, type SamplingParams, toProbs } from '../sampling';
 import { appendBias, chainBias } from '../tree';
 import type { VerifyResult } from '../verify';
 import type { DraftTree } from './drafter';
 
-export interface NodeDists {
-  /** The distribution the verifier compares against (processed exactly like the target's). */
-  verify: Float32Array;
-  /** The draft's own confidence (temperature-1 softmax under greedy; the processed one otherwise). */
-  score: Float32Array;
+/**
+ * The draft's distribution at one node, computed only as far as needed: under greedy decoding the drafters need
+ * the top few tokens and their probabilities (a partial selection and one softmax normaliser, no sort, no full
+ * probability vector); under sampling they need the processed distribution the verifier compares against.
+ */
+export class DraftDist {
+  private max = Number.NaN;
+  private norm = Number.NaN;
+  private processed: Float32Array | null = null;
+
+  constructor(
+    readonly logits: Float32Array,
+    private readonly sampling: SamplingParams,
+  ) {}
+
+  /** The processed distribution (temperature, top-k, top-p) the verifier uses; null under greedy. */
+  get verify(): Float32Array | null {
+    if (isGreedy(this.sampling)) return null;
+    this.processed ??= toProbs(this.logits, this.sampling);
+    return this.processed;
+  }
+
+  /** The draft's probability of its token: the temperature-1 softmax under greedy, the processed one otherwise. */
+  prob(token: number): number {
+    const v = this.verify;
+    if (v) return v[token] as number;
+    if (Number.isNaN(this.norm)) {
+      let max = Number.NEGATIVE_INFINITY;
+      for (const l of this.logits) if (l > max) max = l;
+      let sum = 0;
+      for (const l of this.logits) sum += Math.exp(l - max);
+      this.max = max;
+      this.norm = sum;
+    }
+    return Math.exp((this.logits[token] as number) - this.max) / this.norm;
+  }
+
+  /**
+   * The k children to draft, best first, with their log-scores: greedy takes the k most likely tokens; sampling
+   * draws k without replacement (Gumbel-top-k: log q + Gumbel noise, in draw order), which keeps any prefix of
+   * them a valid draw for recursive rejection sampling.
+   */
+  children(k: number, rng: Rng): { token: number; score: number }[] {
+    const v = this.verify;
+    if (!v) return topLogits(this.logits, k).map((token) => ({ token, score: Math.log(this.prob(token)) }));
+    const keyed: { token: number; score: number }[] = [];
+    v.forEach((p, token) => {
+      if (p > 0) keyed.push({ token, score: Math.log(p) + rng.gumbel() });
+    });
+    keyed.sort((a, b) => b.score - a.score);
+    return keyed.slice(0, k);
+  }
 }
 
-export function nodeDists(logits: Float32Array, sampling: SamplingParams): NodeDists {
-  const verify = toProbs(logits, sampling);
-  const score = isGreedy(sampling) ? toProbs(logits, { ...sampling, temperature: 1, topK: 0, topP: 1 }) : verify;
-  return { verify, score };
+/** Indices of the k largest values, largest first, by partial selection (ties: lower index first). */
+export function topLogits(values: Float32Array, k: number): number[] {
+  const idx: number[] = [];
+  const val: number[] = [];
+  for (let i = 0; i < values.length; i++) {
+    const x = values[i] as number;
+    if (idx.length === k && x <= (val[k - 1] as number)) continue;
+    let at = idx.length === k ? k - 1 : idx.length;
+    while (at > 0 && (val[at - 1] as number) < x) {
+      if (at < k) {
+        idx[at] = idx[at - 1] as number;
+        val[at] = val[at - 1] as number;
+      }
+      at--;
+    }
+    idx[at] = i;
+    val[at] = x;
+  }
+  return idx;
 }
 
 export class DraftModelState {

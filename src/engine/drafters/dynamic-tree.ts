@@ -10,9 +10,8 @@
  * With `adaptive`, depth and budget follow the measured acceptance: deeper after rounds that accept (nearly) the
  * whole depth, shallower after rounds that accept little.
  */
-import { isGreedy, type Rng, topK } from '../sampling';
 import type { VerifyResult } from '../verify';
-import { DraftModelState, type NodeDists, nodeDists } from './draft-model';
+import { DraftDist, DraftModelState } from './draft-model';
 import type { Drafter, DraftRequest, DraftTree } from './drafter';
 
 export interface DynamicTreeOptions {
@@ -34,17 +33,6 @@ interface Candidate {
   parent: number;
   depth: number;
   score: number;
-}
-
-/** The `branch` best children of a node with their (possibly perturbed) log-scores, best first. */
-function children(d: NodeDists, branch: number, greedy: boolean, rng: Rng): [number, number][] {
-  if (greedy) return topK(d.score, branch).map((t) => [t, Math.log(d.score[t] as number)]);
-  const keyed: [number, number][] = [];
-  d.verify.forEach((p, t) => {
-    if (p > 0) keyed.push([t, Math.log(p) + rng.gumbel()]);
-  });
-  keyed.sort((a, b) => b[1] - a[1]);
-  return keyed.slice(0, branch);
 }
 
 export class DynamicTreeDrafter implements Drafter {
@@ -73,7 +61,6 @@ export class DynamicTreeDrafter implements Drafter {
   }
 
   async propose(req: DraftRequest): Promise<DraftTree> {
-    const greedy = isGreedy(req.sampling);
     const rootLogits = await this.state.sync(req.committed);
     const budget = Math.min(this.budget, req.maxNodes, this.state.room() - 1);
     const maxDepth = Math.min(this.depth, req.maxDepth);
@@ -84,11 +71,11 @@ export class DynamicTreeDrafter implements Drafter {
     const work: DraftTree = { tokens: [cands[0]?.token as number], parents: [-1], draftProbs: [] };
     const dists = new Map<number, Float32Array>();
     const grow = (node: number, logits: Float32Array) => {
-      const d = nodeDists(logits, req.sampling);
-      dists.set(node, d.verify);
+      const d = new DraftDist(logits, req.sampling);
+      if (d.verify) dists.set(node, d.verify);
       const parent = cands[node] as Candidate;
-      for (const [token, s] of children(d, this.options.branch, greedy, req.rng)) {
-        cands.push({ token, parent: node, depth: parent.depth + 1, score: parent.score + s });
+      for (const { token, score } of d.children(this.options.branch, req.rng)) {
+        cands.push({ token, parent: node, depth: parent.depth + 1, score: parent.score + score });
         work.tokens.push(token);
         work.parents.push(node);
       }

@@ -3,9 +3,8 @@
  * its tokens along the path, e.g. [0, 1] = the draft's 2nd choice after its 1st choice. Greedy takes the draft's
  * top-k; sampling draws the children without replacement (Gumbel-top-k), which keeps verification lossless.
  */
-import { isGreedy, sampleWithoutReplacement, topK } from '../sampling';
 import type { VerifyResult } from '../verify';
-import { DraftModelState, nodeDists } from './draft-model';
+import { DraftDist, DraftModelState } from './draft-model';
 import type { Drafter, DraftRequest, DraftTree } from './drafter';
 
 /** 20 nodes, depth 6: wide near the root, a long spine down the draft's first choices. */
@@ -88,11 +87,9 @@ export class StaticTreeDrafter implements Drafter {
       level.forEach((node, i) => {
         const width = this.shape.get(keyOf[node] as string)?.width ?? 0;
         if (width === 0 || req.eos.has(tree.tokens[node] as number)) return;
-        const dists = nodeDists(levelLogits[i] as Float32Array, req.sampling);
-        tree.draftProbs[node] = dists.verify;
-        const tokens = isGreedy(req.sampling)
-          ? topK(dists.score, width)
-          : sampleWithoutReplacement(dists.verify, width, req.rng);
+        const dist = new DraftDist(levelLogits[i] as Float32Array, req.sampling);
+        tree.draftProbs[node] = dist.verify;
+        const tokens = dist.children(width, req.rng).map((c) => c.token);
         tokens.forEach((token, rank) => {
           if (tree.tokens.length - 1 >= budget) return;
           tree.tokens.push(token);
