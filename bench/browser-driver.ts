@@ -5,9 +5,12 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { chromium } from '@playwright/test';
 import { CHROMIUM_PATH, WEBGPU_ARGS } from '../e2e/chromium';
+import type { Method } from '../src/engine/drafters/index';
+import { exportForTransformers } from './export-peer';
 import type { BenchOptions, BenchReport } from './harness';
+import type { PeerRow } from './peer-worker';
 
-const PORT = 4190;
+const PORT = 4183; // not on the fetch spec's bad-port list (4190 is)
 
 /** Per backend: how much to run. SwiftShader WebGPU is ~70x slower than wasm, so its subset is short. */
 const PLANS: Record<
@@ -51,12 +54,51 @@ async function waitForServer(url: string, ms: number): Promise<void> {
   throw new Error(`the preview server did not start at ${url}`);
 }
 
+export interface PeerReport {
+  device: string;
+  versions: string;
+  rows: PeerRow[];
+  markdown: string;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? ((s[(s.length - 1) >> 1] as number) + (s[s.length >> 1] as number)) / 2 : 0;
+}
+
+function peerMarkdown(device: string, best: string, versions: string, rows: PeerRow[], tokens: number): string {
+  const t = median(rows.map((r) => r.transformers));
+  const o = median(rows.map((r) => r.ours));
+  const b = median(rows.map((r) => r.oursBest));
+  return [
+    `### Peer: transformers.js generate() vs ours, Chromium ${device}`,
+    '',
+    `${rows.length} prompts, ${tokens} new tokens, greedy, end-to-end tokens/s (prefill included), same weights (our export of the target), same browser and backend; ${versions}`,
+    '',
+    '| | tok/s (median) | vs transformers.js |',
+    '| --- | --- | --- |',
+    `| transformers.js generate() | ${t.toFixed(1)} | 1.00x |`,
+    `| ours, plain decoding | ${o.toFixed(1)} | ${(o / t).toFixed(2)}x |`,
+    `| ours, ${best} | ${b.toFixed(1)} | ${(b / t).toFixed(2)}x |`,
+    '',
+    `Greedy tokens identical to transformers.js on ${rows.filter((r) => r.same).length} of ${rows.length} prompts.`,
+  ].join('\n');
+}
+
 export async function runBrowserBenches(
   backends: string[],
   prompts: string[],
-): Promise<{ reports: Record<string, BenchReport | { error: string }> }> {
+  peer: { device: 'wasm' | 'webgpu'; prompts: number; tokens: number; best: Method } | null = {
+    device: 'wasm',
+    prompts: 6,
+    tokens: 48,
+    best: 'dynamic',
+  },
+): Promise<{ reports: Record<string, BenchReport | { error: string }>; peer: PeerReport | { error: string } | null }> {
   const build = spawnSync('node_modules/.bin/vite', ['build'], { stdio: 'inherit' });
   if (build.status !== 0) throw new Error('vite build failed');
+  if (peer) await exportForTransformers('public/models/austen-target', 'dist/peer-models/austen-target');
+  let peerReport: PeerReport | { error: string } | null = null;
   let server: ChildProcess | null = null;
   const reports: Record<string, BenchReport | { error: string }> = {};
   const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: WEBGPU_ARGS, headless: true });
@@ -82,7 +124,12 @@ export async function runBrowserBenches(
         continue;
       }
       console.log(`== ${name}`);
-      const options = { ...plan.options, prompts: prompts.slice(0, plan.prompts) };
+      const quick = process.env.BENCH_QUICK === '1';
+      const options = {
+        ...plan.options,
+        ...(quick ? { maxNewTokens: 8, curveQs: [1, 4], curveReps: 1 } : {}),
+        prompts: prompts.slice(0, quick ? 1 : plan.prompts),
+      };
       try {
         reports[name] = await page.evaluate(
           ([device, o]) =>
@@ -97,9 +144,38 @@ export async function runBrowserBenches(
         reports[name] = { error: (e as Error).message };
       }
     }
+    if (peer) {
+      console.log(`== peer: transformers.js on Chromium ${peer.device}`);
+      const quick = process.env.BENCH_QUICK === '1';
+      const tokens = quick ? 8 : peer.tokens;
+      try {
+        const r = await page.evaluate(
+          (req) =>
+            (
+              window as unknown as {
+                peerBenchmark: (r: unknown) => Promise<{ rows: PeerRow[]; versions: string }>;
+              }
+            ).peerBenchmark(req),
+          {
+            device: peer.device,
+            prompts: prompts.slice(0, quick ? 1 : peer.prompts),
+            maxNewTokens: tokens,
+            best: peer.best,
+          },
+        );
+        peerReport = {
+          device: peer.device,
+          versions: r.versions,
+          rows: r.rows,
+          markdown: peerMarkdown(peer.device, peer.best, r.versions, r.rows, peer.tokens),
+        };
+      } catch (e) {
+        peerReport = { error: (e as Error).message };
+      }
+    }
   } finally {
     await browser.close();
     server?.kill();
   }
-  return { reports };
+  return { reports, peer: peerReport };
 }

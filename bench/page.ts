@@ -1,6 +1,7 @@
 /** The bench page: run the benchmark in this browser (wasm or WebGPU) and show the table. */
 import { defaultOrtBase } from '../src/runtime/ort-base';
 import { type BenchReport, markdown } from './harness';
+import type { PeerMessage, PeerRequest, PeerRow } from './peer-worker';
 import prompts from './prompts.json';
 import type { BenchMessage, BenchRequest } from './worker';
 
@@ -38,8 +39,28 @@ const log = (line: string) => {
   logEl.textContent += `${line}\n`;
 };
 
-(window as unknown as { benchmark: typeof runInWorker }).benchmark = (device, options, onLog = log) =>
-  runInWorker(device, options, onLog);
+export function runPeer(
+  request: Omit<PeerRequest, 'ortBase' | 'base'>,
+): Promise<{ rows: PeerRow[]; versions: string }> {
+  const worker = new Worker(new URL('./peer-worker.ts', import.meta.url), { type: 'module' });
+  return new Promise<{ rows: PeerRow[]; versions: string }>((resolve, reject) => {
+    worker.onmessage = (e: MessageEvent<PeerMessage>) => {
+      if (e.data.type === 'done') resolve({ rows: e.data.rows, versions: e.data.versions });
+      else reject(new Error(e.data.error));
+    };
+    worker.onerror = (e) => reject(new Error(`peer worker crashed: ${e.message}`));
+    worker.postMessage({
+      ...request,
+      ortBase: defaultOrtBase(document.baseURI),
+      base: document.baseURI,
+    } satisfies PeerRequest);
+  }).finally(() => worker.terminate());
+}
+
+Object.assign(window, {
+  benchmark: (device: 'wasm' | 'webgpu', options: Options, onLog = log) => runInWorker(device, options, onLog),
+  peerBenchmark: runPeer,
+});
 
 document.getElementById('run')?.addEventListener('click', async () => {
   const form = new FormData(document.getElementById('form') as HTMLFormElement);

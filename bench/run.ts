@@ -65,6 +65,13 @@ if (browserBackends.length > 0) {
       console.log(`\n${tables[tables.length - 1]}\n`);
     } else console.log(`\n${name}: ${r.error}\n`);
   }
+  if (browser.peer) {
+    reports.peer = browser.peer as never;
+    if ('markdown' in browser.peer) {
+      tables.push(browser.peer.markdown);
+      console.log(`\n${browser.peer.markdown}\n`);
+    } else console.log(`\npeer: ${browser.peer.error}\n`);
+  }
 }
 
 const versions = {

@@ -94,7 +94,7 @@ export class ModelRunner {
       );
     }
     options.onProgress?.({ status: 'building', name: model.spec });
-    const graph = buildLlamaGraph(model.config, model.weights, model.files, compute);
+    const graph = buildLlamaGraph(model.config, model.weights, model.files, { compute });
     const { externalData } = graph;
     const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = { logits: 'cpu' };
     if (options.device === 'webgpu') {

@@ -18,7 +18,7 @@ import { expectedWeights, type LlamaConfig, ropeInvFreq } from '../config';
 import { convertFloats, type FloatDtype } from '../convert';
 import { ModelLoadError } from '../errors';
 import type { SafetensorsDtype, TensorEntry } from '../safetensors';
-import { type OnnxDataType, OnnxGraph } from './onnx';
+import { type Dim, type OnnxDataType, OnnxGraph } from './onnx';
 
 export type ComputeType = 'fp32' | 'fp16';
 
@@ -80,15 +80,32 @@ export interface BuiltGraph {
 /** Name of the in-memory external-data buffer holding converted weights. */
 export const CONVERTED_WEIGHTS = 'converted-weights.bin';
 
+/**
+ * 'tree' is our signature (above). 'transformers' is the interface transformers.js expects of a decoder export
+ * (input_ids, attention_mask, position_ids, past_key_values.* -> logits for every position, present.*), used to
+ * run transformers.js on the very same weights as a peer in the benchmark; it derives the causal bias, keeps the
+ * whole past and returns all rows. It supports batch size 1.
+ */
+export type GraphInterface = 'tree' | 'transformers';
+
+export interface BuildOptions {
+  compute?: ComputeType;
+  interface?: GraphInterface;
+  /** Put every weight in one external buffer of this name (an exported model.onnx_data), converted or copied. */
+  weightsFile?: string;
+}
+
 export function buildLlamaGraph(
   cfg: LlamaConfig,
   weights: ReadonlyMap<string, TensorEntry>,
   files: ReadonlyMap<string, Uint8Array>,
-  compute: ComputeType = 'fp32',
+  options: BuildOptions = {},
 ): BuiltGraph {
   checkWeights(cfg, weights);
+  const compute = options.compute ?? 'fp32';
   const T: OnnxDataType = compute === 'fp16' ? 'float16' : 'float32';
-  const g = new OnnxGraph(`${cfg.modelType}_tree_${compute}`);
+  const g = new OnnxGraph(`${cfg.modelType}_${options.interface ?? 'tree'}_${compute}`);
+  const ownFile = options.weightsFile ?? CONVERTED_WEIGHTS;
   const usedFiles = new Set<string>();
   const converted: { name: string; bytes: Uint8Array; offset: number }[] = [];
   let convertedBytes = 0;
@@ -104,7 +121,7 @@ export function buildLlamaGraph(
     if (weightCache.has(name)) return name;
     weightCache.add(name);
     const t = weights.get(name) as TensorEntry;
-    if (ONNX_DTYPE[t.dtype] === T) {
+    if (ONNX_DTYPE[t.dtype] === T && !options.weightsFile) {
       usedFiles.add(t.file);
       return g.initializer({
         name,
@@ -121,7 +138,7 @@ export function buildLlamaGraph(
       T as 'float32',
     );
     converted.push({ name, bytes, offset: convertedBytes });
-    const external = { location: CONVERTED_WEIGHTS, offset: convertedBytes, length: bytes.byteLength };
+    const external = { location: ownFile, offset: convertedBytes, length: bytes.byteLength };
     convertedBytes += bytes.byteLength;
     return g.initializer({ name, dataType: T, dims: t.shape, external });
   };
@@ -141,16 +158,8 @@ export function buildLlamaGraph(
     return g.op('Mul', [toT(normed), weight(w)]);
   };
 
-  // Inputs.
-  const inputIds = g.input(GRAPH_INPUTS.inputIds, 'int64', [1, 'q']);
-  const positionIds = g.input(GRAPH_INPUTS.positionIds, 'int64', [1, 'q']);
-  const attentionBias = g.input(GRAPH_INPUTS.attentionBias, 'float32', [1, 1, 'q', 'total']);
-  const keepIndices = g.input(GRAPH_INPUTS.keepIndices, 'int64', ['kept']);
-  const logitsRows = g.input(GRAPH_INPUTS.logitsRows, 'int64', ['rows']);
-  for (let i = 0; i < cfg.numLayers; i++) {
-    g.input(pastKey(i), T, [1, kvh, 'past', hd]);
-    g.input(pastValue(i), T, [1, kvh, 'past', hd]);
-  }
+  const { inputIds, positionIds, attentionBias, keepIndices, logitsRows } =
+    options.interface === 'transformers' ? transformersInputs(g, cfg, T) : treeInputs(g, cfg, T);
 
   // Embedding: [q, H].
   const flatIds = g.op('Reshape', [inputIds, g.constInt64([-1])]);
@@ -190,8 +199,8 @@ export function buildLlamaGraph(
     const k = rope(toHeads(linear(h, `${p}.self_attn.k_proj`, cfg.qkvBias), kvh)); // [kvh, q, hd]
     const v = toHeads(linear(h, `${p}.self_attn.v_proj`, cfg.qkvBias), kvh);
     // Cache: keep the selected past slots, append this call's keys and values.
-    const keptK = g.op('Gather', [pastKey(i), keepIndices], { axis: 2 });
-    const keptV = g.op('Gather', [pastValue(i), keepIndices], { axis: 2 });
+    const keptK = keepIndices ? g.op('Gather', [pastKey(i), keepIndices], { axis: 2 }) : pastKey(i);
+    const keptV = keepIndices ? g.op('Gather', [pastValue(i), keepIndices], { axis: 2 }) : pastValue(i);
     const presentK = g.op('Concat', [keptK, g.op('Unsqueeze', [k, asPast])], { axis: 2 }, presentKey(i));
     const presentV = g.op('Concat', [keptV, g.op('Unsqueeze', [v, asPast])], { axis: 2 }, presentValue(i));
     g.output(presentKey(i), T, [1, kvh, 'total', hd]);
@@ -214,19 +223,70 @@ export function buildLlamaGraph(
   }
 
   // Logits for the requested rows only.
-  const rowsX = g.op('Gather', [x, logitsRows], { axis: 0 });
+  const rowsX = logitsRows ? g.op('Gather', [x, logitsRows], { axis: 0 }) : x;
   const normed = rmsNorm(rowsX, 'model.norm.weight');
   const head = cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
   let logits = g.op('Gemm', [normed, weight(head)], { transB: 1 });
   if (T !== 'float32') logits = cast(logits, 'float32');
   g.op('Unsqueeze', [logits, g.constInt64([0])], {}, 'logits');
-  g.output('logits', 'float32', [1, 'rows', cfg.vocabSize]);
+  g.output('logits', 'float32', [1, logitsRows ? 'rows' : 'q', cfg.vocabSize]);
 
   const externalData = [...usedFiles].map((path) => ({ path, data: files.get(path) as Uint8Array }));
   if (converted.length > 0) {
     const data = new Uint8Array(convertedBytes);
     for (const c of converted) data.set(c.bytes, c.offset);
-    externalData.push({ path: CONVERTED_WEIGHTS, data });
+    externalData.push({ path: ownFile, data });
   }
   return { model: g.toBytes(), externalData, compute, convertedBytes };
+}
+
+interface CoreInputs {
+  inputIds: string;
+  positionIds: string;
+  /** float32 [1, 1, q, total] */
+  attentionBias: string;
+  /** null: keep the whole past. */
+  keepIndices: string | null;
+  /** null: logits for every position. */
+  logitsRows: string | null;
+}
+
+function pastInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType, batch: Dim, past: Dim): void {
+  for (let i = 0; i < cfg.numLayers; i++) {
+    g.input(pastKey(i), T, [batch, cfg.numKvHeads, past, cfg.headDim]);
+    g.input(pastValue(i), T, [batch, cfg.numKvHeads, past, cfg.headDim]);
+  }
+}
+
+function treeInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType): CoreInputs {
+  const inputs: CoreInputs = {
+    inputIds: g.input(GRAPH_INPUTS.inputIds, 'int64', [1, 'q']),
+    positionIds: g.input(GRAPH_INPUTS.positionIds, 'int64', [1, 'q']),
+    attentionBias: g.input(GRAPH_INPUTS.attentionBias, 'float32', [1, 1, 'q', 'total']),
+    keepIndices: g.input(GRAPH_INPUTS.keepIndices, 'int64', ['kept']),
+    logitsRows: g.input(GRAPH_INPUTS.logitsRows, 'int64', ['rows']),
+  };
+  pastInputs(g, cfg, T, 1, 'past');
+  return inputs;
+}
+
+/** transformers.js's decoder inputs; the causal (and padding) bias is built in the graph. */
+function transformersInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType): CoreInputs {
+  const inputIds = g.input('input_ids', 'int64', ['batch_size', 'sequence_length']);
+  const mask = g.input('attention_mask', 'int64', ['batch_size', 'total_sequence_length']);
+  const positionIds = g.input('position_ids', 'int64', ['batch_size', 'sequence_length']);
+  pastInputs(g, cfg, T, 'batch_size', 'past_sequence_length');
+  const scalar = (v: number) => g.constInt64([v], []);
+  const dim = (t: string, axis: number) => g.op('Gather', [g.op('Shape', [t]), scalar(axis)], { axis: 0 });
+  const q = dim(inputIds, 1);
+  const past = dim(pastKey(0), 2);
+  const total = g.op('Add', [past, q]);
+  const cols = g.op('Range', [scalar(0), total, scalar(1)]); // [total]
+  const rows = g.op('Unsqueeze', [g.op('Range', [past, total, scalar(1)]), g.constInt64([1])]); // [q, 1]
+  const causal = g.op('LessOrEqual', [cols, rows]); // [q, total]
+  const padding = g.op('Cast', [g.op('Reshape', [mask, g.constInt64([-1])])], { to: CAST_TO.bool });
+  const visible = g.op('And', [causal, padding]);
+  const bias = g.op('Where', [visible, g.constFloat32([0], []), g.constFloat32([MASKED], [])]);
+  const attentionBias = g.op('Unsqueeze', [bias, g.constInt64([0, 1])]);
+  return { inputIds, positionIds, attentionBias, keepIndices: null, logitsRows: null };
 }
