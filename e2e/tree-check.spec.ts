@@ -1,14 +1,16 @@
 import type { TreeCheckReport } from '../src/diagnostics/tree-check';
 import { expect, test } from './fixtures';
 
-test('bundled models load in the browser and verify a token tree in one WebGPU call, with exact compaction', async ({
+test('both bundled models load in the browser and verify a token tree in one WebGPU call, with exact compaction', async ({
   page,
   expectWebGpuAdapter,
 }) => {
   test.setTimeout(300_000);
   await page.goto('./');
   await expectWebGpuAdapter();
+  await page.locator('details.diagnostics > summary').click();
   await page.getByTestId('tree-device').selectOption('webgpu');
+  await page.getByTestId('tree-models').selectOption('both');
   await page.getByTestId('tree-run').click();
   await expect(page.locator('body')).toHaveAttribute('data-treecheck', /done|error/, { timeout: 280_000 });
   const text = await page.getByTestId('tree-result').textContent();
@@ -17,6 +19,7 @@ test('bundled models load in the browser and verify a token tree in one WebGPU c
   );
   expect(reports, text ?? '').toBeDefined();
   expect(reports?.map((r) => r.device)).toEqual(['webgpu', 'webgpu']);
+  expect(reports?.[0]?.compute).toBe('fp32'); // SwiftShader has no shader-f16: the runner must choose fp32
   for (const r of reports ?? []) {
     expect(r.logitsDiff, r.model).toBeLessThan(1e-4);
     expect(r.cacheDiff, r.model).toBeLessThan(1e-4);

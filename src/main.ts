@@ -52,10 +52,12 @@ export const BUNDLED_MODELS = ['models/austen-draft/', 'models/austen-target/'];
 async function treeCheck(): Promise<void> {
   const result = el('tree-result');
   const device = (el('tree-device') as HTMLSelectElement).value as 'webgpu' | 'wasm';
+  const models =
+    (el('tree-models') as HTMLSelectElement).value === 'both' ? BUNDLED_MODELS : BUNDLED_MODELS.slice(0, 1);
   result.textContent = `loading the bundled models and checking tree attention on ${device}…`;
   document.body.dataset.treecheck = 'running';
   try {
-    const reports = await runTreeCheck(defaultOrtBase(document.baseURI), BUNDLED_MODELS, device, document.baseURI);
+    const reports = await runTreeCheck(defaultOrtBase(document.baseURI), models, device, document.baseURI);
     result.textContent = reports
       .map(
         (r) =>
