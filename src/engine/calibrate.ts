@@ -39,23 +39,25 @@ export async function measureCurve(
   const prefix = pick(ctx, 0);
   await lm.forward({ tokens: prefix, positions: prefix.map((_, i) => i), bias: chainBias(0, ctx), rows: [ctx - 1] });
   const keep = Array.from({ length: ctx }, (_, i) => i);
-  const points: CostPoint[] = [];
-  for (const q of qs) {
-    const times: number[] = [];
-    for (let r = 0; r <= reps; r++) {
-      lm.keep(keep);
-      const batch = pick(q, ctx + r);
-      const t = performance.now();
-      await lm.forward({
-        tokens: batch,
-        positions: batch.map((_, i) => ctx + i),
-        bias: chainBias(ctx, q),
-        rows: [q - 1],
-      });
-      if (r > 0) times.push(performance.now() - t); // the first call of a new width warms up (shaders, buffers)
-    }
-    points.push({ q, ms: median(times), relative: 0 });
-  }
+  const call = async (q: number, offset: number) => {
+    lm.keep(keep);
+    const batch = pick(q, ctx + offset);
+    const t = performance.now();
+    await lm.forward({
+      tokens: batch,
+      positions: batch.map((_, i) => ctx + i),
+      bias: chainBias(ctx, q),
+      rows: [q - 1],
+    });
+    return performance.now() - t;
+  };
+  // Warm up first: a fresh session's first calls are slow (memory growth, first-touch of the weights, shader
+  // compilation on WebGPU), which would inflate the small widths measured first.
+  for (let w = 0; w < 2; w++) for (const q of qs) await call(q, w);
+  // Then interleave the widths, so drifting machine load hits all of them alike.
+  const times = new Map<number, number[]>(qs.map((q) => [q, []]));
+  for (let r = 0; r < reps; r++) for (const q of qs) times.get(q)?.push(await call(q, r));
+  const points: CostPoint[] = qs.map((q) => ({ q, ms: median(times.get(q) ?? []), relative: 0 }));
   const base = points[0]?.ms ?? 1;
   for (const p of points) p.relative = p.ms / base;
   lm.reset();
