@@ -80,6 +80,11 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
   log(`calibrating: verify-cost curve q = ${o.curveQs.join(', ')}`);
   const costs = await engine.calibrate(o.curveQs, o.curveReps);
   const t1 = costs.curve.points[0]?.ms ?? 1;
+  // One untimed generation per method first (first calls of a drafter's shapes are slower).
+  for (const method of o.methods) {
+    const it = engine.generate(o.prompts[0] as string, { method, maxNewTokens: 8, sampling: GREEDY });
+    for (let s = await it.next(); !s.done; s = await it.next());
+  }
   const results = new Map<Method, GenerationResult[]>();
   const speedups = new Map<Method, number[]>();
   const plain = new Map<number, number[]>();
