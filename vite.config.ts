@@ -1,7 +1,7 @@
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defineConfig, type Plugin } from 'vite';
+import { defaultClientConditions, defineConfig, type Plugin } from 'vite';
 
 const root = dirname(fileURLToPath(import.meta.url));
 const ortDist = join(root, 'node_modules', 'onnxruntime-web', 'dist');
@@ -28,12 +28,7 @@ function ortWasmFiles(): Plugin {
         createReadStream(path).pipe(res);
       });
     },
-    generateBundle(_options, bundle) {
-      // ORT's bundle also references its wasm through `new URL(..., import.meta.url)`, which Vite would emit a
-      // second time under assets/; we always set wasmPaths to ort/, so drop that 27 MB duplicate.
-      for (const name of Object.keys(bundle)) {
-        if (/^assets\/ort-wasm-simd-threaded.*\.wasm$/.test(name)) delete bundle[name];
-      }
+    generateBundle() {
       for (const file of ORT_FILES) {
         this.emitFile({ type: 'asset', fileName: `ort/${file}`, source: readFileSync(join(ortDist, file)) });
       }
@@ -55,6 +50,10 @@ export default defineConfig({
   server: { host: '127.0.0.1', headers: isolation },
   preview: { host: '127.0.0.1', headers: isolation },
   worker: { format: 'es' },
+  // onnxruntime-web's non-bundled build: it loads its glue and wasm from wasmPaths (our ort/ folder) only. The
+  // bundled build also references the 27 MB wasm as an asset, which would be emitted twice (and inlined in
+  // library mode).
+  resolve: { conditions: ['onnxruntime-web-use-extern-wasm', ...defaultClientConditions] },
   optimizeDeps: { exclude: ['onnxruntime-web'] },
   build: {
     target: 'es2022',

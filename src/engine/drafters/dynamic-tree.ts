@@ -45,7 +45,7 @@ export class DynamicTreeDrafter implements Drafter {
     draft: DraftModelState['lm'],
     private readonly options: DynamicTreeOptions = DYNAMIC_DEFAULTS,
   ) {
-    this.name = options.adaptive ? 'dynamic-adaptive' : 'dynamic';
+    this.name = options.adaptive ? 'adaptive-tree' : 'dynamic';
     this.state = new DraftModelState(draft);
     this.depth = options.depth;
     this.budget = options.budget;

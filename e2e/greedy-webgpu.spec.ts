@@ -1,0 +1,46 @@
+import { execFileSync } from 'node:child_process';
+import type { GenerationResult } from '../src/engine/events';
+import { expect, test } from './fixtures';
+
+const PROMPTS = ['Mr. Knightley was', '"I cannot think," said Elizabeth, "that'];
+const TOKENS = 8;
+
+/** Plain greedy decoding of the target, on wasm in Node (the reference). */
+function plainGreedy(prompt: string): number[] {
+  const out = execFileSync(
+    'node_modules/.bin/tsx',
+    ['src/cli.ts', '--prompt', prompt, '--method', 'ar', '--max-new-tokens', String(TOKENS), '--json'],
+    { encoding: 'utf8' },
+  );
+  return JSON.parse(out).tokens;
+}
+
+test('on WebGPU every method gives plain greedy decoding token for token', async ({ page, expectWebGpuAdapter }) => {
+  test.setTimeout(900_000);
+  await page.goto('./');
+  await expectWebGpuAdapter();
+  await page.locator('#settings [name="device"]').selectOption('webgpu');
+  await page.locator('#settings [name="max-new-tokens"]').fill(String(TOKENS));
+  const el = page.locator('spec-decoder');
+  for (const prompt of PROMPTS) {
+    const expected = plainGreedy(prompt);
+    for (const method of ['ar', 'chain', 'tree', 'dynamic', 'adaptive']) {
+      const result = await el.evaluate(
+        async (e, [p, m]) => {
+          const host = e as HTMLElement & {
+            method: string;
+            prompt: string;
+            generate(): Promise<GenerationResult | null>;
+          };
+          host.method = m as string;
+          const box = e.shadowRoot?.querySelector('textarea') as HTMLTextAreaElement;
+          box.value = p as string;
+          return host.generate();
+        },
+        [prompt, method],
+      );
+      expect(result?.tokens, `${method} on "${prompt}"`).toEqual(expected);
+    }
+  }
+  await expect(el.locator('[part="legend"]')).toContainText('on webgpu');
+});
