@@ -73,7 +73,7 @@ function spread(xs: number[]): Spread {
   return { median: at(0.5), p25: at(0.25), p75: at(0.75) };
 }
 
-const TREE_LIKE: ReadonlySet<Method> = new Set(['tree', 'dynamic']);
+const TREE_LIKE: ReadonlySet<Method> = new Set(['tree', 'dynamic', 'adaptive-tree']);
 
 export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<BenchReport> {
   const log = o.log ?? (() => {});
