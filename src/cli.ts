@@ -158,6 +158,8 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   try {
+    // The adaptive method picks its draft length from this machine's measured costs (a few dozen quick calls).
+    if (options.method === 'adaptive') await engine.calibrate([1, 2, 4, 8, 16], 3);
     const rounds: { accepted: number[]; rejected: number[]; target: number[] }[] = [];
     const it = engine.generate(options.prompt, {
       method: options.method,

@@ -109,6 +109,10 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
 
 async function generate(id: number, req: Extract<ToWorker, { type: 'generate' }>['request']): Promise<void> {
   if (!engine) throw new Error('no models loaded: call load() first');
+  // On wasm the cost curve takes well under a second to measure, and lets 'adaptive' pick its length from this
+  // machine; on WebGPU (software adapters take seconds per call) it keeps the +2/-1 heuristic.
+  if (req.method === 'adaptive' && engine.device === 'wasm' && !engine.costModel)
+    await engine.calibrate([1, 2, 4, 8, 16], 3);
   const controller = new AbortController();
   running.set(id, controller);
   try {
