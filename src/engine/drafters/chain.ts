@@ -5,7 +5,7 @@
 import { argmax, sampleFrom } from '../sampling';
 import type { VerifyResult } from '../verify';
 import { DraftDist, DraftModelState } from './draft-model';
-import type { Drafter, DraftRequest, DraftTree } from './drafter';
+import { type Drafter, type DraftRequest, type DraftTree, rootOnly } from './drafter';
 
 export interface ChainOptions {
   /** Draft length. */
@@ -36,11 +36,7 @@ export class ChainDrafter implements Drafter {
 
   async propose(req: DraftRequest): Promise<DraftTree> {
     let logits = await this.state.sync(req.committed);
-    const tree: DraftTree = {
-      tokens: [req.committed[req.committed.length - 1] as number],
-      parents: [-1],
-      draftProbs: [],
-    };
+    const tree = rootOnly(req.committed);
     const limit = Math.min(this.gamma(), req.maxDepth, req.maxNodes, this.state.room() - 1);
     const depths = [0];
     for (let d = 1; d <= limit; d++) {

@@ -5,7 +5,7 @@
  */
 import type { VerifyResult } from '../verify';
 import { DraftDist, DraftModelState } from './draft-model';
-import type { Drafter, DraftRequest, DraftTree } from './drafter';
+import { type Drafter, type DraftRequest, type DraftTree, rootOnly } from './drafter';
 
 /** 20 nodes, depth 6: wide near the root, a long spine down the draft's first choices. */
 export const DEFAULT_TREE_CHOICES: number[][] = [
@@ -72,11 +72,7 @@ export class StaticTreeDrafter implements Drafter {
 
   async propose(req: DraftRequest): Promise<DraftTree> {
     const rootLogits = await this.state.sync(req.committed);
-    const tree: DraftTree = {
-      tokens: [req.committed[req.committed.length - 1] as number],
-      parents: [-1],
-      draftProbs: [null],
-    };
+    const tree = rootOnly(req.committed);
     const depths = [0];
     const keyOf = [''];
     const budget = Math.min(req.maxNodes, this.state.room() - 1);

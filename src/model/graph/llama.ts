@@ -18,7 +18,7 @@ import { expectedWeights, type LlamaConfig, ropeInvFreq } from '../config';
 import { convertFloats, type FloatDtype } from '../convert';
 import { ModelLoadError } from '../errors';
 import type { SafetensorsDtype, TensorEntry } from '../safetensors';
-import { type Dim, type OnnxDataType, OnnxGraph } from './onnx';
+import { DATA_TYPE_CODE, type Dim, type OnnxDataType, OnnxGraph } from './onnx';
 
 export type ComputeType = 'fp32' | 'fp16';
 
@@ -42,16 +42,6 @@ const ONNX_DTYPE: Partial<Record<SafetensorsDtype, OnnxDataType>> = {
   F32: 'float32',
   F16: 'float16',
   BF16: 'bfloat16',
-};
-
-const CAST_TO: Record<OnnxDataType, number> = {
-  float32: 1,
-  uint8: 2,
-  int32: 6,
-  int64: 7,
-  bool: 9,
-  float16: 10,
-  bfloat16: 16,
 };
 
 /** Check every expected tensor exists with the expected shape; name the first that does not. */
@@ -112,7 +102,7 @@ export function buildLlamaGraph(
   const { numHeads: nh, numKvHeads: kvh, headDim: hd, hiddenSize: H } = cfg;
   const group = nh / kvh;
 
-  const cast = (x: string, to: OnnxDataType) => g.op('Cast', [x], { to: CAST_TO[to] });
+  const cast = (x: string, to: OnnxDataType) => g.op('Cast', [x], { to: DATA_TYPE_CODE[to] });
   const toT = (x: string) => (T === 'float32' ? x : cast(x, T));
 
   /** A checkpoint tensor as an external initializer in the compute precision. */
@@ -284,7 +274,7 @@ function transformersInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType): Co
   const cols = g.op('Range', [scalar(0), total, scalar(1)]); // [total]
   const rows = g.op('Unsqueeze', [g.op('Range', [past, total, scalar(1)]), g.constInt64([1])]); // [q, 1]
   const causal = g.op('LessOrEqual', [cols, rows]); // [q, total]
-  const padding = g.op('Cast', [g.op('Reshape', [mask, g.constInt64([-1])])], { to: CAST_TO.bool });
+  const padding = g.op('Cast', [g.op('Reshape', [mask, g.constInt64([-1])])], { to: DATA_TYPE_CODE.bool });
   const visible = g.op('And', [causal, padding]);
   const bias = g.op('Where', [visible, g.constFloat32([0], []), g.constFloat32([MASKED], [])]);
   const attentionBias = g.op('Unsqueeze', [bias, g.constInt64([0, 1])]);

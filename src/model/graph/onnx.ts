@@ -6,7 +6,8 @@ import { ProtoWriter } from './protobuf';
 
 export type OnnxDataType = 'float32' | 'float16' | 'bfloat16' | 'int64' | 'int32' | 'bool' | 'uint8';
 
-const DATA_TYPE_CODE: Record<OnnxDataType, number> = {
+/** TensorProto.DataType codes (also the `to` of a Cast). */
+export const DATA_TYPE_CODE: Record<OnnxDataType, number> = {
   float32: 1,
   uint8: 2,
   int32: 6,
