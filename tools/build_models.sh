@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Rebuild the bundled tiny Llama pair from scratch (CPU only; about 90 minutes on 2 cores).
+#   apt-get install -y python3-torch python3-numpy python3-regex r-base-core   (Debian bookworm)
+#   bash tools/build_models.sh [TARGET_MINUTES] [DRAFT_MINUTES]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=/usr/bin/python3
+TM="${1:-66}"
+DM="${2:-18}"
+bash tools/prepare_data.sh
+$PY tools/bpe.py train --input tools/data/austen_train.txt tools/data/austen_val.txt --vocab-size 4096 --out tools/runs/tokenizer
+mkdir -p tools/runs/target tools/runs/draft
+$PY tools/train.py --role target --minutes "$TM" --out tools/runs/target 2>&1 | tee tools/runs/target/train.log
+$PY tools/export.py --ckpt tools/runs/target/ckpt.pt --out public/models/austen-target
+$PY tools/train.py --role draft --minutes "$DM" --teacher public/models/austen-target --out tools/runs/draft 2>&1 | tee tools/runs/draft/train.log
+$PY tools/export.py --ckpt tools/runs/draft/ckpt.pt --out public/models/austen-draft
+$PY tools/make_fixture.py
+$PY tools/eval.py

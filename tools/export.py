@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Export a training checkpoint (tools/runs/*/ckpt.pt, fp32 master weights) to a Hugging Face style folder:
+config.json, generation_config.json, model.safetensors (F16), tokenizer.json, tokenizer_config.json.
+
+  /usr/bin/python3 tools/export.py --ckpt tools/runs/target/ckpt.pt --out public/models/austen-target
+  /usr/bin/python3 tools/export.py --ckpt tools/runs/draft/ckpt.pt --out public/models/austen-draft
+Works on any checkpoint, including one written while training is still running.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+
+# OpenMP threads must not spin while OpenBLAS runs the matmuls (2-2.5x faster training on 2 cores).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from model import LlamaConfig  # noqa: E402
+from safetensors_io import write_safetensors  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ckpt", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--tokenizer", default=os.path.join(HERE, "runs", "tokenizer"))
+    args = ap.parse_args()
+    ck = torch.load(args.ckpt, map_location="cpu")
+    cfg = LlamaConfig(**ck["config"])
+    sd = ck["model"]
+    assert cfg.tie_word_embeddings and "lm_head.weight" not in sd
+    os.makedirs(args.out, exist_ok=True)
+    tensors = {k: v.float().to(torch.float16) for k, v in sd.items()}
+    for k, v in tensors.items():
+        assert torch.isfinite(v).all(), f"{k} overflows fp16"
+    write_safetensors(os.path.join(args.out, "model.safetensors"), tensors, {"format": "pt"})
+    with open(os.path.join(args.out, "config.json"), "w") as f:
+        json.dump(cfg.to_hf(), f, indent=2)
+    gen = {"bos_token_id": cfg.bos_token_id, "eos_token_id": cfg.eos_token_id, "pad_token_id": 0,
+           "do_sample": False, "max_length": cfg.max_position_embeddings, "transformers_version": "4.46.0"}
+    with open(os.path.join(args.out, "generation_config.json"), "w") as f:
+        json.dump(gen, f, indent=2)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(os.path.join(args.tokenizer, name), os.path.join(args.out, name))
+    n = sum(v.numel() for v in tensors.values())
+    print(f"exported {args.ckpt} (step {ck['step']}, {ck['elapsed'] / 60:.1f} min) -> {args.out}: {n} params, "
+          f"{os.path.getsize(os.path.join(args.out, 'model.safetensors'))} bytes")
+
+
+if __name__ == "__main__":
+    main()
