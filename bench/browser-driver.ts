@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { chromium } from '@playwright/test';
 import { CHROMIUM_PATH, WEBGPU_ARGS } from '../e2e/chromium';
-import type { Method } from '../src/engine/drafters/index';
+import { METHODS, type Method } from '../src/engine/drafters/index';
 import { exportForTransformers } from './export-peer';
 import type { BenchOptions, BenchReport } from './harness';
 import type { PeerRow } from './peer-worker';
@@ -21,7 +21,7 @@ const PLANS: Record<
     device: 'wasm',
     prompts: 8,
     options: {
-      methods: ['ar', 'chain', 'tree', 'dynamic', 'adaptive'],
+      methods: [...METHODS],
       maxNewTokens: 48,
       repeats: 1,
       curveQs: [1, 2, 4, 8, 16, 32, 64],
@@ -92,7 +92,7 @@ export async function runBrowserBenches(
     device: 'wasm',
     prompts: 6,
     tokens: 48,
-    best: 'dynamic',
+    best: 'adaptive', // the best method on wasm in the last run
   },
 ): Promise<{ reports: Record<string, BenchReport | { error: string }>; peer: PeerReport | { error: string } | null }> {
   const build = spawnSync('node_modules/.bin/vite', ['build'], { stdio: 'inherit' });
