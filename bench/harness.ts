@@ -7,7 +7,6 @@ import { bestGamma, type CostCurve, relativeCost } from '../src/engine/calibrate
 import type { Method } from '../src/engine/drafters/index';
 import type { SpecEngine } from '../src/engine/engine';
 import type { GenerationResult } from '../src/engine/events';
-import { generateAll } from '../src/engine/generate';
 import { GREEDY } from '../src/engine/sampling';
 
 export interface BenchOptions {

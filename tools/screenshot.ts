@@ -9,9 +9,13 @@ import { CHROMIUM_PATH, WEBGPU_ARGS } from '../e2e/chromium';
 const device = process.argv[2] ?? 'wasm';
 const tokens = process.argv[3] ?? '48';
 const port = 4185;
-const server = spawn('node_modules/.bin/vite', ['preview', '--host', '127.0.0.1', '--port', String(port), '--strictPort'], {
-  stdio: 'ignore',
-});
+const server = spawn(
+  'node_modules/.bin/vite',
+  ['preview', '--host', '127.0.0.1', '--port', String(port), '--strictPort'],
+  {
+    stdio: 'ignore',
+  },
+);
 try {
   await new Promise((r) => setTimeout(r, 2500));
   const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: WEBGPU_ARGS });

@@ -39,7 +39,7 @@ const pieces = (ids: readonly number[], texts: readonly string[]): TokenPiece[] 
 function rejectedBranch(tree: DraftTree, result: VerifyResult): number[] {
   const children = childrenOf(tree.parents);
   const out: number[] = [];
-  let node = result.status.findIndex((s) => s === 'rejected');
+  let node = result.status.indexOf('rejected');
   while (node >= 0) {
     out.push(tree.tokens[node] as number);
     node = children[node]?.[0] ?? -1;

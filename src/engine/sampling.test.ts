@@ -15,13 +15,13 @@ describe('sampling', () => {
   it('top-k keeps k tokens; top-p keeps the smallest nucleus reaching p', () => {
     const k2 = toProbs(logits, { temperature: 1, topK: 2, topP: 1, seed: 0 });
     expect(Array.from(k2).filter((p) => p > 0).length).toBe(2);
-    expect(k2[4]! + k2[0]!).toBeCloseTo(1, 6);
+    expect((k2[4] as number) + (k2[0] as number)).toBeCloseTo(1, 6);
     const full = toProbs(logits, { temperature: 1, topK: 0, topP: 1, seed: 0 });
     const nucleus = toProbs(logits, { temperature: 1, topK: 0, topP: 0.85, seed: 0 });
-    const kept = Array.from(nucleus.keys()).filter((i) => nucleus[i]! > 0);
+    const kept = Array.from(nucleus.keys()).filter((i) => (nucleus[i] as number) > 0);
     expect(kept.sort()).toEqual([0, 1, 4]); // the top two hold less than 0.85 of the mass, the top three more
-    expect(full[4]! + full[0]!).toBeLessThan(0.85);
-    expect(full[4]! + full[0]! + full[1]!).toBeGreaterThan(0.85);
+    expect((full[4] as number) + (full[0] as number)).toBeLessThan(0.85);
+    expect((full[4] as number) + (full[0] as number) + (full[1] as number)).toBeGreaterThan(0.85);
   });
 
   it('the same seed gives the same draws; different seeds differ', () => {
@@ -47,8 +47,8 @@ describe('sampling', () => {
       firsts[w[0] as number]++;
     }
     for (let i = 0; i < 6; i++) {
-      expect(Math.abs(counts[i] / n - p[i]!)).toBeLessThan(0.01);
-      expect(Math.abs(firsts[i] / n - p[i]!)).toBeLessThan(0.01);
+      expect(Math.abs(counts[i] / n - (p[i] as number))).toBeLessThan(0.01);
+      expect(Math.abs(firsts[i] / n - (p[i] as number))).toBeLessThan(0.01);
     }
     expect(topK(p, 3)).toEqual([4, 0, 1]);
   });

@@ -60,9 +60,10 @@ describe('token tree geometry (property tests over random trees)', () => {
   });
 
   it('appendBias: rows see the prefix, their listed slots and themselves only', () => {
-    const bias = appendBias(6, 4, [[4], [5], []]);
+    const extra = [[4], [5], []];
+    const bias = appendBias(6, 4, extra);
     const width = 9;
-    const visible = (i: number) => [...[0, 1, 2, 3], ...[[4], [5], []][i]!, 6 + i];
+    const visible = (i: number) => [...[0, 1, 2, 3], ...(extra[i] as number[]), 6 + i];
     for (let i = 0; i < 3; i++)
       for (let j = 0; j < width; j++) expect(bias[i * width + j]).toBe(visible(i).includes(j) ? 0 : MASKED);
   });

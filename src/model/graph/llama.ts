@@ -99,7 +99,7 @@ export function buildLlamaGraph(
   const usedFiles = new Set<string>();
   const converted: { name: string; bytes: Uint8Array; offset: number }[] = [];
   let convertedBytes = 0;
-  const { numHeads: nh, numKvHeads: kvh, headDim: hd, hiddenSize: H } = cfg;
+  const { numHeads: nh, numKvHeads: kvh, headDim: hd } = cfg;
   const group = nh / kvh;
 
   const cast = (x: string, to: OnnxDataType) => g.op('Cast', [x], { to: DATA_TYPE_CODE[to] });
