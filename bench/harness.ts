@@ -87,8 +87,7 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
   const results = new Map<Method, GenerationResult[]>();
   const speedups = new Map<Method, number[]>();
   const plain = new Map<number, number[]>();
-  let matches = new Map<Method, boolean>();
-  matches = new Map(o.methods.map((m) => [m, true]));
+  const matches = new Map<Method, boolean>(o.methods.map((m) => [m, true]));
   for (let r = 0; r < o.repeats; r++) {
     for (let p = 0; p < o.prompts.length; p++) {
       const shift = (r * o.prompts.length + p) % o.methods.length;

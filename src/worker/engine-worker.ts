@@ -5,6 +5,7 @@
  */
 import { SpecEngine } from '../engine/engine';
 import { type ModelRunner, SessionCreateError } from '../model/runner';
+import type { ProgressInfo } from '../model/source';
 import { ortForWeb } from '../runtime/ort-web';
 import { describeAdapter, probeWebGpu } from '../runtime/webgpu';
 import type { FromWorker, LoadInfo, LoadRequest, ModelInfo, ToWorker, WorkerError } from './protocol';
@@ -82,8 +83,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     ...(req.draft ? { draft: req.draft } : {}),
     base: req.base,
     ...(req.compute ? { compute: req.compute } : {}),
-    onProgress: (p: Parameters<NonNullable<Parameters<typeof SpecEngine.load>[1]['onProgress']>>[0]) =>
-      post({ type: 'progress', id, info: p }),
+    onProgress: (info: ProgressInfo) => post({ type: 'progress', id, info }),
   };
   try {
     engine = await SpecEngine.load(ort, { ...options, device });
