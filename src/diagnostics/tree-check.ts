@@ -4,7 +4,7 @@
  * accepted slots. Used by the unit tests (wasm, Node), by the browser tests (WebGPU) and by the demo page's
  * self-test, so a user can check their own GPU.
  */
-import { keepIndices, pathTo, positionIds, treeAttentionBias } from '../engine/tree';
+import { chainBias, keepIndices, pathTo, positionIds, treeAttentionBias } from '../engine/tree';
 import type { LoadedModel } from '../model/load';
 import { type Device, ModelRunner } from '../model/runner';
 
@@ -44,8 +44,18 @@ function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return m;
 }
 
-const chain = (n: number) => Array.from({ length: n }, (_, i) => i - 1);
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+/** Logits of the last token of `seq`, run from an empty cache as one plain causal sequence. */
+async function lastRowFresh(runner: ModelRunner, seq: readonly number[]): Promise<Float32Array> {
+  runner.reset();
+  return runner.forward({
+    tokens: seq,
+    positions: range(seq.length),
+    bias: chainBias(0, seq.length),
+    rows: [seq.length - 1],
+  });
+}
 
 export async function checkTreeConsistency(
   ort: Ort,
@@ -60,7 +70,7 @@ export async function checkTreeConsistency(
   const tree = await ModelRunner.create(ort, model, { device });
   const plain = await ModelRunner.create(ort, model, { device });
   try {
-    await tree.forward({ tokens: prompt, positions: range(P), bias: treeAttentionBias(0, chain(P)), rows: [P - 1] });
+    await tree.forward({ tokens: prompt, positions: range(P), bias: chainBias(0, P), rows: [P - 1] });
     const logits = await tree.forward({
       tokens: treeTokens,
       positions: positionIds(P, TREE_PARENTS),
@@ -78,13 +88,7 @@ export async function checkTreeConsistency(
     const { numKvHeads, headDim } = model.config;
     for (let node = 0; node < TREE_PARENTS.length; node++) {
       const seq = [...prompt, ...pathTo(TREE_PARENTS, node).map((n) => treeTokens[n] as number)];
-      plain.reset();
-      const row = await plain.forward({
-        tokens: seq,
-        positions: range(seq.length),
-        bias: treeAttentionBias(0, chain(seq.length)),
-        rows: [seq.length - 1],
-      });
+      const row = await lastRowFresh(plain, seq);
       const treeRow = logits.subarray(node * V, (node + 1) * V);
       logitsDiff = Math.max(logitsDiff, maxDiff(treeRow, row));
       treeArgmax.push(argmax(treeRow));
@@ -125,13 +129,7 @@ export async function checkTreeConsistency(
       });
     }
     const seq = [...prompt, ...accepted.map((n) => treeTokens[n] as number), next];
-    plain.reset();
-    const fresh = await plain.forward({
-      tokens: seq,
-      positions: range(seq.length),
-      bias: treeAttentionBias(0, chain(seq.length)),
-      rows: [seq.length - 1],
-    });
+    const fresh = await lastRowFresh(plain, seq);
     return {
       model: model.spec,
       device,

@@ -45,15 +45,9 @@ export class SpecEngine {
   ) {}
 
   static async load(ort: Ort, options: EngineLoadOptions): Promise<SpecEngine> {
-    const { target, draft, ...rest } = options;
-    const common = { device: rest.device, ...(rest.compute ? { compute: rest.compute } : {}) };
-    const withProgress = {
-      ...common,
-      ...(rest.onProgress ? { onProgress: rest.onProgress } : {}),
-      ...(rest.base ? { base: rest.base } : {}),
-    };
-    if (!draft) return new SpecEngine(await openModel(ort, target, withProgress), null);
-    const pair = await openPair(ort, { target, draft }, withProgress);
+    const { target, draft, ...open } = options;
+    if (!draft) return new SpecEngine(await openModel(ort, target, open), null);
+    const pair = await openPair(ort, { target, draft }, open);
     return new SpecEngine(pair.target, pair.draft);
   }
 

@@ -11,8 +11,8 @@ import type { GenerationResult, RoundEvent, StopReason, TokenPiece } from './eve
 import type { CausalLM } from './lm';
 import { checkSampling, Rng, type SamplingParams } from './sampling';
 import { StatsTracker } from './stats';
-import { keepIndices, positionIds, treeAttentionBias } from './tree';
-import { childrenOf, type VerifyResult, type VerifyRule, verify } from './verify';
+import { chainBias, childrenOf, keepIndices, positionIds, treeAttentionBias } from './tree';
+import { type VerifyResult, type VerifyRule, verify } from './verify';
 
 export interface GenerateOptions {
   maxNewTokens: number;
@@ -83,10 +83,7 @@ export async function* generate(
     await target.forward({
       tokens: head,
       positions: head.map((_, i) => i),
-      bias: treeAttentionBias(
-        0,
-        head.map((_, i) => i - 1),
-      ),
+      bias: chainBias(0, head.length),
       rows: [head.length - 1],
     });
     stats.prefillCalls++;

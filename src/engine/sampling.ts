@@ -127,23 +127,42 @@ export function sampleFrom(probs: ArrayLike<number>, rng: Rng): number {
 }
 
 /**
- * k distinct indices drawn without replacement from probs, in draw order (the Gumbel-top-k trick: the k largest
- * log p + Gumbel noise). Tokens with zero probability are never drawn, so fewer than k may come back.
+ * k distinct indices drawn without replacement from probs, in draw order, with their perturbed log-scores (the
+ * Gumbel-top-k trick: the k largest log p + Gumbel noise). Zero-probability tokens are never drawn, so fewer than k
+ * may come back.
  */
-export function sampleWithoutReplacement(probs: ArrayLike<number>, k: number, rng: Rng): number[] {
-  const keys: [number, number][] = [];
-  for (let i = 0; i < probs.length; i++) {
-    const p = probs[i] as number;
-    if (p > 0) keys.push([Math.log(p) + rng.gumbel(), i]);
+export function gumbelTopK(probs: ArrayLike<number>, k: number, rng: Rng): { token: number; score: number }[] {
+  const keyed: { token: number; score: number }[] = [];
+  for (let token = 0; token < probs.length; token++) {
+    const p = probs[token] as number;
+    if (p > 0) keyed.push({ token, score: Math.log(p) + rng.gumbel() });
   }
-  keys.sort((x, y) => y[0] - x[0]);
-  return keys.slice(0, k).map(([, i]) => i);
+  keyed.sort((a, b) => b.score - a.score);
+  return keyed.slice(0, k);
 }
 
-/** The k most likely indices, most likely first (ties by lower index). */
-export function topK(probs: ArrayLike<number>, k: number): number[] {
-  const idx = Array.from({ length: probs.length }, (_, i) => i);
-  if (k === 1) return [argmax(probs)];
-  idx.sort((a, b) => (probs[b] as number) - (probs[a] as number) || a - b);
-  return idx.slice(0, k);
+/** k distinct indices drawn without replacement from probs, in draw order. */
+export function sampleWithoutReplacement(probs: ArrayLike<number>, k: number, rng: Rng): number[] {
+  return gumbelTopK(probs, k, rng).map((d) => d.token);
+}
+
+/** Indices of the k largest values, largest first, by partial selection (ties: lower index first). */
+export function topK(values: ArrayLike<number>, k: number): number[] {
+  const idx: number[] = [];
+  const val: number[] = [];
+  for (let i = 0; i < values.length; i++) {
+    const x = values[i] as number;
+    if (idx.length === k && x <= (val[k - 1] as number)) continue;
+    let at = idx.length === k ? k - 1 : idx.length;
+    while (at > 0 && (val[at - 1] as number) < x) {
+      if (at < k) {
+        idx[at] = idx[at - 1] as number;
+        val[at] = val[at - 1] as number;
+      }
+      at--;
+    }
+    idx[at] = i;
+    val[at] = x;
+  }
+  return idx;
 }

@@ -3,7 +3,7 @@
  * hanging directly off the committed prefix. Everything the target call needs (attention bias, position ids) and
  * everything compaction needs (the cache slots of an accepted path) derives from it.
  */
-import { MASKED } from '../model/graph/llama';
+import { MASKED } from '../model/graph/mask';
 
 export function checkParents(parents: readonly number[]): void {
   parents.forEach((p, i) => {
@@ -11,6 +11,15 @@ export function checkParents(parents: readonly number[]): void {
       throw new RangeError(`tree: node ${i} has parent ${p}; parents must come earlier (topological order) or be -1`);
     }
   });
+}
+
+/** Children of each node, in index order. */
+export function childrenOf(parents: readonly number[]): number[][] {
+  const children: number[][] = parents.map(() => []);
+  parents.forEach((p, i) => {
+    if (p >= 0) children[p]?.push(i);
+  });
+  return children;
 }
 
 /** Depth of each node: 0 for children of the prefix. */

@@ -10,7 +10,9 @@
  *   draw them so: Gumbel-top-k; see ../../../shared/reference/lossless-trees.md).
  * - typical (Medusa; LOSSY): accept tokens with p(x) > min(epsilon, delta * exp(-H(p))), keep the deepest path.
  */
+
 import { argmax, isGreedy, type Rng, type SamplingParams, sampleFrom, toProbs } from './sampling';
+import { childrenOf, pathTo } from './tree';
 
 export type VerifyRule = 'greedy' | 'rejection' | 'typical';
 
@@ -39,14 +41,6 @@ export interface TypicalParams {
   delta: number;
 }
 export const TYPICAL_DEFAULTS: TypicalParams = { epsilon: 0.09, delta: 0.3 };
-
-export function childrenOf(parents: readonly number[]): number[][] {
-  const children: number[][] = parents.map(() => []);
-  parents.forEach((p, i) => {
-    if (p >= 0) children[p]?.push(i);
-  });
-  return children;
-}
 
 function finish(tree: VerifyTree, path: number[], token: number, kind: VerifyResult['kind']): VerifyResult {
   const status: NodeStatus[] = tree.tokens.map(() => 'unreached');
@@ -180,9 +174,7 @@ export function verifyTypical(
       best = i;
     }
   }
-  const path: number[] = [];
-  for (let v = best; v >= 0; v = tree.parents[v] as number) path.push(v);
-  path.reverse();
+  const path = pathTo(tree.parents, best);
   const hasChildren = tree.parents.some((p) => p === best);
   return finish(tree, path, sampleFrom(toProbs(logits(best), params), rng), hasChildren ? 'correction' : 'bonus');
 }

@@ -5,6 +5,7 @@
 import { css, html, LitElement, nothing, svg } from 'lit';
 import { customElement, property } from 'lit/decorators.js';
 import type { RoundEvent } from '../engine/events';
+import { childrenOf } from '../engine/tree';
 import { tokenColours } from './theme';
 
 const COL = 92;
@@ -12,10 +13,7 @@ const ROW = 22;
 
 /** y slot of every node: leaves in depth-first order, parents centred over their children. */
 export function layoutTree(parents: readonly number[]): { x: number[]; y: number[]; rows: number } {
-  const children: number[][] = parents.map(() => []);
-  parents.forEach((p, i) => {
-    if (p >= 0) children[p]?.push(i);
-  });
+  const children = childrenOf(parents);
   const x: number[] = [];
   const y: number[] = [];
   let next = 0;

@@ -3,7 +3,7 @@
  * running one tree level per call, and compacting to the accepted path after verification.
  */
 import type { CausalLM } from '../lm';
-import { isGreedy, type Rng, type SamplingParams, toProbs } from '../sampling';
+import { gumbelTopK, isGreedy, type Rng, type SamplingParams, toProbs, topK } from '../sampling';
 import { appendBias, chainBias } from '../tree';
 import type { VerifyResult } from '../verify';
 import type { DraftTree } from './drafter';
@@ -52,35 +52,9 @@ export class DraftDist {
    */
   children(k: number, rng: Rng): { token: number; score: number }[] {
     const v = this.verify;
-    if (!v) return topLogits(this.logits, k).map((token) => ({ token, score: Math.log(this.prob(token)) }));
-    const keyed: { token: number; score: number }[] = [];
-    v.forEach((p, token) => {
-      if (p > 0) keyed.push({ token, score: Math.log(p) + rng.gumbel() });
-    });
-    keyed.sort((a, b) => b.score - a.score);
-    return keyed.slice(0, k);
+    if (!v) return topK(this.logits, k).map((token) => ({ token, score: Math.log(this.prob(token)) }));
+    return gumbelTopK(v, k, rng);
   }
-}
-
-/** Indices of the k largest values, largest first, by partial selection (ties: lower index first). */
-export function topLogits(values: Float32Array, k: number): number[] {
-  const idx: number[] = [];
-  const val: number[] = [];
-  for (let i = 0; i < values.length; i++) {
-    const x = values[i] as number;
-    if (idx.length === k && x <= (val[k - 1] as number)) continue;
-    let at = idx.length === k ? k - 1 : idx.length;
-    while (at > 0 && (val[at - 1] as number) < x) {
-      if (at < k) {
-        idx[at] = idx[at - 1] as number;
-        val[at] = val[at - 1] as number;
-      }
-      at--;
-    }
-    idx[at] = i;
-    val[at] = x;
-  }
-  return idx;
 }
 
 export class DraftModelState {

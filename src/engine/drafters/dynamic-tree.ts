@@ -10,6 +10,7 @@
  * With `adaptive`, depth and budget follow the measured acceptance: deeper after rounds that accept (nearly) the
  * whole depth, shallower after rounds that accept little.
  */
+import { childrenOf } from '../tree';
 import type { VerifyResult } from '../verify';
 import { DraftDist, DraftModelState } from './draft-model';
 import type { Drafter, DraftRequest, DraftTree } from './drafter';
@@ -103,10 +104,7 @@ export class DynamicTreeDrafter implements Drafter {
 
   /** Best-first from the root over cumulative scores: an ancestor-closed set of `budget` nodes, renumbered. */
   private select(cands: Candidate[], dists: Map<number, Float32Array>, budget: number): DraftTree {
-    const kids = cands.map(() => [] as number[]);
-    cands.forEach((c, i) => {
-      if (c.parent >= 0) kids[c.parent]?.push(i);
-    });
+    const kids = childrenOf(cands.map((c) => c.parent));
     const chosen: number[] = [];
     const open = [...(kids[0] ?? [])];
     while (chosen.length < budget && open.length > 0) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkTreeConsistency } from '../../diagnostics/tree-check';
-import { treeAttentionBias } from '../../engine/tree';
+import { chainBias, treeAttentionBias } from '../../engine/tree';
 import { ortForNode } from '../../runtime/ort-node';
 import { ModelRunner } from '../runner';
 import { randomModel } from '../testing/random-model';
@@ -25,10 +25,7 @@ async function prefillLogits(variant: Record<string, unknown>, dtype: 'F32' | 'F
   const logits = await runner.forward({
     tokens: PROMPT,
     positions: PROMPT.map((_, i) => i),
-    bias: treeAttentionBias(
-      0,
-      PROMPT.map((_, i) => i - 1),
-    ),
+    bias: chainBias(0, PROMPT.length),
     rows: PROMPT.map((_, i) => i),
   });
   const ref = referenceForward(
@@ -79,10 +76,7 @@ describe('Llama graph vs an independent float64 reference (wasm EP)', () => {
     const logits = await runner.forward({
       tokens: PROMPT,
       positions: PROMPT.map((_, i) => i),
-      bias: treeAttentionBias(
-        0,
-        PROMPT.map((_, i) => i - 1),
-      ),
+      bias: chainBias(0, PROMPT.length),
       rows: [6, 2],
     });
     const ref = referenceForward(
@@ -118,10 +112,7 @@ describe('tree calls and cache compaction (wasm EP)', () => {
     await runner.forward({
       tokens: PROMPT,
       positions: PROMPT.map((_, i) => i),
-      bias: treeAttentionBias(
-        0,
-        PROMPT.map((_, i) => i - 1),
-      ),
+      bias: chainBias(0, PROMPT.length),
       rows: [0],
     });
     // Two sibling nodes, then continue as if the second were accepted but without compacting: the first stays visible.
@@ -132,10 +123,7 @@ describe('tree calls and cache compaction (wasm EP)', () => {
     const right = await runner.forward({
       tokens: seq,
       positions: seq.map((_, i) => i),
-      bias: treeAttentionBias(
-        0,
-        seq.map((_, i) => i - 1),
-      ),
+      bias: chainBias(0, seq.length),
       rows: [8],
     });
     expect(maxDiff(wrong, right)).toBeGreaterThan(1e-3);
@@ -149,10 +137,7 @@ describe('tree calls and cache compaction (wasm EP)', () => {
     const input = {
       tokens: PROMPT,
       positions: PROMPT.map((_, i) => i),
-      bias: treeAttentionBias(
-        0,
-        PROMPT.map((_, i) => i - 1),
-      ),
+      bias: chainBias(0, PROMPT.length),
       rows: PROMPT.map((_, i) => i),
     };
     const a = await fp32.forward(input);

@@ -18,12 +18,12 @@ import { expectedWeights, type LlamaConfig, ropeInvFreq } from '../config';
 import { convertFloats, type FloatDtype } from '../convert';
 import { ModelLoadError } from '../errors';
 import type { SafetensorsDtype, TensorEntry } from '../safetensors';
+import { MASKED } from './mask';
 import { DATA_TYPE_CODE, type Dim, type OnnxDataType, OnnxGraph } from './onnx';
 
 export type ComputeType = 'fp32' | 'fp16';
 
-/** The additive bias for hidden positions: finite in fp16 and fp32, so no -inf ever reaches softmax. */
-export const MASKED = -65504;
+export { MASKED };
 
 export const GRAPH_INPUTS = {
   inputIds: 'input_ids',
