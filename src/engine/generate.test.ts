@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ContextLimitError } from '../model/runner';
 import { DraftModelState } from './drafters/draft-model';
 import type { Drafter, DraftRequest, DraftTree } from './drafters/drafter';
 import { METHODS, type Method, makeDrafter } from './drafters/index';
 import { type GenerateOptions, generate, generateAll } from './generate';
+import { ContextLimitError } from './lm';
 import { GREEDY, type SamplingParams, toProbs, topK } from './sampling';
 import { chiSquare, totalVariation } from './testing/stats';
 import { hashedLogits, type LogitsFn, noisyCopy, ToyLM } from './testing/toy-lm';

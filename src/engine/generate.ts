@@ -3,12 +3,11 @@
  * verifies the whole tree in ONE call, the verifier picks the accepted path plus one target token, and both caches
  * keep only the accepted path. Plain decoding is the same loop with a root-only tree.
  */
-import { ContextLimitError } from '../model/runner';
 import type { TextTokenizer } from '../model/tokenizer';
 import { IncrementalDecoder } from './decode';
 import type { Drafter, DraftTree } from './drafters';
 import type { GenerationResult, RoundEvent, StopReason, TokenPiece } from './events';
-import type { CausalLM } from './lm';
+import { type CausalLM, ContextLimitError } from './lm';
 import { checkSampling, Rng, type SamplingParams } from './sampling';
 import { StatsTracker } from './stats';
 import { chainBias, childrenOf, keepIndices, positionIds, treeAttentionBias } from './tree';

@@ -1,15 +1,39 @@
 /**
- * What the engine needs from a model: a KV-cached causal LM that appends tokens under an attention bias and
- * returns logits rows. ModelRunner (onnxruntime-web) implements it; tests use small table-driven models.
+ * The model contract the engine owns: what a model must do for the round loop. A KV-cached causal LM appends
+ * tokens (a chain or a flattened token tree) under an additive attention bias and returns logits rows.
+ * ModelRunner (onnxruntime-web, src/model/) implements it; tests use small table-driven models. The engine never
+ * imports the model layer or its graph builder.
  */
-import type { ForwardInput } from '../model/runner';
+
+/** The additive bias for hidden positions: finite in fp16 and fp32, so no -inf ever reaches softmax. */
+export const MASKED = -65504;
+
+export interface ForwardInput {
+  /** Token ids, q of them. */
+  tokens: ArrayLike<number>;
+  /** Position id of each token (committed length + tree depth). */
+  positions: ArrayLike<number>;
+  /** Row-major [q, length + q] additive bias (0 visible, MASKED hidden), `length` = the model's length before the call. */
+  bias: Float32Array;
+  /** Which of the q rows need logits (in the order wanted). */
+  rows: ArrayLike<number>;
+}
+
+/** A call would need more positions than the model has: a clean stop, never a crash. */
+export class ContextLimitError extends Error {
+  override name = 'ContextLimitError';
+}
 
 export interface CausalLM {
   /** Cache slots the next call attends to. */
   readonly length: number;
+  /** Forward calls so far. */
   readonly calls: number;
+  /** Append the tokens to the cache and return logits for the requested rows: [rows, vocab], row-major. */
   forward(input: ForwardInput): Promise<Float32Array>;
+  /** Keep only these cache slots (indices into the current cache, in order); applied before the next call. */
   keep(indices: ArrayLike<number>): void;
+  /** Drop the whole cache (a new prompt). */
   reset(): void;
   readonly config: { vocabSize: number; maxPositions: number; eosTokenIds: number[] };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MASKED } from '../model/graph/llama';
+import { MASKED } from './lm';
 import { appendBias, chainBias, depths, keepIndices, pathTo, positionIds, treeAttentionBias } from './tree';
 
 /** Random topological parent arrays. */

@@ -3,7 +3,7 @@
  * hanging directly off the committed prefix. Everything the target call needs (attention bias, position ids) and
  * everything compaction needs (the cache slots of an accepted path) derives from it.
  */
-import { MASKED } from '../model/graph/mask';
+import { MASKED } from './lm';
 
 export function checkParents(parents: readonly number[]): void {
   parents.forEach((p, i) => {

@@ -7,7 +7,7 @@ import { ModelRunner, type RunnerOptions } from './runner';
 
 export { parseLlamaConfig } from './config';
 export { ModelLoadError } from './errors';
-export { MASKED } from './graph/llama';
+export { type ComputeType, MASKED } from './graph/llama';
 export { assertSameVocabulary, type LoadedModel, loadModel } from './load';
 export { ContextLimitError, type Device, type ForwardInput, ModelRunner } from './runner';
 export type { ProgressCallback, ProgressInfo } from './source';

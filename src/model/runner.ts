@@ -7,6 +7,7 @@
  * previous ones are disposed, so GPU memory does not grow across calls); only the logits rows come back.
  */
 import type * as OrtModule from 'onnxruntime-common';
+import { type CausalLM, ContextLimitError, type ForwardInput } from '../engine/lm';
 import type { LlamaConfig } from './config';
 import { ModelLoadError } from './errors';
 import {
@@ -44,19 +45,7 @@ export async function chooseCompute(device: Device): Promise<ComputeType> {
   return adapter?.features.has('shader-f16') ? 'fp16' : 'fp32';
 }
 
-export interface ForwardInput {
-  tokens: ArrayLike<number>;
-  /** Position id of each token (committed length + tree depth). */
-  positions: ArrayLike<number>;
-  /** Row-major [q, length + q] additive bias (0 visible, MASKED hidden), `length` = this.length before the call. */
-  bias: Float32Array;
-  /** Which of the q rows need logits (in the order wanted). */
-  rows: ArrayLike<number>;
-}
-
-export class ContextLimitError extends Error {
-  override name = 'ContextLimitError';
-}
+export { ContextLimitError, type ForwardInput };
 
 /** onnxruntime could not build a session for this graph on this device (the model files themselves were fine). */
 export class SessionCreateError extends ModelLoadError {
@@ -66,7 +55,7 @@ export class SessionCreateError extends ModelLoadError {
 const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) =>
   new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
 
-export class ModelRunner {
+export class ModelRunner implements CausalLM {
   private cache: Tensor[] = [];
   private cacheLength = 0;
   private pendingKeep: number[] | null = null;

@@ -3,8 +3,7 @@
  * attention bias exactly (each row's context is the cached and new tokens its bias row shows), and it checks the
  * engine's position ids against that context, so a wrong mask or position shows up as a wrong distribution.
  */
-import type { ForwardInput } from '../../model/runner';
-import type { CausalLM } from '../lm';
+import type { CausalLM, ForwardInput } from '../lm';
 
 export type LogitsFn = (context: readonly number[]) => Float32Array;
 

@@ -1,2 +1,2 @@
-/** The additive bias for hidden positions: finite in fp16 and fp32, so no -inf ever reaches softmax. */
-export const MASKED = -65504;
+/** The graph uses the engine's mask constant (the engine owns the model contract). */
+export { MASKED } from '../../engine/lm';
