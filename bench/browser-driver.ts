@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { chromium } from '@playwright/test';
 import { CHROMIUM_PATH, WEBGPU_ARGS } from '../e2e/chromium';
-import { METHODS, type Method } from '../src/engine/drafters/index';
+import { METHOD_NAMES, type Method } from '../src/engine/drafters/index';
 import { exportForTransformers } from './export-peer';
 import type { BenchOptions, BenchReport } from './harness';
 import type { PeerRow } from './peer-worker';
@@ -21,7 +21,7 @@ const PLANS: Record<
     device: 'wasm',
     prompts: 8,
     options: {
-      methods: [...METHODS],
+      methods: [...METHOD_NAMES],
       maxNewTokens: 48,
       repeats: 1,
       curveQs: [1, 2, 4, 8, 16, 32, 64],

@@ -35,6 +35,8 @@ export interface CellReport {
   targetCalls: number;
   draftCalls: number;
   meanTreeSize: number;
+  /** Tree plus auxiliary nodes per target call. */
+  meanCallWidth: number;
   overheadShare: number;
   /** Target weight bytes x target calls / decode time. */
   bandwidthGBs: number;
@@ -71,8 +73,6 @@ function spread(xs: number[]): Spread {
   };
   return { median: at(0.5), p25: at(0.25), p75: at(0.75) };
 }
-
-const TREE_LIKE: ReadonlySet<Method> = new Set(['tree', 'dynamic', 'adaptive-tree']);
 
 export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<BenchReport> {
   const log = o.log ?? (() => {});
@@ -133,12 +133,12 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
     const decodeMs = sum((r) => r.stats.draftMs + r.stats.verifyMs + r.stats.overheadMs);
     const draftCalls = sum((r) => r.stats.draftCalls);
     const meanTreeSize = rounds > 0 ? sum((r) => r.stats.meanTreeSize * r.stats.rounds) / rounds : 1;
+    const meanCallWidth = rounds > 0 ? sum((r) => r.stats.meanCallWidth * r.stats.rounds) / rounds : 1;
     const tau = rounds > 0 ? tokens / rounds : 0;
-    // Zero-overhead round: one target call over the mean tree, plus the draft calls at their width.
-    const draftWidth = TREE_LIKE.has(method) ? 4 : 1;
-    const draftMsPerCall = relativeCost(costs.draftCurve, draftWidth) * (costs.draftCurve.points[0]?.ms ?? 0);
+    // Zero-overhead round: one target call over the mean call width (tree plus auxiliary nodes) at the measured
+    // curve, plus the drafting time this method actually spent per round.
     const idealRoundMs =
-      relativeCost(costs.curve, meanTreeSize) * t1 + (rounds > 0 ? draftCalls / rounds : 0) * draftMsPerCall;
+      relativeCost(costs.curve, meanCallWidth) * t1 + (rounds > 0 ? sum((r) => r.stats.draftMs) / rounds : 0);
     const ideal = idealRoundMs > 0 ? (tau * t1) / idealRoundMs : 1;
     const speed = spread(speedups.get(method) ?? []);
     return {
@@ -151,6 +151,7 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
       targetCalls: sum((r) => r.stats.targetCalls),
       draftCalls,
       meanTreeSize,
+      meanCallWidth,
       overheadShare: decodeMs > 0 ? sum((r) => r.stats.overheadMs) / decodeMs : 0,
       bandwidthGBs: decodeMs > 0 ? (targetBytes * sum((r) => r.stats.rounds)) / (decodeMs / 1000) / 1e9 : 0,
       ideal,

@@ -1,5 +1,5 @@
 /** The bench page: run the benchmark in this browser (wasm or WebGPU) and show the table. */
-import { METHODS } from '../src/engine/drafters/index';
+import { METHOD_NAMES } from '../src/engine/drafters/index';
 import { defaultOrtBase } from '../src/runtime/ort-base';
 import { type BenchReport, markdown } from './harness';
 import type { PeerMessage, PeerRequest, PeerRow } from './peer-worker';
@@ -71,7 +71,7 @@ document.getElementById('run')?.addEventListener('click', async () => {
       device,
       {
         prompts: prompts.prompts.slice(0, Number(form.get('prompts'))).map((p) => p.text),
-        methods: [...METHODS],
+        methods: [...METHOD_NAMES],
         maxNewTokens: Number(form.get('tokens')),
         repeats: Number(form.get('repeats')),
         curveQs: [1, 2, 4, 8, 16, 32, 64],

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
-import { METHODS, type Method } from '../src/engine/drafters/index';
+import { METHOD_NAMES, type Method } from '../src/engine/drafters/index';
 import { SpecEngine } from '../src/engine/engine';
 import { ortForNode } from '../src/runtime/ort-node';
 import { type BenchReport, markdown, runBench } from './harness';
@@ -27,7 +27,7 @@ const promptFile = JSON.parse(readFileSync('bench/prompts.json', 'utf8')) as {
 };
 const allPrompts = promptFile.prompts.map((p) => p.text);
 const backends = String(values.backends).split(',');
-const methods: Method[] = [...METHODS];
+const methods: Method[] = [...METHOD_NAMES];
 const reports: Record<string, BenchReport | { error: string }> = {};
 const tables: string[] = [];
 

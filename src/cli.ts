@@ -4,7 +4,7 @@
  * It is also the contract the benchmarks and checks use.
  */
 import { parseArgs } from 'node:util';
-import { isMethod, METHOD_DESCRIPTIONS, METHODS, type Method } from './engine/drafters/index';
+import { describeNeeds, isMethod, METHOD_NAMES, METHODS, type Method, methodSpec } from './engine/drafters/index';
 import { SpecEngine } from './engine/engine';
 import type { GenerationResult, RoundEvent } from './engine/events';
 import type { SamplingParams } from './engine/sampling';
@@ -13,12 +13,12 @@ import { ortForNode } from './runtime/ort-node';
 export const DEFAULT_TARGET = 'public/models/austen-target';
 export const DEFAULT_DRAFT = 'public/models/austen-draft';
 
-const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--method ${METHODS.join('|')}]
+const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--method NAME]
        [--max-new-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S] [--device wasm|webgpu]
        [--verify rejection|typical] [--json]
 
-methods:
-${METHODS.map((m) => `  ${m.padEnd(9)} ${METHOD_DESCRIPTIONS[m]}`).join('\n')}`;
+methods (--method; the draft model is loaded only for methods that need one):
+${METHODS.map((m) => `  ${m.name.padEnd(14)} ${m.description} [${describeNeeds(m)}${m.lossless ? '' : ', LOSSY'}]`).join('\n')}`;
 
 class UsageError extends Error {}
 
@@ -73,7 +73,7 @@ export function parseCli(argv: string[]): CliOptions {
   if (typeof values.prompt !== 'string' || values.prompt.length === 0)
     throw new UsageError('--prompt TEXT is required');
   const method = (values.method as string | undefined) ?? 'dynamic';
-  if (!isMethod(method)) throw new UsageError(`--method must be one of ${METHODS.join(', ')}; got "${method}"`);
+  if (!isMethod(method)) throw new UsageError(`--method must be one of ${METHOD_NAMES.join(', ')}; got "${method}"`);
   const device = (values.device as string | undefined) ?? 'wasm';
   if (device !== 'wasm' && device !== 'webgpu')
     throw new UsageError(`--device must be wasm or webgpu; got "${device}"`);
@@ -150,7 +150,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     engine = await SpecEngine.load(ortForNode(), {
       target: options.target,
-      ...(options.method === 'ar' ? {} : { draft: options.draft }),
+      ...(methodSpec(options.method).needs.includes('draft-model') ? { draft: options.draft } : {}),
       device: options.device,
     });
   } catch (e) {
@@ -158,8 +158,6 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   try {
-    // The adaptive method picks its draft length from this machine's measured costs (a few dozen quick calls).
-    if (options.method === 'adaptive') await engine.calibrate([1, 2, 4, 8, 16], 3);
     const rounds: { accepted: number[]; rejected: number[]; target: number[] }[] = [];
     const it = engine.generate(options.prompt, {
       method: options.method,

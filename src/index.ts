@@ -9,7 +9,7 @@ export {
   EngineError,
   type GenerationStream,
 } from './client/engine-client';
-export { METHOD_DESCRIPTIONS, METHODS, type Method } from './engine/drafters/index';
+export { describeNeeds, METHOD_NAMES, METHODS, type Method, type MethodSpec } from './engine/drafters/index';
 export type { GenerationResult, GenerationStats, RoundEvent, StopReason, TokenPiece } from './engine/events';
 export type { SamplingParams } from './engine/sampling';
 export type { NodeStatus } from './engine/verify';

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ortForNode } from '../runtime/ort-node';
-import { METHODS } from './drafters/index';
+import { METHOD_NAMES, type Method } from './drafters/index';
 import { SpecEngine } from './engine';
 import { GREEDY } from './sampling';
 import { chainBias } from './tree';
@@ -32,7 +32,7 @@ afterAll(async () => {
   await engine?.release();
 });
 
-async function run(method: (typeof METHODS)[number], prompt: string): Promise<number[]> {
+async function run(method: Method, prompt: string): Promise<number[]> {
   const it = engine.generate(prompt, { method, maxNewTokens: TOKENS, sampling: GREEDY, stopAtEos: false });
   let step = await it.next();
   while (!step.done) step = await it.next();
@@ -61,7 +61,7 @@ describe('greedy identity on the bundled pair (wasm in Node, 20 held-out prompts
     expect(plain.size).toBe(20);
   });
 
-  for (const method of METHODS.filter((m) => m !== 'ar')) {
+  for (const method of METHOD_NAMES.filter((m) => m !== 'ar')) {
     it(`${method} gives plain greedy decoding token for token`, async () => {
       for (let i = 0; i < PROMPTS.length; i++) {
         const prompt = PROMPTS[i] as string;

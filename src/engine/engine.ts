@@ -7,9 +7,17 @@ import type { ComputeType } from '../model/index';
 import { type ModelRunner, openModel, openPair, type ProgressCallback } from '../model/index';
 import type { Device } from '../model/runner';
 import type { TextTokenizer } from '../model/tokenizer';
-import { type CostCurve, measureCurve } from './calibrate';
-import { AdaptiveChainDrafter, type CostModel } from './drafters/adaptive-chain';
-import { type Drafter, type Method, makeDrafter } from './drafters/index';
+import { measureCurve } from './calibrate';
+import {
+  type CostModel,
+  type Drafter,
+  describeNeeds,
+  type Method,
+  type MethodSpec,
+  methodSpec,
+  methodsAvailable,
+  type Requirement,
+} from './drafters/index';
 import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate } from './generate';
 
@@ -17,13 +25,19 @@ type Ort = Parameters<typeof openModel>[0];
 
 export interface EngineLoadOptions {
   target: string;
-  /** Draft model folder; without it only method 'ar' is available. */
+  /** Draft model folder; without it only methods that need no draft model are available. */
   draft?: string;
   device: Device;
   compute?: ComputeType | 'auto';
   onProgress?: ProgressCallback;
   /** Base URL for relative model folders (browser). */
   base?: string;
+  /**
+   * Whether the engine may measure this hardware's costs by itself before the first run of a method that uses
+   * them (a few dozen model calls; well under a second on wasm). 'never' on adapters where one call takes
+   * seconds (software WebGPU); calibrate() can still be called explicitly.
+   */
+  calibration?: 'auto' | 'never';
 }
 
 export interface EngineGenerateOptions extends GenerateOptions {
@@ -34,21 +48,30 @@ export class EngineBusyError extends Error {
   override name = 'EngineBusyError';
 }
 
+/** A method asked for something this engine was not loaded with (e.g. a draft model). */
+export class MethodUnavailableError extends Error {
+  override name = 'MethodUnavailableError';
+}
+
+/** Widths and repeats of the quick calibration the engine runs by itself. */
+const QUICK_CURVE = { qs: [1, 2, 4, 8, 16], reps: 3 } as const;
+
 export class SpecEngine {
-  private readonly drafters = new Map<Method, Drafter>();
+  private readonly drafters = new Map<string, Drafter>();
   private busy = false;
-  private costs: (CostModel & { draftCurve: CostCurve }) | null = null;
+  private costs: CostModel | null = null;
 
   private constructor(
     readonly target: ModelRunner,
     readonly draft: ModelRunner | null,
+    private readonly calibration: 'auto' | 'never',
   ) {}
 
   static async load(ort: Ort, options: EngineLoadOptions): Promise<SpecEngine> {
-    const { target, draft, ...open } = options;
-    if (!draft) return new SpecEngine(await openModel(ort, target, open), null);
+    const { target, draft, calibration = 'auto', ...open } = options;
+    if (!draft) return new SpecEngine(await openModel(ort, target, open), null, calibration);
     const pair = await openPair(ort, { target, draft }, open);
-    return new SpecEngine(pair.target, pair.draft);
+    return new SpecEngine(pair.target, pair.draft, calibration);
   }
 
   get tokenizer(): TextTokenizer {
@@ -63,48 +86,72 @@ export class SpecEngine {
     return this.tokenizer.encode(text);
   }
 
-  private drafterFor(method: Method): Drafter {
-    let d = this.drafters.get(method);
+  /** What this engine was loaded with, in the registry's terms. */
+  get resources(): ReadonlySet<Requirement> {
+    return new Set<Requirement>(this.draft ? ['draft-model'] : []);
+  }
+
+  /** The methods this engine can run. */
+  methods(): MethodSpec<Method>[] {
+    return methodsAvailable(this.resources);
+  }
+
+  private spec(method: Method): MethodSpec<Method> {
+    const spec = methodSpec(method);
+    if (!spec) throw new MethodUnavailableError(`unknown method "${method}"`);
+    const missing = spec.needs.filter((n) => !this.resources.has(n));
+    if (missing.length > 0) {
+      throw new MethodUnavailableError(
+        `method "${method}" ${describeNeeds(spec)}, and this engine was loaded without ${missing.includes('draft-model') ? 'one (load a draft model)' : missing.join(', ')}`,
+      );
+    }
+    return spec;
+  }
+
+  private drafterFor(spec: MethodSpec<Method>): Drafter {
+    let d = this.drafters.get(spec.name);
     if (!d) {
-      d = makeDrafter(method, this.draft);
-      if (d instanceof AdaptiveChainDrafter) d.setCostModel(this.costs);
-      this.drafters.set(method, d);
+      d = spec.create({
+        target: this.target,
+        ...(spec.needs.includes('draft-model') && this.draft ? { draft: this.draft } : {}),
+        costs: () => this.costs,
+      });
+      this.drafters.set(spec.name, d);
     }
     return d;
   }
 
   /** The measured costs of this hardware, once calibrate() has run. */
-  get costModel(): (CostModel & { draftCurve: CostCurve }) | null {
+  get costModel(): CostModel | null {
     return this.costs;
   }
 
   /**
-   * Measure the target's verify-cost curve and the draft's cost per call on this hardware; the adaptive method
-   * then picks its draft length from them. A few dozen model calls.
+   * Measure the target's verify-cost curve and the draft's cost per call on this hardware; methods that use the
+   * cost model read it from then on. A few dozen model calls.
    */
-  async calibrate(
-    qs: readonly number[] = [1, 2, 4, 8, 16, 32, 64],
-    reps = 5,
-  ): Promise<CostModel & { draftCurve: CostCurve }> {
+  async calibrate(qs: readonly number[] = [1, 2, 4, 8, 16, 32, 64], reps = 5): Promise<CostModel> {
     if (this.busy) throw new EngineBusyError('cannot calibrate while a generation is running');
     this.busy = true;
     try {
-      const tokens = this.encode(
-        'It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.',
-      );
-      const curve = await measureCurve(this.target, tokens, qs, reps);
-      const draftCurve = this.draft
-        ? await measureCurve(this.draft, tokens, [1, 2, 4, 8], reps)
-        : { context: 0, points: [] };
-      const t1 = curve.points[0]?.ms ?? 1;
-      const draftRelative = (draftCurve.points[0]?.ms ?? 0) / t1;
-      this.costs = { curve, draftRelative, draftCurve };
-      const adaptive = this.drafters.get('adaptive');
-      if (adaptive instanceof AdaptiveChainDrafter) adaptive.setCostModel(this.costs);
-      return this.costs;
+      return await this.measure(qs, reps);
     } finally {
       this.busy = false;
     }
+  }
+
+  private async measure(qs: readonly number[], reps: number): Promise<CostModel> {
+    const tokens = this.encode(
+      'It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.',
+    );
+    const curve = await measureCurve(this.target, tokens, qs, reps);
+    const draftCurve = this.draft
+      ? await measureCurve(this.draft, tokens, [1, 2, 4, 8], reps)
+      : { context: 0, points: [] };
+    const t1 = curve.points[0]?.ms ?? 1;
+    const draftRelative = (draftCurve.points[0]?.ms ?? 0) / t1;
+    this.costs = { curve, draftRelative, draftCurve };
+    return this.costs;
   }
 
   /** Generate from a prompt (text or token ids); yields one event per round and returns the result. */
@@ -113,13 +160,17 @@ export class SpecEngine {
     options: EngineGenerateOptions,
   ): AsyncGenerator<RoundEvent, GenerationResult> {
     if (this.busy) throw new EngineBusyError('a generation is already running on this engine; cancel it or wait');
+    const spec = this.spec(options.method);
     this.busy = true;
     try {
+      if (spec.usesCostModel && !this.costs && this.calibration === 'auto')
+        await this.measure(QUICK_CURVE.qs, QUICK_CURVE.reps);
       const ids = typeof prompt === 'string' ? this.encode(prompt) : [...prompt];
-      const drafter = this.drafterFor(options.method);
+      const drafter = this.drafterFor(spec);
+      // Every model the method runs bounds the context.
       const contextLimit = Math.min(
         this.target.config.maxPositions,
-        options.method === 'ar' || !this.draft ? Number.POSITIVE_INFINITY : this.draft.config.maxPositions,
+        spec.needs.includes('draft-model') && this.draft ? this.draft.config.maxPositions : Number.POSITIVE_INFINITY,
       );
       return yield* generate({ target: this.target, drafter, tokenizer: this.tokenizer, contextLimit }, ids, options);
     } finally {

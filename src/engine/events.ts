@@ -1,4 +1,5 @@
 /** What the engine reports: one RoundEvent per speculative round, and a summary at the end. */
+import type { DrafterNote } from './drafters/drafter';
 import type { NodeStatus } from './verify';
 
 export interface TokenPiece {
@@ -17,13 +18,24 @@ export interface RoundEvent {
   target: TokenPiece[];
   targetKind: 'correction' | 'bonus' | 'none';
   /** The tree the target verified this round; node 0 is the root (the previous round's last token). */
-  tree: { tokens: number[]; texts: string[]; parents: number[]; status: NodeStatus[] };
+  tree: {
+    tokens: number[];
+    texts: string[];
+    parents: number[];
+    status: NodeStatus[];
+    /** Which drafter proposed each node (merged drafting). */
+    sources?: string[];
+    /** Nodes that rode along in the target call without being verified (lookahead's Jacobi window). */
+    aux?: { tokens: number[]; texts: string[] };
+  };
+  /** The drafter's own account of this round (what it matched, chose or skipped). */
+  note?: DrafterNote;
   /** Running totals. */
   counts: { targetCalls: number; draftCalls: number; tokens: number };
   timings: { draftMs: number; verifyMs: number; overheadMs: number; totalMs: number };
 }
 
-export type StopReason = 'eos' | 'max-tokens' | 'context' | 'cancelled';
+export type StopReason = 'eos' | 'max-tokens' | 'context' | 'cancelled' | 'error';
 
 export interface GenerationStats {
   /** Generated tokens per verifying target call (prefill excluded). */
@@ -34,6 +46,8 @@ export interface GenerationStats {
   acceptanceCounts: { offered: number[]; accepted: number[] };
   /** Mean number of tree nodes (root included) the target verified per round. */
   meanTreeSize: number;
+  /** Mean width of the round's target call: tree nodes plus auxiliary nodes. */
+  meanCallWidth: number;
   rounds: number;
   /** Target calls including the prefill. */
   targetCalls: number;
@@ -54,4 +68,18 @@ export interface GenerationResult {
   text: string;
   stopReason: StopReason;
   stats: GenerationStats;
+}
+
+/**
+ * A generation failed part-way: `partial` holds everything generated before the failure (text, tokens, stats with
+ * stopReason 'error'), and the engine is usable again. The name and message are the cause's.
+ */
+export class GenerationError extends Error {
+  constructor(
+    override readonly cause: Error,
+    readonly partial: GenerationResult,
+  ) {
+    super(cause.message);
+    this.name = cause.name;
+  }
 }

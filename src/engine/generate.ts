@@ -1,16 +1,18 @@
 /**
  * The round loop. Per round: the drafter proposes a tree under the root (the last committed token), the target
- * verifies the whole tree in ONE call, the verifier picks the accepted path plus one target token, and both caches
- * keep only the accepted path. Plain decoding is the same loop with a root-only tree.
+ * verifies the whole tree in ONE call (with any auxiliary nodes the drafter adds), the verifier picks the accepted
+ * path plus one target token, and the caches keep only the accepted path. Plain decoding is the same loop with a
+ * root-only tree.
  */
 import type { TextTokenizer } from '../model/tokenizer';
 import { IncrementalDecoder } from './decode';
-import type { Drafter, DraftTree } from './drafters';
-import type { GenerationResult, RoundEvent, StopReason, TokenPiece } from './events';
+import type { Drafter, DraftTree, TargetOutputs } from './drafters';
+import { GenerationError, type GenerationResult, type RoundEvent, type StopReason, type TokenPiece } from './events';
 import { type CausalLM, ContextLimitError } from './lm';
+import { nextMacrotask } from './macrotask';
 import { checkSampling, Rng, type SamplingParams } from './sampling';
 import { StatsTracker } from './stats';
-import { chainBias, childrenOf, keepIndices, positionIds, treeAttentionBias } from './tree';
+import { chainBias, checkParents, childrenOf, keepIndices, positionIds, roundBias } from './tree';
 import { type VerifyResult, type VerifyRule, verify } from './verify';
 
 export interface GenerateOptions {
@@ -46,6 +48,19 @@ function rejectedBranch(tree: DraftTree, result: VerifyResult): number[] {
   return out;
 }
 
+/** A drafter's proposal must be a tree under the committed root that fits the room it was given. */
+function checkProposal(drafter: Drafter, tree: DraftTree, root: number, room: number): void {
+  const fail = (why: string) => {
+    throw new Error(`drafter ${drafter.name}: ${why}`);
+  };
+  if (tree.tokens[0] !== root || tree.parents[0] !== -1) fail('node 0 must be the root (the last committed token)');
+  if (tree.parents.length !== tree.tokens.length) fail('tokens and parents differ in length');
+  checkParents(tree.parents);
+  if (tree.parents.some((p, i) => i > 0 && p < 0)) fail('every node but the root needs a parent');
+  const aux = tree.aux?.tokens.length ?? 0;
+  if (tree.tokens.length - 1 + aux > room) fail(`${tree.tokens.length - 1 + aux} nodes exceed the room of ${room}`);
+}
+
 export async function* generate(
   parts: EngineParts,
   prompt: readonly number[],
@@ -72,112 +87,128 @@ export async function* generate(
   const committed = [...prompt];
   const generated: number[] = [];
   const draftCallsAtStart = drafter.calls;
-  let stopReason: StopReason = 'max-tokens';
-
-  target.reset();
-  drafter.reset();
-  if (prompt.length > 1) {
-    const t = performance.now();
-    const head = prompt.slice(0, -1);
-    await target.forward({
-      tokens: head,
-      positions: head.map((_, i) => i),
-      bias: chainBias(0, head.length),
-      rows: [head.length - 1],
-    });
-    stats.prefillCalls++;
-    stats.prefillMs += performance.now() - t;
-  }
-
-  for (let round = 0; ; round++) {
-    if (options.signal?.aborted) {
-      stopReason = 'cancelled';
-      break;
-    }
-    if (generated.length >= maxNewTokens) break;
-    if (committed.length > limit) {
-      stopReason = 'context';
-      break;
-    }
-    const started = performance.now();
-    const room = limit - committed.length;
-    const tree = await drafter.propose({
-      committed,
-      maxNodes: room,
-      maxDepth: Math.min(maxNewTokens - generated.length - 1, room),
-      sampling,
-      rng,
-      eos,
-    });
-    const drafted = performance.now();
-    const base = committed.length - 1; // the target has everything but the root cached
-    const logits = await target.forward({
-      tokens: tree.tokens,
-      positions: positionIds(base, tree.parents),
-      bias: treeAttentionBias(base, tree.parents),
-      rows: tree.tokens.map((_, i) => i),
-    });
-    const verified = performance.now();
-    const result = verify(rule, tree, (n) => logits.subarray(n * vocab, (n + 1) * vocab), sampling, rng);
-
-    // An accepted end-of-sequence token ends the text: nothing after it counts, not even the target's token.
-    let path = result.path;
-    let targetToken: number | null = result.token;
-    const eosAt = path.findIndex((n, i) => i > 0 && eos.has(tree.tokens[n] as number));
-    if (eosAt > 0) {
-      path = path.slice(0, eosAt + 1);
-      targetToken = null;
-    }
-    const final: VerifyResult = { ...result, path };
-    target.keep(keepIndices(base, path));
-    drafter.accept(tree, final);
-
-    const acceptedIds = path.slice(1).map((n) => tree.tokens[n] as number);
-    const rejectedIds = eosAt > 0 ? [] : rejectedBranch(tree, result);
-    const acceptedText = decoder.push(acceptedIds);
-    const rejectedText = decoder.preview(rejectedIds);
-    const targetIds = targetToken === null ? [] : [targetToken];
-    const targetText = decoder.push(targetIds);
-    const produced = [...acceptedIds, ...targetIds];
-    committed.push(...produced);
-    generated.push(...produced);
-    const total = performance.now() - started;
-    stats.round(tree.parents, final, produced.length, { draft: drafted - started, verify: verified - drafted, total });
-    yield {
-      round,
-      accepted: pieces(acceptedIds, acceptedText),
-      rejected: pieces(rejectedIds, rejectedText),
-      target: pieces(targetIds, targetText),
-      targetKind: targetToken === null ? 'none' : result.kind,
-      tree: {
-        tokens: [...tree.tokens],
-        texts: tree.tokens.map((t) => parts.tokenizer.decode([t])),
-        parents: [...tree.parents],
-        status: final.status,
-      },
-      counts: {
-        targetCalls: stats.verifyCalls + stats.prefillCalls,
-        draftCalls: drafter.calls - draftCallsAtStart,
-        tokens: generated.length,
-      },
-      timings: {
-        draftMs: drafted - started,
-        verifyMs: verified - drafted,
-        overheadMs: Math.max(0, total - (verified - started)),
-        totalMs: total,
-      },
-    };
-    if (eosAt > 0 || (targetToken !== null && eos.has(targetToken))) {
-      stopReason = 'eos';
-      break;
-    }
-  }
-  return {
-    tokens: generated,
+  const result = (stopReason: StopReason): GenerationResult => ({
+    tokens: [...generated],
     text: decoder.text,
     stopReason,
     stats: stats.summary(drafter.calls - draftCallsAtStart),
-  };
+  });
+
+  try {
+    target.reset();
+    drafter.reset();
+    if (prompt.length > 1) {
+      const t = performance.now();
+      const head = prompt.slice(0, -1);
+      await target.forward({
+        tokens: head,
+        positions: head.map((_, i) => i),
+        bias: chainBias(0, head.length),
+        rows: [head.length - 1],
+      });
+      stats.prefillCalls++;
+      stats.prefillMs += performance.now() - t;
+    }
+
+    for (let round = 0; ; round++) {
+      // Let timers and messages run between rounds (an abort arrives here at the latest one round late).
+      if (round > 0) await nextMacrotask();
+      if (options.signal?.aborted) return result('cancelled');
+      if (generated.length >= maxNewTokens) return result('max-tokens');
+      if (committed.length > limit) return result('context');
+      const started = performance.now();
+      const room = limit - committed.length;
+      const tree = await drafter.propose({
+        committed,
+        maxNodes: room,
+        maxDepth: Math.min(maxNewTokens - generated.length - 1, room),
+        sampling,
+        rng,
+        eos,
+      });
+      checkProposal(drafter, tree, committed[committed.length - 1] as number, room);
+      const drafted = performance.now();
+      const base = committed.length - 1; // the target has everything but the root cached
+      const q = tree.tokens.length;
+      const aux = tree.aux;
+      const positions = positionIds(base, tree.parents);
+      const logits = await target.forward({
+        tokens: aux ? [...tree.tokens, ...aux.tokens] : tree.tokens,
+        positions: aux ? [...positions, ...aux.positions] : positions,
+        bias: roundBias(base, tree.parents, aux),
+        rows: [...tree.tokens.keys(), ...(aux?.rows ?? []).map((r) => q + r)],
+      });
+      const verified = performance.now();
+      const row = (i: number) => logits.subarray(i * vocab, (i + 1) * vocab);
+      const outputs: TargetOutputs = { logits: row, auxLogits: (i) => row(q + i) };
+      const verdict = verify(rule, tree, row, sampling, rng);
+
+      // An accepted end-of-sequence token ends the text: nothing after it counts, not even the target's token.
+      let path = verdict.path;
+      let targetToken: number | null = verdict.token;
+      const eosAt = path.findIndex((n, i) => i > 0 && eos.has(tree.tokens[n] as number));
+      if (eosAt > 0) {
+        path = path.slice(0, eosAt + 1);
+        targetToken = null;
+      }
+      const final: VerifyResult = { ...verdict, path };
+      target.keep(keepIndices(base, path));
+      drafter.accept(tree, final, outputs);
+
+      const acceptedIds = path.slice(1).map((n) => tree.tokens[n] as number);
+      const rejectedIds = eosAt > 0 ? [] : rejectedBranch(tree, verdict);
+      const acceptedText = decoder.push(acceptedIds);
+      const rejectedText = decoder.preview(rejectedIds);
+      const targetIds = targetToken === null ? [] : [targetToken];
+      const targetText = decoder.push(targetIds);
+      const produced = [...acceptedIds, ...targetIds];
+      committed.push(...produced);
+      generated.push(...produced);
+      const total = performance.now() - started;
+      const auxCount = aux?.tokens.length ?? 0;
+      stats.round(
+        tree.parents,
+        final,
+        produced.length,
+        { draft: drafted - started, verify: verified - drafted, total },
+        auxCount,
+      );
+      const note = drafter.note?.();
+      const text = (t: number) => parts.tokenizer.decode([t]);
+      yield {
+        round,
+        accepted: pieces(acceptedIds, acceptedText),
+        rejected: pieces(rejectedIds, rejectedText),
+        target: pieces(targetIds, targetText),
+        targetKind: targetToken === null ? 'none' : verdict.kind,
+        tree: {
+          tokens: [...tree.tokens],
+          texts: tree.tokens.map(text),
+          parents: [...tree.parents],
+          status: final.status,
+          ...(tree.sources ? { sources: [...tree.sources] } : {}),
+          ...(aux && auxCount > 0 ? { aux: { tokens: [...aux.tokens], texts: aux.tokens.map(text) } } : {}),
+        },
+        ...(note ? { note } : {}),
+        counts: {
+          targetCalls: stats.verifyCalls + stats.prefillCalls,
+          draftCalls: drafter.calls - draftCallsAtStart,
+          tokens: generated.length,
+        },
+        timings: {
+          draftMs: drafted - started,
+          verifyMs: verified - drafted,
+          overheadMs: Math.max(0, total - (verified - started)),
+          totalMs: total,
+        },
+      };
+      if (eosAt > 0 || (targetToken !== null && eos.has(targetToken))) return result('eos');
+    }
+  } catch (e) {
+    // Nothing generated so far is lost: the partial result travels with the error.
+    const cause = e instanceof Error ? e : new Error(String(e));
+    throw new GenerationError(cause, result('error'));
+  }
 }
 
 /** Run a generation to the end, collecting its events. */

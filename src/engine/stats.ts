@@ -8,6 +8,7 @@ export class StatsTracker {
   rounds = 0;
   tokens = 0;
   private treeNodes = 0;
+  private callWidth = 0;
   verifyCalls = 0;
   prefillCalls = 0;
   draftMs = 0;
@@ -22,10 +23,12 @@ export class StatsTracker {
     result: VerifyResult,
     produced: number,
     ms: { draft: number; verify: number; total: number },
+    auxNodes = 0,
   ): void {
     this.rounds++;
     this.verifyCalls++;
     this.treeNodes += parents.length;
+    this.callWidth += parents.length + auxNodes;
     this.tokens += produced;
     this.draftMs += ms.draft;
     this.verifyMs += ms.verify;
@@ -47,6 +50,7 @@ export class StatsTracker {
       acceptanceByDepth: this.offered.map((o, d) => (o > 0 ? (this.accepted[d] ?? 0) / o : 0)),
       acceptanceCounts: { offered: [...this.offered], accepted: this.offered.map((_, d) => this.accepted[d] ?? 0) },
       meanTreeSize: this.rounds > 0 ? this.treeNodes / this.rounds : 0,
+      meanCallWidth: this.rounds > 0 ? this.callWidth / this.rounds : 0,
       rounds: this.rounds,
       targetCalls: this.verifyCalls + this.prefillCalls,
       draftCalls,
@@ -68,11 +72,13 @@ export function statsFromEvents(events: readonly RoundEvent[]): GenerationStats 
   for (const e of events) {
     const path = [0, ...e.tree.status.flatMap((s, i) => (s === 'accepted' ? [i] : []))];
     const result = { path, token: e.target[0]?.id ?? -1, kind: 'bonus' as const, status: e.tree.status };
-    t.round(e.tree.parents, result, e.accepted.length + e.target.length, {
-      draft: e.timings.draftMs,
-      verify: e.timings.verifyMs,
-      total: e.timings.totalMs,
-    });
+    t.round(
+      e.tree.parents,
+      result,
+      e.accepted.length + e.target.length,
+      { draft: e.timings.draftMs, verify: e.timings.verifyMs, total: e.timings.totalMs },
+      e.tree.aux?.tokens.length ?? 0,
+    );
   }
   const last = events[events.length - 1];
   return { ...t.summary(last?.counts.draftCalls ?? 0), targetCalls: last?.counts.targetCalls ?? 0 };

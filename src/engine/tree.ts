@@ -49,14 +49,41 @@ export function pathTo(parents: readonly number[], i: number): number[] {
  * itself (0); everything else is MASKED. A chain gives the ordinary causal mask.
  */
 export function treeAttentionBias(prefixLength: number, parents: readonly number[]): Float32Array {
+  return roundBias(prefixLength, parents, undefined);
+}
+
+/**
+ * Bias for a round's target call: the tree's q nodes (as treeAttentionBias: tree nodes never see auxiliary ones),
+ * then a auxiliary nodes, each seeing the prefix, the tree nodes and auxiliary nodes it lists, and itself.
+ * Row-major [q + a, prefixLength + q + a].
+ */
+export function roundBias(
+  prefixLength: number,
+  parents: readonly number[],
+  aux: { sees: readonly { tree: readonly number[]; aux: readonly number[] }[] } | undefined,
+): Float32Array {
   checkParents(parents);
   const q = parents.length;
-  const width = prefixLength + q;
-  const bias = new Float32Array(q * width).fill(MASKED);
+  const a = aux?.sees.length ?? 0;
+  const width = prefixLength + q + a;
+  const bias = new Float32Array((q + a) * width).fill(MASKED);
   for (let i = 0; i < q; i++) {
     bias.fill(0, i * width, i * width + prefixLength);
     for (let n = i; n >= 0; n = parents[n] as number) bias[i * width + prefixLength + n] = 0;
   }
+  aux?.sees.forEach((sees, k) => {
+    const row = (q + k) * width;
+    bias.fill(0, row, row + prefixLength);
+    for (const n of sees.tree) {
+      if (!(Number.isInteger(n) && n >= 0 && n < q)) throw new RangeError(`aux node ${k} sees tree node ${n} of ${q}`);
+      bias[row + prefixLength + n] = 0;
+    }
+    for (const j of sees.aux) {
+      if (!(Number.isInteger(j) && j >= 0 && j < a)) throw new RangeError(`aux node ${k} sees aux node ${j} of ${a}`);
+      bias[row + prefixLength + q + j] = 0;
+    }
+    bias[row + prefixLength + q + k] = 0;
+  });
   return bias;
 }
 

@@ -7,7 +7,11 @@
  *   rejection sampling (Jeon et al. 2024): accept x with probability min(1, p'(x) / q'(x)); on rejection
  *   p' <- norm(max(0, p' - q')) and x is removed from q'. With one child this is exactly Leviathan et al.'s chain
  *   rule. It is lossless when each node's children are a prefix of a draw WITHOUT replacement from q (our drafters
- *   draw them so: Gumbel-top-k; see ../../../shared/reference/lossless-trees.md).
+ *   draw them so: Gumbel-top-k; see ../../../shared/reference/lossless-trees.md). A deterministic child (an n-gram
+ *   match: no distribution) is the same step with a one-hot proposal: accept x with probability p'(x), otherwise
+ *   p' <- p' with x removed, renormalised; i.e. draw from the target and follow the child holding that token (what
+ *   vLLM does for n-gram drafts). Sampled and deterministic children may share a node: each step is a valid
+ *   speculative step for the current residual, so the output stays exactly p.
  * - typical (Medusa; LOSSY): accept tokens with p(x) > min(epsilon, delta * exp(-H(p))), keep the deepest path.
  */
 
@@ -23,8 +27,13 @@ export interface VerifyTree {
   tokens: readonly number[];
   /** parents[0] = -1; parents[i] < i. Children are tried in index order. */
   parents: readonly number[];
-  /** The draft's (processed) distribution at each node, over that node's children; needed by 'rejection'. */
+  /**
+   * The draft's (processed) distribution at each node, from which that node's sampled children were drawn without
+   * replacement; null where the node's children are all deterministic. Needed by 'rejection'.
+   */
   draftProbs?: readonly (Float32Array | null)[];
+  /** deterministic[i]: node i was proposed without a distribution (its parent's draftProbs does not apply). */
+  deterministic?: readonly boolean[];
 }
 
 export interface VerifyResult {
@@ -85,6 +94,15 @@ function residual(p: Float32Array, q: Float32Array): Float32Array {
   return out;
 }
 
+/** p with token x removed and renormalised: norm(max(0, p - onehot(x))). */
+function without(p: Float32Array, x: number): Float32Array {
+  const rest = 1 - (p[x] as number);
+  if (!(rest > 1e-12)) return p; // x held all the mass, so it could not have been rejected
+  const out = new Float32Array(p.length);
+  for (let i = 0; i < p.length; i++) out[i] = i === x ? 0 : (p[i] as number) / rest;
+  return out;
+}
+
 export function verifyRejection(
   tree: VerifyTree,
   logits: (node: number) => Float32Array,
@@ -99,13 +117,21 @@ export function verifyRejection(
     let p = toProbs(logits(node), params);
     const kids = children[node] as number[];
     if (kids.length === 0) return finish(tree, path, sampleFrom(p, rng), 'bonus');
-    const q0 = tree.draftProbs?.[node];
-    if (!q0) throw new Error(`verify: node ${node} has children but no draft distribution`);
-    let q: Float32Array = Float32Array.from(q0);
+    const q0 = tree.draftProbs?.[node] ?? null;
+    let q: Float32Array | null = q0 ? Float32Array.from(q0) : null;
     let accepted: number | undefined;
     for (const child of kids) {
       const x = tree.tokens[child] as number;
       const px = p[x] as number;
+      if (!q || tree.deterministic?.[child]) {
+        // One-hot proposal: accept with probability p'(x); otherwise x leaves p'.
+        if (rng.next() < px) {
+          accepted = child;
+          break;
+        }
+        p = without(p, x);
+        continue;
+      }
       const qx = q[x] as number;
       if (qx > 0 && rng.next() < Math.min(1, px / qx)) {
         accepted = child;

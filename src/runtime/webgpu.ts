@@ -52,3 +52,12 @@ export function describeAdapter(a: AdapterReport): string {
   const name = [a.vendor, a.architecture, a.description].filter(Boolean).join(' / ') || 'unnamed adapter';
   return `${name}${a.isFallbackAdapter ? ' (software fallback)' : ''}${a.shaderF16 ? ', shader-f16' : ', no shader-f16'}`;
 }
+
+/**
+ * A CPU emulation of a GPU (SwiftShader in Chromium, lavapipe/llvmpipe through Dawn, or any adapter that reports
+ * itself as a fallback): correct, but one model call takes far longer than on the wasm backend.
+ */
+export function isSoftwareAdapter(a: AdapterReport): boolean {
+  const text = `${a.vendor} ${a.architecture} ${a.description}`.toLowerCase();
+  return a.isFallbackAdapter || /swiftshader|llvmpipe|lavapipe|software/.test(text);
+}

@@ -9,7 +9,7 @@
 import { css, html, LitElement, nothing } from 'lit';
 import { customElement, property, query, state } from 'lit/decorators.js';
 import { type ClientLoadOptions, EngineClient } from '../client/engine-client';
-import { isMethod, METHOD_DESCRIPTIONS, METHODS, type Method } from '../engine/drafters/index';
+import { describeNeeds, isMethod, METHOD_NAMES, METHODS, type Method, methodSpec } from '../engine/drafters/index';
 import type { GenerationResult, GenerationStats, RoundEvent } from '../engine/events';
 import { statsFromEvents } from '../engine/stats';
 import type { ProgressInfo } from '../model/source';
@@ -217,7 +217,13 @@ export class SpecDecoder extends LitElement {
       return null;
     }
     if (!isMethod(this.method)) {
-      this.fail(`unknown method "${this.method}" (use one of ${METHODS.join(', ')})`);
+      this.fail(`unknown method "${this.method}" (use one of ${METHOD_NAMES.join(', ')})`);
+      return null;
+    }
+    if (methodSpec(this.method).needs.includes('draft-model') && !this.draft) {
+      this.fail(
+        `method "${this.method}" needs a draft model: set the draft attribute, or pick a method that needs none`,
+      );
       return null;
     }
     this.error = '';
@@ -293,7 +299,17 @@ export class SpecDecoder extends LitElement {
             }}
             ?disabled=${busy}
           >
-            ${METHODS.map((m) => html`<option value=${m} title=${METHOD_DESCRIPTIONS[m]} ?selected=${m === this.method}>${m}</option>`)}
+            ${METHODS.map(
+              (m) =>
+                html`<option
+                  value=${m.name}
+                  title=${`${m.description} (${describeNeeds(m)}${m.lossless ? '' : '; LOSSY'})`}
+                  ?selected=${m.name === this.method}
+                  ?disabled=${m.needs.includes('draft-model') && !this.draft}
+                >
+                  ${m.name}
+                </option>`,
+            )}
           </select></label
         >
         <button part="generate" @click=${() => void this.generate()} ?disabled=${busy}>Generate</button>

@@ -7,7 +7,7 @@ import { SpecEngine } from '../engine/engine';
 import { type ModelRunner, SessionCreateError } from '../model/runner';
 import type { ProgressInfo } from '../model/source';
 import { ortForWeb } from '../runtime/ort-web';
-import { describeAdapter, probeWebGpu } from '../runtime/webgpu';
+import { describeAdapter, isSoftwareAdapter, probeWebGpu } from '../runtime/webgpu';
 import type { FromWorker, LoadInfo, LoadRequest, ModelInfo, ToWorker, WorkerError } from './protocol';
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -16,18 +16,6 @@ let engine: SpecEngine | null = null;
 const running = new Map<number, AbortController>();
 
 const post = (msg: FromWorker) => self.postMessage(msg);
-
-/** Resolve after pending messages have been handled (a MessageChannel hop is a macrotask, without timer clamping). */
-function macrotask(): Promise<void> {
-  return new Promise((resolve) => {
-    const channel = new MessageChannel();
-    channel.port1.onmessage = () => {
-      channel.port1.close();
-      resolve();
-    };
-    channel.port2.postMessage(null);
-  });
-}
 
 function toError(e: unknown): WorkerError {
   if (e instanceof Error) return { name: e.name, message: e.message };
@@ -70,10 +58,14 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
   let device = req.device;
   let fallback: string | undefined;
   let adapter: string | undefined;
+  // On a software adapter one call takes about a second: the engine must not measure its costs by itself there.
+  let calibration: 'auto' | 'never' = 'auto';
   if (device === 'webgpu') {
     const probe = await probeWebGpu(self.navigator.gpu);
-    if (probe.ok) adapter = describeAdapter(probe.adapter);
-    else {
+    if (probe.ok) {
+      adapter = describeAdapter(probe.adapter);
+      if (isSoftwareAdapter(probe.adapter)) calibration = 'never';
+    } else {
       device = 'wasm';
       fallback = `${probe.reason}; running on the wasm (CPU) backend instead`;
     }
@@ -83,6 +75,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     ...(req.draft ? { draft: req.draft } : {}),
     base: req.base,
     ...(req.compute ? { compute: req.compute } : {}),
+    calibration,
     onProgress: (info: ProgressInfo) => post({ type: 'progress', id, info }),
   };
   try {
@@ -93,7 +86,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     if (device !== 'webgpu' || !(e instanceof SessionCreateError)) throw e;
     device = 'wasm';
     fallback = `WebGPU session failed (${(e as Error).message}); running on the wasm (CPU) backend instead`;
-    engine = await SpecEngine.load(ort, { ...options, device });
+    engine = await SpecEngine.load(ort, { ...options, device, calibration: 'auto' });
   }
   if (device === 'webgpu') void watchDevice(ort);
   const result: LoadInfo = {
@@ -109,10 +102,6 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
 
 async function generate(id: number, req: Extract<ToWorker, { type: 'generate' }>['request']): Promise<void> {
   if (!engine) throw new Error('no models loaded: call load() first');
-  // On wasm the cost curve takes well under a second to measure, and lets 'adaptive' pick its length from this
-  // machine; on WebGPU (software adapters take seconds per call) it keeps the +2/-1 heuristic.
-  if (req.method === 'adaptive' && engine.device === 'wasm' && !engine.costModel)
-    await engine.calibrate([1, 2, 4, 8, 16], 3);
   const controller = new AbortController();
   running.set(id, controller);
   try {
@@ -130,8 +119,6 @@ async function generate(id: number, req: Extract<ToWorker, { type: 'generate' }>
         return;
       }
       post({ type: 'round', id, event: step.value });
-      // wasm sessions resolve without leaving the microtask queue; yield so a 'cancel' message can be handled.
-      await macrotask();
     }
   } finally {
     running.delete(id);

@@ -7,11 +7,12 @@
  * calibrate.ts) it is hardware-aware, in the spirit of Sequoia: each round it drafts the length that maximises
  * expected tokens per unit time for the acceptance rate measured so far.
  */
-import { bestGamma, type CostCurve } from '../calibrate';
+import { bestGamma } from '../calibrate';
 import type { VerifyResult } from '../verify';
 import { ChainDrafter } from './chain';
 import type { DraftModelState } from './draft-model';
 import type { DraftTree } from './drafter';
+import { type CostModel, draftOf, type MethodSpec } from './method';
 
 export interface AdaptiveChainOptions {
   initialGamma: number;
@@ -21,31 +22,21 @@ export interface AdaptiveChainOptions {
 
 export const ADAPTIVE_DEFAULTS: AdaptiveChainOptions = { initialGamma: 5, maxGamma: 16, confidence: 0.4 };
 
-export interface CostModel {
-  curve: CostCurve;
-  /** One draft call's time relative to one single-token target call. */
-  draftRelative: number;
-}
-
 export class AdaptiveChainDrafter extends ChainDrafter {
   override readonly name = 'adaptive';
   private current: number;
-  private costModel: CostModel | null = null;
   /** Discounted counts of accepted draft tokens and of draft tokens tried. */
   private accepted = 0;
   private tried = 0;
 
   constructor(
     draft: DraftModelState['lm'],
+    /** This hardware's measured costs, once known (null: the +2/-1 heuristic). */
+    private readonly costs: () => CostModel | null = () => null,
     private readonly adaptive: AdaptiveChainOptions = ADAPTIVE_DEFAULTS,
   ) {
     super(draft, { gamma: adaptive.initialGamma, confidence: adaptive.confidence });
     this.current = adaptive.initialGamma;
-  }
-
-  /** Use the measured costs of this hardware to pick the draft length (null: back to the +2/-1 heuristic). */
-  setCostModel(model: CostModel | null): void {
-    this.costModel = model;
   }
 
   /** The draft length the next round will use. */
@@ -68,13 +59,9 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     const acceptedNow = result.path.length - 1;
     this.accepted = 0.95 * this.accepted + acceptedNow;
     this.tried = 0.95 * this.tried + acceptedNow + (acceptedNow < drafted ? 1 : 0);
-    if (this.costModel) {
-      const { gamma } = bestGamma(
-        this.acceptance,
-        this.costModel.curve,
-        this.costModel.draftRelative,
-        this.adaptive.maxGamma,
-      );
+    const costs = this.costs();
+    if (costs) {
+      const { gamma } = bestGamma(this.acceptance, costs.curve, costs.draftRelative, this.adaptive.maxGamma);
       this.current = Math.max(1, gamma);
       return;
     }
@@ -89,3 +76,13 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     this.tried = 0;
   }
 }
+
+export const adaptive = {
+  name: 'adaptive',
+  description:
+    'draft model, chain with adaptive length (+2/-1 and a 0.4 confidence stop; from the measured cost curve once calibrated)',
+  needs: ['draft-model'],
+  lossless: true,
+  usesCostModel: true,
+  create: (r) => new AdaptiveChainDrafter(draftOf(r), r.costs),
+} as const satisfies MethodSpec<'adaptive'>;

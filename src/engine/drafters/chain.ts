@@ -6,6 +6,7 @@ import { argmax, sampleFrom } from '../sampling';
 import type { VerifyResult } from '../verify';
 import { DraftDist, DraftModelState } from './draft-model';
 import { type Drafter, type DraftRequest, type DraftTree, rootOnly } from './drafter';
+import { draftOf, type MethodSpec } from './method';
 
 export interface ChainOptions {
   /** Draft length. */
@@ -63,3 +64,12 @@ export class ChainDrafter implements Drafter {
     this.state.reset();
   }
 }
+
+export const chain = {
+  name: 'chain',
+  description: 'draft model, chain of 4 tokens',
+  needs: ['draft-model'],
+  lossless: true,
+  usesCostModel: false,
+  create: (r) => new ChainDrafter(draftOf(r), { gamma: 4 }),
+} as const satisfies MethodSpec<'chain'>;

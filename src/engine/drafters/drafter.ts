@@ -1,12 +1,26 @@
-/** The one interface every drafting method implements (one method per file in this folder). */
+/**
+ * The one interface every drafting method implements (one method per file in this folder, described by a
+ * MethodSpec in method.ts and listed in registry.ts).
+ *
+ * What a drafter may do in one round:
+ * - propose a tree under the root (tokens, parents, and per node the distribution its children were drawn from,
+ *   or none for deterministic proposals such as n-gram matches);
+ * - add auxiliary nodes to the same target call that are not verification candidates (lookahead's Jacobi
+ *   branch), with their own positions and attention, and read their logits afterwards;
+ * - read what the target computed for its nodes once the round is verified (accept()).
+ */
 import type { Rng, SamplingParams } from '../sampling';
 import type { VerifyResult, VerifyTree } from '../verify';
 
 export interface DraftRequest {
   /** The committed sequence; its last token is the tree's root (not yet seen by the target). */
   committed: readonly number[];
-  /** Most draft nodes (besides the root) and deepest depth this round may use. */
+  /**
+   * Most nodes besides the root this round's target call may hold (tree and auxiliary nodes together): the room
+   * left in the context of every model involved.
+   */
   maxNodes: number;
+  /** Deepest tree depth worth drafting (tokens still wanted minus the target's own token). */
   maxDepth: number;
   sampling: SamplingParams;
   rng: Rng;
@@ -14,22 +28,70 @@ export interface DraftRequest {
   eos: ReadonlySet<number>;
 }
 
-/** A proposed token tree: node 0 is the root; draftProbs[i] is the draft's distribution for i's children. */
+/**
+ * Nodes that ride along in the target call without being verified (e.g. lookahead's Jacobi window). They come
+ * after the tree nodes in the call; tree nodes never see them, and their cache slots are dropped with the rest of
+ * the round's unaccepted slots.
+ */
+export interface AuxNodes {
+  tokens: number[];
+  /** Position id of each auxiliary node. */
+  positions: number[];
+  /**
+   * What each auxiliary node attends to besides the committed prefix and itself: tree nodes (0 = the root) and
+   * other auxiliary nodes, by index.
+   */
+  sees: { tree: number[]; aux: number[] }[];
+  /** Auxiliary nodes whose logits the drafter reads back, in this order (TargetOutputs.auxLogits(i)). */
+  rows: number[];
+}
+
+/** A proposed token tree: node 0 is the root. */
 export interface DraftTree extends VerifyTree {
   tokens: number[];
   parents: number[];
+  /** draftProbs[i]: the (processed) distribution i's sampled children were drawn from; null when none were. */
   draftProbs: (Float32Array | null)[];
+  /**
+   * deterministic[i]: node i was proposed without a distribution (an n-gram match, a pool entry). Children of a
+   * node whose draftProbs entry is null are deterministic too.
+   */
+  deterministic?: boolean[];
+  /** Which drafter proposed each node (merged drafting); the round event carries it to the tree view. */
+  sources?: string[];
+  aux?: AuxNodes;
+}
+
+/** What the target computed in the round's call, for the drafter to read after verification. */
+export interface TargetOutputs {
+  /** The target's logits at tree node i ([vocab]; what verification used). */
+  logits(node: number): Float32Array;
+  /** The target's logits at auxiliary row i (AuxNodes.rows[i]). */
+  auxLogits(i: number): Float32Array;
+}
+
+/** A drafter's own account of the round it just proposed (shown in the round event and the element). */
+export interface DrafterNote {
+  /** One short line, e.g. "lookup: 3-gram match, 2 branches". */
+  text: string;
+  /** Named figures for the stats view (numbers, or short strings). */
+  fields?: Record<string, number | string>;
 }
 
 export interface Drafter {
   readonly name: string;
-  /** Draft-model forward calls so far. */
+  /** Draft forward calls so far (model calls the drafter made itself; zero for model-free drafters). */
   readonly calls: number;
   propose(request: DraftRequest): Promise<DraftTree>;
-  /** Called after verification, so the drafter can keep the accepted part of its cache and adapt. */
-  accept(tree: DraftTree, result: VerifyResult): void;
+  /**
+   * Called after verification, so the drafter can keep the accepted part of its cache and adapt. `outputs` are
+   * the target's logits for the tree's nodes and the auxiliary rows asked for.
+   */
+  accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void;
   /** Forget all state (a new prompt). */
   reset(): void;
+  /** What the drafter did this round, if it has something to say. */
+  note?(): DrafterNote | null;
 }
 
 export const rootOnly = (committed: readonly number[]): DraftTree => ({

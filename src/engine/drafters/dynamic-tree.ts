@@ -14,6 +14,7 @@ import { childrenOf } from '../tree';
 import type { VerifyResult } from '../verify';
 import { DraftDist, DraftModelState } from './draft-model';
 import type { Drafter, DraftRequest, DraftTree } from './drafter';
+import { draftOf, type MethodSpec } from './method';
 
 export interface DynamicTreeOptions {
   /** Levels to grow. */
@@ -152,3 +153,21 @@ export class DynamicTreeDrafter implements Drafter {
     this.budget = this.options.budget;
   }
 }
+
+export const dynamic = {
+  name: 'dynamic',
+  description: 'draft model, dynamic tree (EAGLE-2 style: depth 6, 4 x 4 expansion, 24 nodes)',
+  needs: ['draft-model'],
+  lossless: true,
+  usesCostModel: false,
+  create: (r) => new DynamicTreeDrafter(draftOf(r), DYNAMIC_DEFAULTS),
+} as const satisfies MethodSpec<'dynamic'>;
+
+export const adaptiveTree = {
+  name: 'adaptive-tree',
+  description: 'draft model, dynamic tree whose depth and node budget follow the measured acceptance',
+  needs: ['draft-model'],
+  lossless: true,
+  usesCostModel: false,
+  create: (r) => new DynamicTreeDrafter(draftOf(r), { ...DYNAMIC_DEFAULTS, adaptive: true }),
+} as const satisfies MethodSpec<'adaptive-tree'>;

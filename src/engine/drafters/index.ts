@@ -1,44 +1,47 @@
-/** The drafting methods by name. */
-import type { CausalLM } from '../lm';
-import { AdaptiveChainDrafter } from './adaptive-chain';
-import { ChainDrafter } from './chain';
+/**
+ * The registry of drafting methods. A method lives in its own file and describes itself (MethodSpec); adding one
+ * means writing that file and adding it to this list. Everything that lists methods reads METHODS.
+ */
+import { adaptive } from './adaptive-chain';
+import { chain } from './chain';
 import type { Drafter } from './drafter';
-import { DYNAMIC_DEFAULTS, DynamicTreeDrafter } from './dynamic-tree';
-import { NoDrafter } from './none';
-import { StaticTreeDrafter } from './static-tree';
+import { adaptiveTree, dynamic } from './dynamic-tree';
+import { type DrafterResources, describeNeeds, type MethodSpec, type Requirement } from './method';
+import { ar } from './none';
+import { tree } from './static-tree';
 
-export const METHODS = ['ar', 'chain', 'tree', 'dynamic', 'adaptive', 'adaptive-tree'] as const;
-export type Method = (typeof METHODS)[number];
+const SPECS = [ar, chain, tree, dynamic, adaptive, adaptiveTree] as const;
 
-export const METHOD_DESCRIPTIONS: Record<Method, string> = {
-  ar: 'plain autoregressive decoding of the target (the baseline)',
-  chain: 'draft model, chain of 4 tokens',
-  tree: 'draft model, static tree (20 nodes, depth 6)',
-  dynamic: 'draft model, dynamic tree (EAGLE-2 style: depth 6, 4 x 4 expansion, 24 nodes)',
-  adaptive:
-    'draft model, chain with adaptive length (+2/-1 and a 0.4 confidence stop; from the measured cost curve once calibrated)',
-  'adaptive-tree': 'draft model, dynamic tree whose depth and node budget follow the measured acceptance',
-};
+/** A registered method's name. */
+export type Method = (typeof SPECS)[number]['name'];
+
+/** Every registered method, in menu order. */
+export const METHODS: readonly MethodSpec<Method>[] = SPECS;
+
+export const METHOD_NAMES: readonly Method[] = METHODS.map((m) => m.name);
 
 export function isMethod(name: string): name is Method {
-  return (METHODS as readonly string[]).includes(name);
+  return (METHOD_NAMES as readonly string[]).includes(name);
 }
 
-export function makeDrafter(method: Method, draft: CausalLM | null): Drafter {
-  if (method === 'ar') return new NoDrafter();
-  if (!draft) throw new Error(`method "${method}" needs a draft model`);
-  switch (method) {
-    case 'chain':
-      return new ChainDrafter(draft, { gamma: 4 });
-    case 'tree':
-      return new StaticTreeDrafter(draft);
-    case 'dynamic':
-      return new DynamicTreeDrafter(draft, DYNAMIC_DEFAULTS);
-    case 'adaptive':
-      return new AdaptiveChainDrafter(draft);
-    case 'adaptive-tree':
-      return new DynamicTreeDrafter(draft, { ...DYNAMIC_DEFAULTS, adaptive: true });
-  }
+export function methodSpec(name: Method): MethodSpec<Method>;
+export function methodSpec(name: string): MethodSpec<Method> | undefined;
+export function methodSpec(name: string): MethodSpec<Method> | undefined {
+  return METHODS.find((m) => m.name === name);
 }
 
-export type { Drafter, DraftRequest, DraftTree } from './drafter';
+/** Methods usable with what is loaded (e.g. without a draft model: those that need none). */
+export function methodsAvailable(have: ReadonlySet<Requirement>): MethodSpec<Method>[] {
+  return METHODS.filter((m) => m.needs.every((n) => have.has(n)));
+}
+
+/** A fresh drafter for a method (for custom round loops and tests; SpecEngine does this itself). */
+export function createDrafter(method: Method, resources: DrafterResources): Drafter {
+  const spec = methodSpec(method);
+  if (spec.needs.includes('draft-model') && !resources.draft)
+    throw new Error(`method "${method}" ${describeNeeds(spec)}`);
+  return spec.create(resources);
+}
+
+export type { Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
+export { type CostModel, type DrafterResources, describeNeeds, type MethodSpec, type Requirement } from './method';

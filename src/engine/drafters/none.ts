@@ -1,5 +1,6 @@
 /** No drafting: every round verifies just the root, i.e. plain autoregressive decoding of the target. */
 import { type Drafter, type DraftTree, rootOnly } from './drafter';
+import type { MethodSpec } from './method';
 
 export class NoDrafter implements Drafter {
   readonly name = 'ar';
@@ -10,3 +11,12 @@ export class NoDrafter implements Drafter {
   accept(): void {}
   reset(): void {}
 }
+
+export const ar = {
+  name: 'ar',
+  description: 'plain autoregressive decoding of the target (the baseline)',
+  needs: [],
+  lossless: true,
+  usesCostModel: false,
+  create: () => new NoDrafter(),
+} as const satisfies MethodSpec<'ar'>;

@@ -6,6 +6,7 @@
 import type { VerifyResult } from '../verify';
 import { DraftDist, DraftModelState } from './draft-model';
 import { type Drafter, type DraftRequest, type DraftTree, rootOnly } from './drafter';
+import { draftOf, type MethodSpec } from './method';
 
 /** 20 nodes, depth 6: wide near the root, a long spine down the draft's first choices. */
 export const DEFAULT_TREE_CHOICES: number[][] = [
@@ -118,3 +119,12 @@ export class StaticTreeDrafter implements Drafter {
     this.state.reset();
   }
 }
+
+export const tree = {
+  name: 'tree',
+  description: 'draft model, static tree (20 nodes, depth 6)',
+  needs: ['draft-model'],
+  lossless: true,
+  usesCostModel: false,
+  create: (r) => new StaticTreeDrafter(draftOf(r)),
+} as const satisfies MethodSpec<'tree'>;

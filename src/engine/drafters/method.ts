@@ -1,0 +1,67 @@
+/**
+ * How a drafting method describes itself. Each method file exports one MethodSpec (or a few closely related ones);
+ * registry.ts lists them, and everything that lists or special-cases methods (CLI help and flags, the element's
+ * menu, the page, the worker, the engine, the bench, the tests) reads the registry instead.
+ */
+import type { CostCurve } from '../calibrate';
+import type { CausalLM } from '../lm';
+import type { Drafter } from './drafter';
+
+/**
+ * What a method needs besides the target's logits, which every method gets:
+ * - 'draft-model': a second, smaller language model sharing the target's vocabulary;
+ * - 'target-hidden': the target's hidden states for the accepted path (trained heads: Medusa, EAGLE);
+ * - 'target-self': the target's own weights and cache, run with layers skipped (self-speculation);
+ * - 'heads': trained draft heads loaded next to the target.
+ */
+export type Requirement = 'draft-model' | 'target-hidden' | 'target-self' | 'heads';
+
+/** This hardware's measured costs (SpecEngine.calibrate). */
+export interface CostModel {
+  /** The target's verify-cost curve T(q) / T(1). */
+  curve: CostCurve;
+  /** One single-token draft call relative to one single-token target call (0 without a draft model). */
+  draftRelative: number;
+  /** The draft model's own curve (empty without a draft model). */
+  draftCurve: CostCurve;
+}
+
+/** What a method's factory receives: exactly what it asked for, plus live access to the measured costs. */
+export interface DrafterResources {
+  /** The target (read-only use: its config; its cache belongs to the round loop). */
+  target: CausalLM;
+  /** Present when the method needs 'draft-model'. */
+  draft?: CausalLM;
+  /** The measured cost model, or null before calibration (read it each round: it may arrive later). */
+  costs: () => CostModel | null;
+}
+
+export interface MethodSpec<Name extends string = string> {
+  readonly name: Name;
+  /** One line for menus and --help. */
+  readonly description: string;
+  readonly needs: readonly Requirement[];
+  /** The output has exactly the target's distribution (greedy: its exact tokens) under rejection verification. */
+  readonly lossless: boolean;
+  /** The method reads the measured cost model; the engine calibrates before its first run where it can. */
+  readonly usesCostModel: boolean;
+  readonly create: (resources: DrafterResources) => Drafter;
+}
+
+const NEED_TEXT: Record<Requirement, string> = {
+  'draft-model': 'a draft model',
+  'target-hidden': "the target's hidden states",
+  'target-self': "the target's own layers",
+  heads: 'trained draft heads',
+};
+
+/** "needs a draft model" / "needs nothing but the target". */
+export function describeNeeds(spec: MethodSpec): string {
+  return spec.needs.length === 0 ? 'target only' : `needs ${spec.needs.map((n) => NEED_TEXT[n]).join(' and ')}`;
+}
+
+/** The draft model a 'draft-model' method was given (the engine checks needs before creating a drafter). */
+export function draftOf(resources: DrafterResources): CausalLM {
+  if (!resources.draft) throw new Error('this method needs a draft model, and none is loaded');
+  return resources.draft;
+}
