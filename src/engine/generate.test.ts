@@ -141,6 +141,40 @@ describe('losslessness under sampling: the engine output has exactly the target 
     });
   }
 
+  it('negative control: a merge that drops the first of the drawn children (not a prefix of the draws) fails', async () => {
+    const r = await histogram((t, d) => {
+      const inner = makeDrafter('dynamic', t, d);
+      return {
+        name: 'drop-first-draw',
+        get calls() {
+          return inner.calls;
+        },
+        async propose(req: DraftRequest) {
+          const tree = await inner.propose(req);
+          // Keep the root's children but the first draw (and its subtree): a budget cut that ignores draw order.
+          const first = tree.parents.indexOf(0);
+          const gone = new Set<number>();
+          tree.parents.forEach((p, i) => {
+            if (i === first || gone.has(p)) gone.add(i);
+          });
+          const keep = tree.tokens.map((_, i) => i).filter((i) => !gone.has(i));
+          const index = new Map(keep.map((old, i) => [old, i]));
+          return {
+            tokens: keep.map((i) => tree.tokens[i] as number),
+            parents: keep.map((i) => (i === 0 ? -1 : (index.get(tree.parents[i] as number) as number))),
+            draftProbs: keep.map((i) => tree.draftProbs[i] ?? null),
+          };
+        },
+        accept() {},
+        reset() {
+          inner.reset();
+        },
+      };
+    });
+    expect(r.p).toBeLessThan(1e-6);
+    expect(r.tv).toBeGreaterThan(Math.sqrt(V ** 3 / N));
+  });
+
   it('negative control: deterministic top-k children under sampling fail the same test', async () => {
     const r = await histogram((_, d) => new TopKTreeDrafter(d));
     expect(r.p).toBeLessThan(1e-6);

@@ -71,6 +71,58 @@ describe('verification rules', () => {
     expect(chiSquare(counts, Array.from(p)).pValue).toBeGreaterThan(1e-3);
   });
 
+  // Deterministic children (n-gram matches: no distribution) mixed with children drawn without replacement from q.
+  function mixedLevel(rule: 'one-hot' | 'claimed-uniform', draws: number): { tv: number; p: number } {
+    const rng = new Rng(23);
+    const p = randomDist(6, rng);
+    const q = randomDist(6, rng);
+    const uniform = new Float32Array(6).fill(1 / 6);
+    const counts = new Array(6).fill(0);
+    for (let i = 0; i < draws; i++) {
+      const sampled = sampleWithoutReplacement(q, 2, rng);
+      // Two fixed guesses that differ from the sampled ones (a lookup's matches do not depend on the draft).
+      const fixed = [0, 1, 2, 3, 4, 5].filter((t) => !sampled.includes(t)).slice(0, 2);
+      const tokens = [9, ...sampled, ...fixed];
+      const tree =
+        rule === 'one-hot'
+          ? {
+              tokens,
+              parents: [-1, 0, 0, 0, 0],
+              draftProbs: [q, null, null, null, null],
+              deterministic: [false, false, false, true, true],
+            }
+          : // The bug this guards against: pretending the fixed guesses were drawn from some distribution.
+            { tokens: [9, ...fixed], parents: [-1, 0, 0], draftProbs: [uniform, null, null] };
+      const r = verifyRejection(tree, () => logitsOf(p), T1, rng);
+      counts[(r.path.length > 1 ? tree.tokens[r.path[1] as number] : r.token) as number]++;
+    }
+    return { tv: totalVariation(counts, Array.from(p)), p: chiSquare(counts, Array.from(p)).pValue };
+  }
+
+  it('deterministic children next to sampled ones are exactly p (one-hot steps, 200k draws)', () => {
+    const r = mixedLevel('one-hot', 200_000);
+    expect(r.tv).toBeLessThan(Math.sqrt(6 / 200_000));
+    expect(r.p).toBeGreaterThan(1e-3);
+  });
+
+  it('negative control: deterministic guesses verified as if drawn from a distribution are biased', () => {
+    const r = mixedLevel('claimed-uniform', 200_000);
+    expect(r.tv).toBeGreaterThan(4 * Math.sqrt(6 / 200_000));
+    expect(r.p).toBeLessThan(1e-9);
+  });
+
+  it('a node whose children are all deterministic (no draft distribution) verifies without one', () => {
+    const rng = new Rng(3);
+    const p = randomDist(5, rng);
+    const counts = new Array(5).fill(0);
+    for (let i = 0; i < 100_000; i++) {
+      const tree = { tokens: [0, 2, 4], parents: [-1, 0, 0], draftProbs: [null, null, null] };
+      const r = verifyRejection(tree, () => logitsOf(p), T1, rng);
+      counts[(r.path.length > 1 ? tree.tokens[r.path[1] as number] : r.token) as number]++;
+    }
+    expect(chiSquare(counts, Array.from(p)).pValue).toBeGreaterThan(1e-3);
+  });
+
   it('typical acceptance accepts confident tokens and keeps the deepest path (lossy by design)', () => {
     const peaked = Float32Array.of(10, 0, 0, 0);
     const tree = { tokens: [3, 0, 1, 0], parents: [-1, 0, 0, 1] };

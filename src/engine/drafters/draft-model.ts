@@ -76,6 +76,11 @@ export class DraftModelState {
     return this.lm.config.maxPositions - this.roundBase;
   }
 
+  /** Nodes the draft's cache can still take this round (its context limit). */
+  capacity(): number {
+    return Math.max(0, this.lm.config.maxPositions - this.lm.length);
+  }
+
   /** Feed the committed tokens the cache lacks (always at least the root); returns the root's logits. */
   async sync(committed: readonly number[]): Promise<Float32Array> {
     let common = 0;
@@ -107,6 +112,9 @@ export class DraftModelState {
    */
   async expand(tree: DraftTree, nodes: readonly number[], depths: readonly number[]): Promise<Float32Array[]> {
     const cacheLength = this.lm.length;
+    if (nodes.length > this.capacity()) {
+      throw new RangeError(`draft: ${nodes.length} nodes exceed the ${this.capacity()} slots left in its context`);
+    }
     const visible = nodes.map((node) => {
       const slots: number[] = [];
       for (let a = tree.parents[node] as number; a > 0; a = tree.parents[a] as number) {

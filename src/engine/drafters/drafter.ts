@@ -57,6 +57,11 @@ export interface DraftTree extends VerifyTree {
    * node whose draftProbs entry is null are deterministic too.
    */
   deterministic?: boolean[];
+  /**
+   * values[i]: the drafter's estimate of the probability that the target accepts the whole path to node i (1 for
+   * the root). Merged drafting and hardware-aware budgets rank nodes by it.
+   */
+  values?: number[];
   /** Which drafter proposed each node (merged drafting); the round event carries it to the tree view. */
   sources?: string[];
   aux?: AuxNodes;

@@ -10,11 +10,12 @@
  * With `adaptive`, depth and budget follow the measured acceptance: deeper after rounds that accept (nearly) the
  * whole depth, shallower after rounds that accept little.
  */
+import { relativeCost } from '../calibrate';
 import { childrenOf } from '../tree';
 import type { VerifyResult } from '../verify';
 import { DraftDist, DraftModelState } from './draft-model';
 import type { Drafter, DraftRequest, DraftTree } from './drafter';
-import { draftOf, type MethodSpec } from './method';
+import { type CostModel, draftOf, type MethodSpec } from './method';
 
 export interface DynamicTreeOptions {
   /** Levels to grow. */
@@ -26,6 +27,11 @@ export interface DynamicTreeOptions {
   /** Nodes kept (besides the root). */
   budget: number;
   adaptive?: boolean;
+  /**
+   * Grow only while it pays on this hardware: a level is drafted only when its best frontier node is likely enough
+   * to be accepted to cover one draft call plus verifying one more node (needs the measured costs).
+   */
+  costAware?: boolean;
 }
 
 export const DYNAMIC_DEFAULTS: DynamicTreeOptions = { depth: 6, expand: 4, branch: 4, budget: 24 };
@@ -34,7 +40,10 @@ interface Candidate {
   token: number;
   parent: number;
   depth: number;
+  /** Cumulative ranking score: log q (greedy) or log q + Gumbel noise (sampling). */
   score: number;
+  /** The draft's probability of the whole path (unperturbed). */
+  prob: number;
 }
 
 export class DynamicTreeDrafter implements Drafter {
@@ -46,6 +55,7 @@ export class DynamicTreeDrafter implements Drafter {
   constructor(
     draft: DraftModelState['lm'],
     private readonly options: DynamicTreeOptions = DYNAMIC_DEFAULTS,
+    private readonly costs: () => CostModel | null = () => null,
   ) {
     this.name = options.adaptive ? 'adaptive-tree' : 'dynamic';
     this.state = new DraftModelState(draft);
@@ -68,7 +78,7 @@ export class DynamicTreeDrafter implements Drafter {
     const maxDepth = Math.min(this.depth, req.maxDepth);
     // Work tree over all candidates (index 0 = root); DraftModelState slots are keyed by these indices.
     const cands: Candidate[] = [
-      { token: req.committed[req.committed.length - 1] as number, parent: -1, depth: 0, score: 0 },
+      { token: req.committed[req.committed.length - 1] as number, parent: -1, depth: 0, score: 0, prob: 1 },
     ];
     const work: DraftTree = { tokens: [cands[0]?.token as number], parents: [-1], draftProbs: [] };
     const dists = new Map<number, Float32Array>();
@@ -77,20 +87,23 @@ export class DynamicTreeDrafter implements Drafter {
       if (d.verify) dists.set(node, d.verify);
       const parent = cands[node] as Candidate;
       for (const { token, score } of d.children(this.options.branch, req.rng)) {
-        cands.push({ token, parent: node, depth: parent.depth + 1, score: parent.score + score });
+        const prob = parent.prob * d.prob(token);
+        cands.push({ token, parent: node, depth: parent.depth + 1, score: parent.score + score, prob });
         work.tokens.push(token);
         work.parents.push(node);
       }
     };
     if (budget > 0 && maxDepth > 0) grow(0, rootLogits);
+    const pays = this.growthRule();
     for (let depth = 1; depth < maxDepth; depth++) {
       const frontier = cands
         .map((c, i) => [c, i] as const)
         .filter(([c]) => c.depth === depth && !req.eos.has(c.token))
         .sort((a, b) => b[0].score - a[0].score)
-        .slice(0, this.options.expand)
+        .slice(0, Math.min(this.options.expand, this.state.capacity()))
         .map(([, i]) => i);
       if (frontier.length === 0) break;
+      if (pays && !pays(Math.max(...frontier.map((i) => (cands[i] as Candidate).prob)), cands.length - 1)) break;
       const logits = await this.state.expand(
         work,
         frontier,
@@ -101,6 +114,17 @@ export class DynamicTreeDrafter implements Drafter {
       });
     }
     return this.select(cands, dists, budget);
+  }
+
+  /**
+   * With costAware and measured costs: whether drafting one more level can pay, given the best frontier node's path
+   * probability and the candidates drafted so far (one draft call plus one more verified node on the curve).
+   */
+  private growthRule(): ((best: number, size: number) => boolean) | null {
+    const costs = this.options.costAware ? this.costs() : null;
+    if (!costs || costs.curve.points.length === 0) return null;
+    return (best, size) =>
+      best > costs.draftRelative + relativeCost(costs.curve, size + 2) - relativeCost(costs.curve, size + 1);
   }
 
   /** Best-first from the root over cumulative scores: an ancestor-closed set of `budget` nodes, renumbered. */
@@ -127,12 +151,18 @@ export class DynamicTreeDrafter implements Drafter {
     chosen.forEach((c, i) => {
       index.set(c, i + 1);
     });
-    const tree: DraftTree = { tokens: [cands[0]?.token as number], parents: [-1], draftProbs: [dists.get(0) ?? null] };
+    const tree: DraftTree = {
+      tokens: [cands[0]?.token as number],
+      parents: [-1],
+      draftProbs: [dists.get(0) ?? null],
+      values: [1],
+    };
     for (const c of chosen) {
       const cand = cands[c] as Candidate;
       tree.tokens.push(cand.token);
       tree.parents.push(index.get(cand.parent) as number);
       tree.draftProbs.push(dists.get(c) ?? null);
+      tree.values?.push(cand.prob);
     }
     this.state.renumber(index);
     return tree;

@@ -6,11 +6,14 @@ import { adaptive } from './adaptive-chain';
 import { chain } from './chain';
 import type { Drafter } from './drafter';
 import { adaptiveTree, dynamic } from './dynamic-tree';
+import { lookahead } from './lookahead';
+import { lookup } from './lookup';
+import { merged } from './merged';
 import { type DrafterResources, describeNeeds, type MethodSpec, type Requirement } from './method';
 import { ar } from './none';
 import { tree } from './static-tree';
 
-const SPECS = [ar, chain, tree, dynamic, adaptive, adaptiveTree] as const;
+const SPECS = [ar, chain, tree, dynamic, adaptive, adaptiveTree, lookup, lookahead, merged] as const;
 
 /** A registered method's name. */
 export type Method = (typeof SPECS)[number]['name'];

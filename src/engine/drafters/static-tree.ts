@@ -98,12 +98,14 @@ export class StaticTreeDrafter implements Drafter {
         });
       });
       // Run the draft only on the new nodes that will have children of their own.
-      level = next.filter(
-        (n) =>
-          depth < req.maxDepth &&
-          (this.shape.get(keyOf[n] as string)?.width ?? 0) > 0 &&
-          !req.eos.has(tree.tokens[n] as number),
-      );
+      level = next
+        .filter(
+          (n) =>
+            depth < req.maxDepth &&
+            (this.shape.get(keyOf[n] as string)?.width ?? 0) > 0 &&
+            !req.eos.has(tree.tokens[n] as number),
+        )
+        .slice(0, this.state.capacity()); // never past the draft's context
       levelLogits =
         level.length > 0 && tree.tokens.length - 1 < budget ? await this.state.expand(tree, level, depths) : [];
       if (levelLogits.length === 0) break;

@@ -1,0 +1,76 @@
+/**
+ * How much of a candidate tree to verify on this hardware. Each candidate node carries a value: the estimated
+ * probability that the target accepts the whole path to it. A round that verifies root + n nodes is expected to
+ * produce 1 + (sum of their values) tokens and to cost T(1 + n) / T(1) single-token calls on the measured
+ * verify-cost curve, plus any drafting cost. Taking candidates best-first (values never grow along a path, so
+ * every best-first prefix is a tree) and keeping the prefix with the most expected tokens per unit of time is
+ * EAGLE-2's rerank with Sequoia's hardware awareness; on a steep curve it shrinks to a short chain or to nothing,
+ * on a flat one it keeps everything.
+ */
+import { type CostCurve, relativeCost } from './calibrate';
+
+export interface BudgetChoice {
+  /** How many of the best-first candidates to keep (0 = verify the root alone). */
+  keep: number;
+  /** Expected tokens per round with that many. */
+  expectedTokens: number;
+  /** Predicted speedup over plain decoding: expected tokens / relative round cost. */
+  predictedSpeedup: number;
+}
+
+/**
+ * @param values candidate values in best-first order (non-increasing; a parent before its children)
+ * @param curve the target's measured verify-cost curve, or null when unknown (then everything is kept)
+ * @param extraCost drafting cost of the round relative to one single-token target call
+ * @param auxNodes nodes the call carries besides the candidates (they widen the call, not the expectation)
+ */
+export function chooseBudget(
+  values: readonly number[],
+  curve: CostCurve | null,
+  extraCost = 0,
+  auxNodes = 0,
+): BudgetChoice {
+  let expected = 1;
+  if (!curve || curve.points.length === 0) {
+    for (const v of values) expected += v;
+    return { keep: values.length, expectedTokens: expected, predictedSpeedup: Number.NaN };
+  }
+  const cost = (n: number) => relativeCost(curve, 1 + n + auxNodes) + extraCost;
+  let best: BudgetChoice = { keep: 0, expectedTokens: 1, predictedSpeedup: 1 / cost(0) };
+  values.forEach((v, i) => {
+    expected += v;
+    const speedup = expected / cost(i + 1);
+    if (speedup > best.predictedSpeedup) best = { keep: i + 1, expectedTokens: expected, predictedSpeedup: speedup };
+  });
+  return best;
+}
+
+/**
+ * Acceptance rates kept per bucket (e.g. per n-gram length and depth): accepted / offered with a prior, so an
+ * unseen bucket starts at the prior mean and measured rounds take over.
+ */
+export class AcceptanceTable {
+  private readonly offered = new Map<string, number>();
+  private readonly accepted = new Map<string, number>();
+
+  constructor(
+    private readonly prior: (key: string) => number,
+    private readonly priorWeight = 2,
+  ) {}
+
+  rate(key: string): number {
+    const o = this.offered.get(key) ?? 0;
+    const a = this.accepted.get(key) ?? 0;
+    return (a + this.prior(key) * this.priorWeight) / (o + this.priorWeight);
+  }
+
+  record(key: string, accepted: boolean): void {
+    this.offered.set(key, (this.offered.get(key) ?? 0) + 1);
+    if (accepted) this.accepted.set(key, (this.accepted.get(key) ?? 0) + 1);
+  }
+
+  clear(): void {
+    this.offered.clear();
+    this.accepted.clear();
+  }
+}
