@@ -7,19 +7,29 @@ import { chromium } from '@playwright/test';
 import { CHROMIUM_PATH, WEBGPU_ARGS } from '../e2e/chromium';
 import { METHOD_NAMES, type Method } from '../src/engine/drafters/index';
 import { exportForTransformers } from './export-peer';
-import type { BenchOptions, BenchReport } from './harness';
+import type { BenchOptions, BenchPrompt, BenchReport } from './harness';
+import { type BenchCli, selectPrompts } from './options';
 import type { PeerRow } from './peer-worker';
 
 const PORT = 4183; // not on the fetch spec's bad-port list (4190 is)
 
-/** Per backend: how much to run. SwiftShader WebGPU is ~70x slower than wasm, so its subset is short. */
+/**
+ * Per backend: how much to run unless the command line says otherwise. SwiftShader WebGPU is ~70x slower than
+ * wasm, so its subset is short.
+ */
 const PLANS: Record<
   string,
-  { device: 'wasm' | 'webgpu'; prompts: number; options: Omit<BenchOptions, 'prompts' | 'log'> }
+  {
+    device: 'wasm' | 'webgpu';
+    perCategory: number;
+    categories: string[] | null;
+    options: Omit<BenchOptions, 'prompts' | 'log'>;
+  }
 > = {
   'chromium-wasm': {
     device: 'wasm',
-    prompts: 8,
+    perCategory: 2,
+    categories: null,
     options: {
       methods: [...METHOD_NAMES],
       maxNewTokens: 48,
@@ -30,9 +40,10 @@ const PLANS: Record<
   },
   'chromium-webgpu': {
     device: 'webgpu',
-    prompts: 2,
+    perCategory: 1,
+    categories: ['austen-heldout', 'repeat-quote'],
     options: {
-      methods: ['ar', 'chain', 'dynamic'],
+      methods: ['ar', 'chain', 'dynamic', 'lookup'],
       maxNewTokens: 12,
       repeats: 1,
       curveQs: [1, 2, 4, 8, 16],
@@ -87,14 +98,13 @@ function peerMarkdown(device: string, best: string, versions: string, rows: Peer
 
 export async function runBrowserBenches(
   backends: string[],
-  prompts: string[],
-  peer: { device: 'wasm' | 'webgpu'; prompts: number; tokens: number; best: Method } | null = {
-    device: 'wasm',
-    prompts: 6,
-    tokens: 48,
-    best: 'adaptive', // the best method on wasm in the last run
-  },
+  allPrompts: BenchPrompt[],
+  cli: BenchCli,
 ): Promise<{ reports: Record<string, BenchReport | { error: string }>; peer: PeerReport | { error: string } | null }> {
+  const peer: { device: 'wasm' | 'webgpu'; prompts: number; tokens: number; best: Method } | null = cli.peer
+    ? { device: 'wasm', prompts: 6, tokens: 48, best: 'adaptive' } // the best method on wasm in the last run
+    : null;
+  const prompts = allPrompts.map((p) => p.text);
   const build = spawnSync('node_modules/.bin/vite', ['build'], { stdio: 'inherit' });
   if (build.status !== 0) throw new Error('vite build failed');
   if (peer) await exportForTransformers('public/models/austen-target', 'dist/peer-models/austen-target');
@@ -124,11 +134,18 @@ export async function runBrowserBenches(
         continue;
       }
       console.log(`== ${name}`);
-      const quick = process.env.BENCH_QUICK === '1';
-      const options = {
+      const options: Omit<BenchOptions, 'log'> = {
         ...plan.options,
-        ...(quick ? { maxNewTokens: 8, curveQs: [1, 4], curveReps: 1 } : {}),
-        prompts: prompts.slice(0, quick ? 1 : plan.prompts),
+        ...(cli.quick ? { curveQs: [1, 4], curveReps: 1 } : {}),
+        ...(cli.maxNewTokens ? { maxNewTokens: cli.maxNewTokens } : {}),
+        ...(cli.repeats ? { repeats: cli.repeats } : {}),
+        // Methods asked for on the command line that this plan runs (all of them for wasm).
+        methods: plan.options.methods.filter((m) => cli.methods.includes(m)),
+        prompts: selectPrompts(
+          allPrompts,
+          cli.categories ?? plan.categories,
+          cli.promptsPerCategory ?? plan.perCategory,
+        ),
       };
       try {
         reports[name] = await page.evaluate(
@@ -146,8 +163,7 @@ export async function runBrowserBenches(
     }
     if (peer) {
       console.log(`== peer: transformers.js on Chromium ${peer.device}`);
-      const quick = process.env.BENCH_QUICK === '1';
-      const tokens = quick ? 8 : peer.tokens;
+      const tokens = peer.tokens;
       try {
         const r = await page.evaluate(
           (req) =>
@@ -158,7 +174,7 @@ export async function runBrowserBenches(
             ).peerBenchmark(req),
           {
             device: peer.device,
-            prompts: prompts.slice(0, quick ? 1 : peer.prompts),
+            prompts: prompts.slice(0, peer.prompts),
             maxNewTokens: tokens,
             best: peer.best,
           },

@@ -1,7 +1,8 @@
 /**
  * The benchmark harness, DOM-free so the same code measures wasm in Node and wasm/WebGPU in a browser worker.
  * Methods are interleaved (the order rotates per prompt and repeat), so machine noise hits all alike; every
- * speedup is a ratio against plain decoding of the same prompt in the same repeat.
+ * speedup is a ratio against plain decoding ('ar', always run) of the same prompt in the same repeat. Results are
+ * kept per run, so any subset (a prompt category) can be summarised the same way.
  */
 import { bestGamma, type CostCurve, relativeCost } from '../src/engine/calibrate';
 import type { Method } from '../src/engine/drafters/index';
@@ -9,8 +10,15 @@ import type { SpecEngine } from '../src/engine/engine';
 import type { GenerationResult } from '../src/engine/events';
 import { GREEDY } from '../src/engine/sampling';
 
+export interface BenchPrompt {
+  /** The prompt's category (bench/prompts.json "kind"). */
+  kind: string;
+  text: string;
+}
+
 export interface BenchOptions {
-  prompts: string[];
+  prompts: BenchPrompt[];
+  /** Methods to compare; plain decoding ('ar') is always run too, as the baseline. */
   methods: Method[];
   maxNewTokens: number;
   repeats: number;
@@ -25,6 +33,7 @@ export interface Spread {
   p75: number;
 }
 
+/** One method over a set of runs. */
 export interface CellReport {
   method: Method;
   runs: number;
@@ -40,7 +49,10 @@ export interface CellReport {
   overheadShare: number;
   /** Target weight bytes x target calls / decode time. */
   bandwidthGBs: number;
-  /** Speedup with zero engine overhead at this method's measured tau, tree size and draft calls. */
+  /**
+   * Speedup with zero engine overhead: tau x T(1) / (T(mean call width) on the measured curve + the drafting time
+   * this method actually spent per round).
+   */
   ideal: number;
   measuredOverIdeal: number;
   /** Every run produced exactly plain greedy decoding's tokens. */
@@ -56,16 +68,28 @@ export interface BenchReport {
   curve: CostCurve;
   draftCurve: CostCurve;
   draftRelative: number;
-  /** Best chain length and its ideal speedup for the chain's measured per-token acceptance. */
-  bestChain: { alpha: number; gamma: number; speedup: number };
+  /** Best chain length and its ideal speedup for the chain's measured per-token acceptance (when chain ran). */
+  bestChain: { alpha: number; gamma: number; speedup: number } | null;
+  /** Over all prompts. */
   cells: CellReport[];
+  /** The same per prompt category (kind -> cells). */
+  categories: Record<string, CellReport[]>;
   targetWeightBytes: number;
 }
 
-function spread(xs: number[]): Spread {
+interface Run {
+  method: Method;
+  prompt: number;
+  repeat: number;
+  result: GenerationResult;
+  /** tokens/s over plain decoding's on the same prompt in the same repeat. */
+  speedup: number;
+}
+
+export function spread(xs: number[]): Spread {
   const s = [...xs].sort((a, b) => a - b);
   const at = (f: number) => {
-    if (s.length === 0) return 0;
+    if (s.length === 0) return Number.NaN;
     const i = f * (s.length - 1);
     const lo = Math.floor(i);
     const hi = Math.ceil(i);
@@ -74,92 +98,106 @@ function spread(xs: number[]): Spread {
   return { median: at(0.5), p25: at(0.25), p75: at(0.75) };
 }
 
+async function runOnce(engine: SpecEngine, method: Method, prompt: string, maxNewTokens: number) {
+  const it = engine.generate(prompt, { method, maxNewTokens, sampling: GREEDY });
+  let step = await it.next();
+  while (!step.done) step = await it.next();
+  return step.value;
+}
+
+function summarise(
+  method: Method,
+  runs: readonly Run[],
+  plainTokens: ReadonlyMap<number, number[]>,
+  curve: CostCurve,
+  targetBytes: number,
+): CellReport {
+  const sum = (f: (r: GenerationResult) => number) => runs.reduce((a, r) => a + f(r.result), 0);
+  const tokens = sum((r) => r.stats.tokens);
+  const rounds = sum((r) => r.stats.rounds);
+  const offered: number[] = [];
+  const accepted: number[] = [];
+  for (const { result } of runs) {
+    result.stats.acceptanceCounts.offered.forEach((v, d) => {
+      offered[d] = (offered[d] ?? 0) + v;
+      accepted[d] = (accepted[d] ?? 0) + (result.stats.acceptanceCounts.accepted[d] ?? 0);
+    });
+  }
+  const decodeMs = sum((r) => r.stats.draftMs + r.stats.verifyMs + r.stats.overheadMs);
+  const perRound = (f: (r: GenerationResult) => number) =>
+    rounds > 0 ? sum((r) => f(r) * r.stats.rounds) / rounds : 1;
+  const meanTreeSize = perRound((r) => r.stats.meanTreeSize);
+  const meanCallWidth = perRound((r) => r.stats.meanCallWidth);
+  const tau = rounds > 0 ? tokens / rounds : 0;
+  const t1 = curve.points[0]?.ms ?? 1;
+  const idealRoundMs =
+    relativeCost(curve, meanCallWidth) * t1 + (rounds > 0 ? sum((r) => r.stats.draftMs) / rounds : 0);
+  const ideal = idealRoundMs > 0 ? (tau * t1) / idealRoundMs : 1;
+  const speed = spread(runs.map((r) => r.speedup));
+  return {
+    method,
+    runs: runs.length,
+    tau,
+    acceptanceByDepth: offered.map((v, d) => (v > 0 ? (accepted[d] ?? 0) / v : 0)),
+    tokensPerSecond: spread(runs.map((r) => r.result.stats.tokensPerSecond)),
+    speedup: speed,
+    targetCalls: sum((r) => r.stats.targetCalls),
+    draftCalls: sum((r) => r.stats.draftCalls),
+    meanTreeSize,
+    meanCallWidth,
+    overheadShare: decodeMs > 0 ? sum((r) => r.stats.overheadMs) / decodeMs : 0,
+    bandwidthGBs: decodeMs > 0 ? (targetBytes * rounds) / (decodeMs / 1000) / 1e9 : 0,
+    ideal,
+    measuredOverIdeal: ideal > 0 ? speed.median / ideal : 0,
+    matchesPlain: runs.every((r) => JSON.stringify(plainTokens.get(r.prompt)) === JSON.stringify(r.result.tokens)),
+  };
+}
+
 export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<BenchReport> {
   const log = o.log ?? (() => {});
+  const methods: Method[] = ['ar', ...o.methods.filter((m) => m !== 'ar')];
   log(`calibrating: verify-cost curve q = ${o.curveQs.join(', ')}`);
   const costs = await engine.calibrate(o.curveQs, o.curveReps);
-  const t1 = costs.curve.points[0]?.ms ?? 1;
   // One untimed generation per method first (first calls of a drafter's shapes are slower).
-  for (const method of o.methods) {
-    const it = engine.generate(o.prompts[0] as string, { method, maxNewTokens: 8, sampling: GREEDY });
-    for (let s = await it.next(); !s.done; s = await it.next());
-  }
-  const results = new Map<Method, GenerationResult[]>();
-  const speedups = new Map<Method, number[]>();
-  const plain = new Map<number, number[]>();
-  const matches = new Map<Method, boolean>(o.methods.map((m) => [m, true]));
+  for (const method of methods) await runOnce(engine, method, (o.prompts[0] as BenchPrompt).text, 8);
+  const runs: Run[] = [];
+  const plainTokens = new Map<number, number[]>();
   for (let r = 0; r < o.repeats; r++) {
     for (let p = 0; p < o.prompts.length; p++) {
-      const shift = (r * o.prompts.length + p) % o.methods.length;
-      const order = [...o.methods.slice(shift), ...o.methods.slice(0, shift)];
-      const tps = new Map<Method, number>();
-      for (const method of order) {
-        const it = engine.generate(o.prompts[p] as string, { method, maxNewTokens: o.maxNewTokens, sampling: GREEDY });
-        let step = await it.next();
-        while (!step.done) step = await it.next();
-        const result = step.value;
-        results.set(method, [...(results.get(method) ?? []), result]);
-        tps.set(method, result.stats.tokensPerSecond);
-        if (method === 'ar' && r === 0) plain.set(p, result.tokens);
+      const shift = (r * o.prompts.length + p) % methods.length;
+      const order = [...methods.slice(shift), ...methods.slice(0, shift)];
+      const results = new Map<Method, GenerationResult>();
+      for (const method of order)
+        results.set(method, await runOnce(engine, method, (o.prompts[p] as BenchPrompt).text, o.maxNewTokens));
+      const plain = results.get('ar') as GenerationResult;
+      if (r === 0) plainTokens.set(p, plain.tokens);
+      for (const [method, result] of results) {
+        runs.push({
+          method,
+          prompt: p,
+          repeat: r,
+          result,
+          speedup: result.stats.tokensPerSecond / plain.stats.tokensPerSecond,
+        });
       }
-      const base = tps.get('ar') as number;
-      for (const [m, v] of tps) speedups.set(m, [...(speedups.get(m) ?? []), v / base]);
       log(
-        `repeat ${r + 1}/${o.repeats} prompt ${p + 1}/${o.prompts.length}: ${order.map((m) => `${m} ${(tps.get(m) as number).toFixed(1)}`).join(', ')} tok/s`,
+        `repeat ${r + 1}/${o.repeats} prompt ${p + 1}/${o.prompts.length} (${o.prompts[p]?.kind}): ${order.map((m) => `${m} ${(results.get(m) as GenerationResult).stats.tokensPerSecond.toFixed(1)}`).join(', ')} tok/s`,
       );
     }
   }
-  // Greedy identity: every method's tokens equal plain decoding's, prompt by prompt.
-  for (const m of o.methods) {
-    (results.get(m) ?? []).forEach((res, i) => {
-      const ref = plain.get(i % o.prompts.length);
-      if (ref && JSON.stringify(ref) !== JSON.stringify(res.tokens)) matches.set(m, false);
-    });
-  }
   const targetBytes = engine.target.computeWeightBytes;
-  const cells: CellReport[] = o.methods.map((method) => {
-    const runs = results.get(method) ?? [];
-    const sum = (f: (r: GenerationResult) => number) => runs.reduce((a, r) => a + f(r), 0);
-    const tokens = sum((r) => r.stats.tokens);
-    const rounds = sum((r) => r.stats.rounds);
-    const offered: number[] = [];
-    const accepted: number[] = [];
-    for (const r of runs) {
-      r.stats.acceptanceCounts.offered.forEach((v, d) => {
-        offered[d] = (offered[d] ?? 0) + v;
-        accepted[d] = (accepted[d] ?? 0) + (r.stats.acceptanceCounts.accepted[d] ?? 0);
-      });
-    }
-    const decodeMs = sum((r) => r.stats.draftMs + r.stats.verifyMs + r.stats.overheadMs);
-    const draftCalls = sum((r) => r.stats.draftCalls);
-    const meanTreeSize = rounds > 0 ? sum((r) => r.stats.meanTreeSize * r.stats.rounds) / rounds : 1;
-    const meanCallWidth = rounds > 0 ? sum((r) => r.stats.meanCallWidth * r.stats.rounds) / rounds : 1;
-    const tau = rounds > 0 ? tokens / rounds : 0;
-    // Zero-overhead round: one target call over the mean call width (tree plus auxiliary nodes) at the measured
-    // curve, plus the drafting time this method actually spent per round.
-    const idealRoundMs =
-      relativeCost(costs.curve, meanCallWidth) * t1 + (rounds > 0 ? sum((r) => r.stats.draftMs) / rounds : 0);
-    const ideal = idealRoundMs > 0 ? (tau * t1) / idealRoundMs : 1;
-    const speed = spread(speedups.get(method) ?? []);
-    return {
-      method,
-      runs: runs.length,
-      tau,
-      acceptanceByDepth: offered.map((v, d) => (v > 0 ? (accepted[d] ?? 0) / v : 0)),
-      tokensPerSecond: spread(runs.map((r) => r.stats.tokensPerSecond)),
-      speedup: speed,
-      targetCalls: sum((r) => r.stats.targetCalls),
-      draftCalls,
-      meanTreeSize,
-      meanCallWidth,
-      overheadShare: decodeMs > 0 ? sum((r) => r.stats.overheadMs) / decodeMs : 0,
-      bandwidthGBs: decodeMs > 0 ? (targetBytes * sum((r) => r.stats.rounds)) / (decodeMs / 1000) / 1e9 : 0,
-      ideal,
-      measuredOverIdeal: ideal > 0 ? speed.median / ideal : 0,
-      matchesPlain: matches.get(method) ?? false,
-    };
-  });
-  const chain = cells.find((c) => c.method === 'chain');
+  const cellsFor = (keep: (run: Run) => boolean) =>
+    methods.map((m) =>
+      summarise(
+        m,
+        runs.filter((x) => x.method === m && keep(x)),
+        plainTokens,
+        costs.curve,
+        targetBytes,
+      ),
+    );
+  const kinds = [...new Set(o.prompts.map((p) => p.kind))];
+  const chain = cellsFor(() => true).find((c) => c.method === 'chain');
   const alpha = chain?.acceptanceByDepth.length
     ? chain.acceptanceByDepth.reduce((a, b) => a + b, 0) / chain.acceptanceByDepth.length
     : 0;
@@ -172,8 +210,9 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
     curve: costs.curve,
     draftCurve: costs.draftCurve,
     draftRelative: costs.draftRelative,
-    bestChain: { alpha, ...bestGamma(alpha, costs.curve, costs.draftRelative) },
-    cells,
+    bestChain: chain ? { alpha, ...bestGamma(alpha, costs.curve, costs.draftRelative) } : null,
+    cells: cellsFor(() => true),
+    categories: Object.fromEntries(kinds.map((k) => [k, cellsFor((x) => o.prompts[x.prompt]?.kind === k)])),
     targetWeightBytes: targetBytes,
   };
 }
@@ -181,12 +220,14 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
 const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
 
 export function markdown(title: string, r: BenchReport): string {
+  const kinds = Object.keys(r.categories);
+  const methods = r.cells.map((c) => c.method);
   const lines = [
     `### ${title}`,
     '',
     `${r.prompts} prompts x ${r.repeats} repeats, ${r.maxNewTokens} new tokens, greedy, ${r.device} (${r.compute}); target weights ${(r.targetWeightBytes / 1e6).toFixed(1)} MB`,
     '',
-    '| method | tau | acceptance by depth | tok/s (median) | speedup median [p25, p75] | target calls | draft calls | tree size | overhead | target GB/s | ideal | measured/ideal | = plain greedy |',
+    '| method | tau | acceptance by depth | tok/s (median) | speedup median [p25, p75] | target calls | draft calls | tree size (call width) | overhead | target GB/s | ideal | measured/ideal | = plain greedy |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...r.cells.map(
       (c) =>
@@ -195,13 +236,32 @@ export function markdown(title: string, r: BenchReport): string {
             .slice(0, 6)
             .map((a) => f(a))
             .join(' ') || '-'
-        } | ${f(c.tokensPerSecond.median, 1)} | ${f(c.speedup.median)}x [${f(c.speedup.p25)}, ${f(c.speedup.p75)}] | ${c.targetCalls} | ${c.draftCalls} | ${f(c.meanTreeSize, 1)} | ${f(100 * c.overheadShare, 1)}% | ${f(c.bandwidthGBs, 1)} | ${f(c.ideal)}x | ${f(c.measuredOverIdeal)} | ${c.matchesPlain ? 'yes' : 'NO'} |`,
+        } | ${f(c.tokensPerSecond.median, 1)} | ${f(c.speedup.median)}x [${f(c.speedup.p25)}, ${f(c.speedup.p75)}] | ${c.targetCalls} | ${c.draftCalls} | ${f(c.meanTreeSize, 1)}${c.meanCallWidth > c.meanTreeSize + 0.05 ? ` (${f(c.meanCallWidth, 1)})` : ''} | ${f(100 * c.overheadShare, 1)}% | ${f(c.bandwidthGBs, 1)} | ${f(c.ideal)}x | ${f(c.measuredOverIdeal)} | ${c.matchesPlain ? 'yes' : 'NO'} |`,
     ),
     '',
-    `Verify-cost curve (target, ${r.curve.context} cached tokens): ${r.curve.points.map((p) => `q=${p.q}: ${f(p.ms)} ms (${f(p.relative)}x)`).join(', ')}`,
+    `Speedup by prompt category: median [p25] over plain decoding, and tau (${kinds.map((k) => `${k}: ${r.categories[k]?.[0]?.runs ?? 0} runs`).join(', ')})`,
     '',
-    `Draft call: ${r.draftCurve.points.map((p) => `q=${p.q}: ${f(p.ms)} ms`).join(', ')} (q=1 is ${f(r.draftRelative)}x a target call). ` +
-      `Best chain for the measured per-token acceptance ${f(r.bestChain.alpha)}: gamma ${r.bestChain.gamma}, ideal speedup ${f(r.bestChain.speedup)}x.`,
+    `| method | ${kinds.join(' | ')} |`,
+    `| --- | ${kinds.map(() => '---').join(' | ')} |`,
+    ...methods.map((m) => {
+      const cells = kinds.map((k) => {
+        const c = r.categories[k]?.find((x) => x.method === m);
+        return c ? `${f(c.speedup.median)}x [${f(c.speedup.p25)}] tau ${f(c.tau)}` : '-';
+      });
+      return `| ${m} | ${cells.join(' | ')} |`;
+    }),
+    '',
+    `Verify-cost curve (target, ${r.curve.context} cached tokens): ${r.curve.points.map((p) => `q=${p.q}: ${f(p.ms)} ms (${f(p.relative)}x)`).join(', ')}`,
   ];
+  if (r.draftCurve.points.length > 0) {
+    lines.push(
+      '',
+      `Draft call: ${r.draftCurve.points.map((p) => `q=${p.q}: ${f(p.ms)} ms`).join(', ')} (q=1 is ${f(r.draftRelative)}x a target call).${
+        r.bestChain
+          ? ` Best chain for the measured per-token acceptance ${f(r.bestChain.alpha)}: gamma ${r.bestChain.gamma}, ideal speedup ${f(r.bestChain.speedup)}x.`
+          : ''
+      }`,
+    );
+  }
   return lines.join('\n');
 }

@@ -70,7 +70,7 @@ document.getElementById('run')?.addEventListener('click', async () => {
     const report = await runInWorker(
       device,
       {
-        prompts: prompts.prompts.slice(0, Number(form.get('prompts'))).map((p) => p.text),
+        prompts: prompts.prompts.slice(0, Number(form.get('prompts'))).map(({ kind, text }) => ({ kind, text })),
         methods: [...METHOD_NAMES],
         maxNewTokens: Number(form.get('tokens')),
         repeats: Number(form.get('repeats')),

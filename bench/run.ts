@@ -1,51 +1,49 @@
 /**
- * `npm run bench`: the benchmark on every backend available here. wasm in Node runs in-process; wasm and WebGPU
- * in Chromium run the same harness in a worker of the built site's bench page, driven by Playwright.
- * Prints markdown tables and writes bench/results/<date>-<machine>.json.
+ * `npm run bench`: the benchmark on the backends asked for (see bench/options.ts or --help). wasm in Node runs
+ * in-process; wasm and WebGPU in Chromium run the same harness in a worker of the built site's bench page, driven
+ * by Playwright. Prints markdown tables and writes bench/results/<date>-<machine>.json and bench/results/latest.md.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
-import { parseArgs } from 'node:util';
-import { METHOD_NAMES, type Method } from '../src/engine/drafters/index';
 import { SpecEngine } from '../src/engine/engine';
 import { ortForNode } from '../src/runtime/ort-node';
-import { type BenchReport, markdown, runBench } from './harness';
+import { type BenchPrompt, type BenchReport, markdown, runBench } from './harness';
+import { BENCH_USAGE, type BenchCli, BenchUsageError, parseBenchArgs, selectPrompts } from './options';
 
-const { values } = parseArgs({
-  options: {
-    backends: { type: 'string', default: 'node-wasm,chromium-wasm,chromium-webgpu' },
-    prompts: { type: 'string', default: '24' },
-    repeats: { type: 'string', default: '2' },
-    'max-new-tokens': { type: 'string', default: '64' },
-    threads: { type: 'string', default: '1' },
-  },
-});
+const promptFile = JSON.parse(readFileSync('bench/prompts.json', 'utf8')) as { prompts: BenchPrompt[] };
+const allPrompts = promptFile.prompts.map(({ kind, text }) => ({ kind, text }));
 
-const promptFile = JSON.parse(readFileSync('bench/prompts.json', 'utf8')) as {
-  prompts: { kind: string; text: string }[];
-};
-const allPrompts = promptFile.prompts.map((p) => p.text);
-const backends = String(values.backends).split(',');
-const methods: Method[] = [...METHOD_NAMES];
+let cli: BenchCli;
+try {
+  cli = parseBenchArgs(process.argv.slice(2), process.env, [...new Set(allPrompts.map((p) => p.kind))]);
+} catch (e) {
+  if (!(e instanceof BenchUsageError)) throw e;
+  console.error(`error: ${e.message} (see npm run bench -- --help)`);
+  process.exit(2);
+}
+if (cli.help) {
+  console.log(BENCH_USAGE);
+  process.exit(0);
+}
+
 const reports: Record<string, BenchReport | { error: string }> = {};
 const tables: string[] = [];
 
-if (backends.includes('node-wasm')) {
-  const threads = Number(values.threads);
-  console.log(`== node-wasm (onnxruntime-web wasm EP in Node, ${threads} thread(s))`);
-  const engine = await SpecEngine.load(ortForNode(threads), {
+if (cli.backends.includes('node-wasm')) {
+  console.log(`== node-wasm (onnxruntime-web wasm EP in Node, ${cli.threads} thread(s))`);
+  const engine = await SpecEngine.load(ortForNode(cli.threads), {
     target: 'public/models/austen-target',
     draft: 'public/models/austen-draft',
     device: 'wasm',
   });
   const report = await runBench(engine, {
-    prompts: allPrompts.slice(0, Number(values.prompts)),
-    methods,
-    maxNewTokens: Number(values['max-new-tokens']),
-    repeats: Number(values.repeats),
-    curveQs: [1, 2, 4, 8, 16, 32, 64],
-    curveReps: 7,
+    prompts: selectPrompts(allPrompts, cli.categories, cli.promptsPerCategory),
+    methods: cli.methods,
+    maxNewTokens: cli.maxNewTokens ?? 64,
+    repeats: cli.repeats ?? 2,
+    curveQs: cli.quick ? [1, 2, 4, 8] : [1, 2, 4, 8, 16, 32, 64],
+    curveReps: cli.quick ? 2 : 7,
     log: (l) => console.log(`  ${l}`),
   });
   await engine.release();
@@ -54,10 +52,10 @@ if (backends.includes('node-wasm')) {
   console.log(`\n${tables[tables.length - 1]}\n`);
 }
 
-const browserBackends = backends.filter((b) => b.startsWith('chromium-'));
+const browserBackends = cli.backends.filter((b) => b.startsWith('chromium-'));
 if (browserBackends.length > 0) {
   const { runBrowserBenches } = await import('./browser-driver');
-  const browser = await runBrowserBenches(browserBackends, allPrompts);
+  const browser = await runBrowserBenches(browserBackends, allPrompts, cli);
   for (const [name, r] of Object.entries(browser.reports)) {
     reports[name] = r;
     if ('cells' in r) {
@@ -74,13 +72,21 @@ if (browserBackends.length > 0) {
   }
 }
 
+if (tables.length === 0) {
+  console.error('error: no backend produced results; nothing written');
+  process.exit(1);
+}
+
 const versions = {
   node: process.version,
   onnxruntimeWeb: JSON.parse(readFileSync('node_modules/onnxruntime-web/package.json', 'utf8')).version,
   transformers: JSON.parse(readFileSync('node_modules/@huggingface/transformers/package.json', 'utf8')).version,
   chromium: (() => {
     try {
-      return execFileSync('/usr/bin/chromium', ['--version'], { encoding: 'utf8' }).trim();
+      return execFileSync('/usr/bin/chromium', ['--version'], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim();
     } catch {
       return 'not found';
     }
@@ -92,10 +98,12 @@ const machine = {
   memoryGiB: Math.round(totalmem() / 2 ** 30),
 };
 const date = new Date().toISOString();
-const file = `bench/results/${date.slice(0, 10)}-${machine.cpus}cpu.json`;
-writeFileSync(file, `${JSON.stringify({ date, machine, versions, reports }, null, 1)}\n`);
+const file = `bench/results/${date.slice(0, 10)}-${machine.cpus}cpu${cli.quick ? '-quick' : ''}.json`;
+writeFileSync(file, `${JSON.stringify({ date, machine, versions, args: process.argv.slice(2), reports }, null, 1)}\n`);
+// A quick run is a smoke test: it never replaces the full tables in latest.md.
+const summary = cli.quick ? 'bench/results/quick.md' : 'bench/results/latest.md';
 writeFileSync(
-  'bench/results/latest.md',
+  summary,
   `${tables.join('\n\n')}\n\nMachine: ${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB; ${JSON.stringify(versions)}; ${date}\n`,
 );
-console.log(`wrote ${file} and bench/results/latest.md`);
+console.log(`wrote ${file} and ${summary}`);

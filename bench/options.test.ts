@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { BenchUsageError, parseBenchArgs, selectPrompts } from './options';
+
+const kinds = ['austen-heldout', 'list'];
+const parse = (args: string[], env: Record<string, string> = {}) => parseBenchArgs(args, env, kinds);
+
+describe('npm run bench flags', () => {
+  it('refuse unknown backends, methods, categories and malformed numbers with one line', () => {
+    expect(() => parse(['--backends', 'foo'])).toThrow(BenchUsageError);
+    expect(() => parse(['--backends', 'foo'])).toThrow(/unknown backend "foo"/);
+    expect(() => parse(['--methods', 'chain,nope'])).toThrow(/unknown method "nope"/);
+    expect(() => parse(['--categories', 'poetry'])).toThrow(/unknown category "poetry"/);
+    for (const bad of ['abc', '0', '-3', '0x10', '1.5', '99999999999999999999'])
+      expect(() => parse(['--prompts', bad])).toThrow(/positive integer/);
+    expect(() => parse(['--frobnicate'])).toThrow(BenchUsageError);
+  });
+
+  it('quick mode is node-wasm, one prompt per category, short generations, no peer', () => {
+    for (const cli of [parse(['--quick']), parse([], { BENCH_QUICK: '1' })]) {
+      expect(cli.backends).toEqual(['node-wasm']);
+      expect(cli.promptsPerCategory).toBe(1);
+      expect(cli.maxNewTokens).toBe(16);
+      expect(cli.peer).toBe(false);
+    }
+    expect(parse(['--quick', '--backends', 'chromium-wasm']).backends).toEqual(['chromium-wasm']);
+  });
+
+  it('select at most N prompts of each chosen category', () => {
+    const all = [
+      { kind: 'a', text: '1' },
+      { kind: 'b', text: '2' },
+      { kind: 'a', text: '3' },
+      { kind: 'a', text: '4' },
+    ];
+    expect(selectPrompts(all, null, 2).map((p) => p.text)).toEqual(['1', '2', '3']);
+    expect(selectPrompts(all, ['a'], null).map((p) => p.text)).toEqual(['1', '3', '4']);
+  });
+});

@@ -1,0 +1,135 @@
+/**
+ * `npm run bench` flags: parsed and checked here (a bad flag is one line and exit code 2, never a stack trace or an
+ * empty results file).
+ */
+import { parseArgs } from 'node:util';
+import { isMethod, METHOD_NAMES, type Method } from '../src/engine/drafters/index';
+import { joinNegativeValues } from '../src/util/args';
+import type { BenchPrompt } from './harness';
+
+export const BACKENDS = ['node-wasm', 'chromium-wasm', 'chromium-webgpu'] as const;
+export type Backend = (typeof BACKENDS)[number];
+
+export const BENCH_USAGE = `usage: npm run bench -- [options]
+
+Runs the bundled pair on bench/prompts.json, methods interleaved, and prints tables (overall and per prompt
+category); writes bench/results/<date>-<machine>.json and bench/results/latest.md.
+
+  --backends LIST      comma-separated, from ${BACKENDS.join(', ')} (default: all three)
+  --methods LIST       methods to compare (default: all; plain decoding 'ar' always runs as the baseline):
+                       ${METHOD_NAMES.join(', ')}
+  --categories LIST    prompt categories (default: all): see "kind" in bench/prompts.json
+  --prompts N          at most N prompts from each category (default: all in Node; fewer in Chromium)
+  --repeats N          repeats of every prompt (default: 2 in Node, 1 in Chromium)
+  --max-new-tokens N   tokens per generation (default: 64 in Node, 48 Chromium wasm, 12 Chromium WebGPU)
+  --threads N          wasm threads in Node (default 1)
+  --no-peer            skip the transformers.js peer comparison in Chromium
+  --quick              about a minute: node-wasm only (unless --backends), one prompt per category, 16 tokens,
+                       a short curve; also BENCH_QUICK=1
+  --help               this text`;
+
+export class BenchUsageError extends Error {}
+
+export interface BenchCli {
+  backends: Backend[];
+  methods: Method[];
+  categories: string[] | null;
+  /** Overrides of the per-backend plans (null: the plan's own). */
+  promptsPerCategory: number | null;
+  repeats: number | null;
+  maxNewTokens: number | null;
+  threads: number;
+  peer: boolean;
+  quick: boolean;
+  help: boolean;
+}
+
+function positive(name: string, raw: string | undefined): number | null {
+  if (raw === undefined) return null;
+  if (!/^[1-9][0-9]{0,5}$/.test(raw.trim()))
+    throw new BenchUsageError(`--${name} expects a positive integer, got "${raw}"`);
+  return Number(raw);
+}
+
+function list(raw: string | undefined): string[] | null {
+  if (raw === undefined) return null;
+  const items = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return items.length > 0 ? items : null;
+}
+
+export function parseBenchArgs(argv: string[], env: Record<string, string | undefined>, kinds: string[]): BenchCli {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    const valueFlags = new Set([
+      '--backends',
+      '--methods',
+      '--categories',
+      '--prompts',
+      '--repeats',
+      '--max-new-tokens',
+      '--threads',
+    ]);
+    ({ values } = parseArgs({
+      args: joinNegativeValues(argv, valueFlags),
+      strict: true,
+      allowPositionals: false,
+      options: {
+        backends: { type: 'string' },
+        methods: { type: 'string' },
+        categories: { type: 'string' },
+        prompts: { type: 'string' },
+        repeats: { type: 'string' },
+        'max-new-tokens': { type: 'string' },
+        threads: { type: 'string' },
+        'no-peer': { type: 'boolean' },
+        quick: { type: 'boolean' },
+        help: { type: 'boolean' },
+      },
+    }));
+  } catch (e) {
+    throw new BenchUsageError((e as Error).message.split('\n')[0] ?? 'bad arguments');
+  }
+  const quick = Boolean(values.quick) || env.BENCH_QUICK === '1';
+  const backends = list(values.backends as string | undefined) ?? (quick ? ['node-wasm'] : [...BACKENDS]);
+  for (const b of backends)
+    if (!(BACKENDS as readonly string[]).includes(b))
+      throw new BenchUsageError(`--backends: unknown backend "${b}" (use ${BACKENDS.join(', ')})`);
+  const methods = list(values.methods as string | undefined) ?? [...METHOD_NAMES];
+  for (const m of methods)
+    if (!isMethod(m)) throw new BenchUsageError(`--methods: unknown method "${m}" (use ${METHOD_NAMES.join(', ')})`);
+  const categories = list(values.categories as string | undefined);
+  for (const c of categories ?? [])
+    if (!kinds.includes(c))
+      throw new BenchUsageError(`--categories: unknown category "${c}" (use ${kinds.join(', ')})`);
+  return {
+    backends: backends as Backend[],
+    methods: methods as Method[],
+    categories,
+    promptsPerCategory: positive('prompts', values.prompts as string | undefined) ?? (quick ? 1 : null),
+    repeats: positive('repeats', values.repeats as string | undefined) ?? (quick ? 1 : null),
+    maxNewTokens: positive('max-new-tokens', values['max-new-tokens'] as string | undefined) ?? (quick ? 16 : null),
+    threads: positive('threads', values.threads as string | undefined) ?? 1,
+    peer: !values['no-peer'] && !quick,
+    quick,
+    help: Boolean(values.help),
+  };
+}
+
+/** At most `perCategory` prompts of each selected category, in file order. */
+export function selectPrompts(
+  all: BenchPrompt[],
+  categories: string[] | null,
+  perCategory: number | null,
+): BenchPrompt[] {
+  const taken = new Map<string, number>();
+  return all.filter((p) => {
+    if (categories && !categories.includes(p.kind)) return false;
+    const n = taken.get(p.kind) ?? 0;
+    if (perCategory !== null && n >= perCategory) return false;
+    taken.set(p.kind, n + 1);
+    return true;
+  });
+}
