@@ -6,6 +6,7 @@ import './ui/spec-decoder';
 import { runSelftest, runTreeCheck } from './diagnostics/selftest';
 import type { SelftestReport } from './diagnostics/selftest-protocol';
 import type { TreeCheckReport } from './diagnostics/tree-check';
+import { type Method, methodSpec } from './engine/drafters/index';
 import { defaultOrtBase } from './runtime/ort-base';
 import { describeAdapter, probeWebGpu } from './runtime/webgpu';
 
@@ -73,10 +74,13 @@ async function treeCheck(): Promise<void> {
   }
 }
 
-/** Mirror the settings form onto the element's attributes. */
+/**
+ * Mirror the settings form onto the element's attributes. With no draft model the element disables the methods that
+ * need one; if one of those was picked, the page switches to prompt lookup, which needs none.
+ */
 function bindSettings(): void {
   const form = document.getElementById('settings') as HTMLFormElement;
-  const demo = document.getElementById('demo') as HTMLElement;
+  const demo = document.getElementById('demo') as HTMLElement & { method: Method; draft: string };
   const apply = () => {
     for (const input of Array.from(form.elements) as (HTMLInputElement | HTMLSelectElement)[]) {
       if (!input.name) continue;
@@ -84,6 +88,7 @@ function bindSettings(): void {
         demo.toggleAttribute(input.name, input.checked);
       else demo.setAttribute(input.name, input.value);
     }
+    if (!demo.draft && methodSpec(demo.method)?.needs.includes('draft-model')) demo.method = 'lookup';
   };
   form.addEventListener('input', apply);
   form.addEventListener('submit', (e) => e.preventDefault());

@@ -92,7 +92,7 @@ export class EngineClient {
     const request: LoadRequest = {
       target: options.target,
       ...(options.draft ? { draft: options.draft } : {}),
-      device: options.device ?? 'webgpu',
+      device: options.device ?? 'auto',
       ...(options.compute ? { compute: options.compute } : {}),
       base,
       ortBase: options.ortBase ?? defaultOrtBase(base),

@@ -97,6 +97,9 @@ export class ModelRunner implements CausalLM {
       session = await ort.InferenceSession.create(graph.model, {
         executionProviders: [options.device],
         graphOptimizationLevel: 'all',
+        // Errors only: at warning level ORT reports, for every session, that shape ops were placed on the CPU
+        // (expected for these graphs), as ANSI-coloured console errors in the browser.
+        logSeverityLevel: 3,
         externalData,
         preferredOutputLocation,
       });

@@ -1,10 +1,21 @@
 /**
- * <spec-decoder>: speculative decoding you can watch. Attributes (mirrored as properties): target, draft, method,
- * max-new-tokens, temperature, top-p, top-k, seed, device ("webgpu" default, "wasm" fallback), prompt,
- * group-rounds, ort-base. The prompt can also come from a slotted element: <span slot="prompt">…</span>.
+ * <spec-decoder>: speculative decoding you can watch.
  *
- * Fires CustomEvents: `round` (detail: RoundEvent), `done` (detail: GenerationResult), `error` (detail: {message}),
- * `loaded` (detail: LoadInfo).
+ * Attributes (mirrored as properties): target, draft (empty: target only; methods that need a draft model are then
+ * disabled), method, max-new-tokens, temperature, top-p, top-k, seed, device ("auto" default: a hardware WebGPU
+ * adapter, else wasm, with a notice saying why; "webgpu" uses even a software adapter, with a warning; "wasm"),
+ * verify, prompt, group-rounds, hide-rejected, ort-base. The prompt can also come from a slotted element:
+ * <span slot="prompt">…</span>.
+ *
+ * @event sd-loaded - CustomEvent<LoadInfo>: the models are loaded (device, fallback, adapter, model shapes)
+ * @event sd-round - CustomEvent<RoundEvent>: one speculative round
+ * @event sd-done - CustomEvent<GenerationResult>: a generation ended (stopReason "cancelled" after cancel())
+ * @event sd-error - CustomEvent<{message}>: loading or generating failed, or the request was refused
+ * The same events also fire as `loaded`, `round`, `done` and `error`: deprecated, removed in the next release.
+ *
+ * @csspart prompt-input, controls, method, generate, race, cancel, status, progress, fallback, device-warning,
+ *   error, legend, show-rejected, stream, stats, tree, note
+ * @cssproperty --sd-accepted, --sd-rejected, --sd-target (and their -bg variants), --sd-muted: see theme.ts
  */
 import { css, html, LitElement, nothing } from 'lit';
 import { customElement, property, query, state } from 'lit/decorators.js';
@@ -13,14 +24,19 @@ import { describeNeeds, isMethod, METHOD_NAMES, METHODS, type Method, methodSpec
 import type { GenerationResult, GenerationStats, RoundEvent } from '../engine/events';
 import { statsFromEvents } from '../engine/stats';
 import type { ProgressInfo } from '../model/source';
+import type { DeviceRequest } from '../runtime/device';
 import type { LoadInfo } from '../worker/protocol';
+import { fire } from './events';
+import { mostInformativeRound } from './round-pick';
 import type { RaceResult } from './stats-panel';
 import { tokenColours } from './theme';
 import './stats-panel';
 import './token-stream';
 import './tree-view';
 
-type Status = 'idle' | 'loading' | 'ready' | 'generating' | 'error';
+type Status = 'idle' | 'loading' | 'ready' | 'generating' | 'cancelled' | 'error';
+
+const isBusy = (s: Status) => s === 'loading' || s === 'generating';
 
 @customElement('spec-decoder')
 export class SpecDecoder extends LitElement {
@@ -30,7 +46,7 @@ export class SpecDecoder extends LitElement {
       :host {
         display: block;
         font-family: system-ui, sans-serif;
-        border: 1px solid color-mix(in srgb, var(--sd-muted) 40%, transparent);
+        border: 1px solid color-mix(in srgb, var(--_sd-muted) 40%, transparent);
         border-radius: 8px;
         padding: 1rem;
       }
@@ -54,16 +70,26 @@ export class SpecDecoder extends LitElement {
         margin: 0.5rem 0;
       }
       .legend span[data-kind='accepted'] {
-        color: var(--sd-accepted);
+        color: var(--_sd-accepted);
         text-decoration: underline solid;
       }
       .legend span[data-kind='rejected'] {
-        color: var(--sd-rejected);
+        color: var(--_sd-rejected);
         text-decoration: line-through 2px;
       }
       .legend span[data-kind='target'] {
-        color: var(--sd-target);
-        outline: 1px dashed var(--sd-target);
+        color: var(--_sd-target);
+        outline: 1px dashed var(--_sd-target);
+      }
+      .legend label {
+        margin-left: auto;
+        color: var(--_sd-muted);
+      }
+      .note {
+        display: block;
+        color: var(--_sd-muted);
+        font: 0.8rem ui-monospace, monospace;
+        margin: 0.25rem 0;
       }
       .notice {
         background: #fff8c5;
@@ -72,8 +98,8 @@ export class SpecDecoder extends LitElement {
         padding: 0.4rem 0.6rem;
       }
       .error {
-        background: var(--sd-rejected-bg);
-        color: var(--sd-rejected);
+        background: var(--_sd-rejected-bg);
+        color: var(--_sd-rejected);
         border-radius: 4px;
         padding: 0.4rem 0.6rem;
       }
@@ -87,7 +113,7 @@ export class SpecDecoder extends LitElement {
         width: 12rem;
       }
       .lossy {
-        color: var(--sd-rejected);
+        color: var(--_sd-rejected);
         font-weight: 600;
       }
     `,
@@ -101,9 +127,12 @@ export class SpecDecoder extends LitElement {
   @property({ type: Number, attribute: 'top-p' }) topP = 1;
   @property({ type: Number, attribute: 'top-k' }) topK = 0;
   @property({ type: Number }) seed = 0;
-  @property() device: 'webgpu' | 'wasm' = 'webgpu';
+  /** "auto": a hardware WebGPU adapter, else wasm (a software adapter is many times slower than wasm). */
+  @property() device: DeviceRequest = 'auto';
   @property() prompt = '';
   @property({ type: Boolean, attribute: 'group-rounds' }) groupRounds = false;
+  /** Leave rejected draft tokens out of the text (they are kept, struck through, by default). */
+  @property({ type: Boolean, attribute: 'hide-rejected' }) hideRejected = false;
   /** Folder with onnxruntime-web's wasm files (default: ort/ beside the page). */
   @property({ attribute: 'ort-base' }) ortBase = '';
   /** Verification rule under sampling: rejection (lossless) or typical (lossy). */
@@ -118,6 +147,14 @@ export class SpecDecoder extends LitElement {
   @state() private error = '';
   @state() private selectedRound = -1;
   @state() private shownPrompt = '';
+  @state() private cancelledAfter = 0;
+  /** Between the two runs of a race the element stays busy. */
+  @state() private racing = false;
+  /** Every drafter named in this run's trees (merged drafting), in order of appearance. */
+  private sources: string[] = [];
+  /** The button to give focus back to when a run that took it ends. */
+  private focusReturn: 'generate' | 'race' | null = null;
+  private focusCancel = false;
 
   @query('textarea') private promptBox!: HTMLTextAreaElement;
 
@@ -144,10 +181,6 @@ export class SpecDecoder extends LitElement {
     this.client?.terminate();
     this.client = null;
     this.loadedKey = '';
-  }
-
-  private emit(name: string, detail: unknown): void {
-    this.dispatchEvent(new CustomEvent(name, { detail, bubbles: true, composed: true }));
   }
 
   private onProgress = (p: ProgressInfo) => {
@@ -177,30 +210,34 @@ export class SpecDecoder extends LitElement {
     this.loadedKey = this.loadKey;
     this.loadInfo = info;
     this.status = 'ready';
-    this.emit('loaded', info);
+    fire(this, 'sd-loaded', info);
     return info;
   }
 
   private async run(method: Method, prompt: string, live: boolean): Promise<GenerationResult> {
+    // Cancel works from the start, loading included: the run then stops after its first step.
+    this.controller = new AbortController();
+    const { signal } = this.controller;
     await this.load();
     this.status = 'generating';
-    this.controller = new AbortController();
     const stream = (this.client as EngineClient).generate(prompt, {
       method,
       maxNewTokens: this.maxNewTokens,
       sampling: { temperature: this.temperature, topK: this.topK, topP: this.topP, seed: this.seed },
       verifyRule: this.verify,
-      signal: this.controller.signal,
+      signal,
     });
     for await (const e of stream) {
       if (!live) continue;
       this.events = [...this.events, e];
       this.stats = statsFromEvents(this.events);
-      this.emit('round', e);
+      for (const s of e.tree.sources?.slice(1) ?? []) if (!this.sources.includes(s)) this.sources.push(s);
+      fire(this, 'sd-round', e);
     }
     const result = await stream.result;
     this.controller = null;
-    this.status = 'ready';
+    this.status = result.stopReason === 'cancelled' ? 'cancelled' : 'ready';
+    this.cancelledAfter = result.tokens.length;
     return result;
   }
 
@@ -231,11 +268,12 @@ export class SpecDecoder extends LitElement {
     this.stats = null;
     this.race = null;
     this.selectedRound = -1;
+    this.sources = [];
     this.shownPrompt = prompt;
     try {
       const result = await this.run(this.method, prompt, true);
       this.stats = result.stats;
-      this.emit('done', result);
+      fire(this, 'sd-done', result);
       return result;
     } catch (e) {
       this.fail((e as Error).message);
@@ -245,15 +283,19 @@ export class SpecDecoder extends LitElement {
 
   /** Run plain decoding on the same prompt after the speculative run, and show both speeds. */
   async raceAgainstPlain(): Promise<RaceResult | null> {
-    const spec = await this.generate();
-    if (!spec || spec.stopReason === 'cancelled') return null;
+    this.racing = true;
     try {
+      const spec = await this.generate();
+      if (!spec || spec.stopReason === 'cancelled') return null;
       const plain = await this.run('ar', this.shownPrompt, false);
+      if (plain.stopReason === 'cancelled') return null;
       this.race = { speculative: spec.stats.tokensPerSecond, plain: plain.stats.tokensPerSecond };
       return this.race;
     } catch (e) {
       this.fail((e as Error).message);
       return null;
+    } finally {
+      this.racing = false;
     }
   }
 
@@ -266,7 +308,7 @@ export class SpecDecoder extends LitElement {
     this.status = this.client?.info ? 'ready' : 'error';
     this.controller = null;
     if (!this.client?.info) this.loadedKey = '';
-    this.emit('error', { message });
+    fire(this, 'sd-error', { message });
   }
 
   private renderProgress() {
@@ -279,10 +321,94 @@ export class SpecDecoder extends LitElement {
     </div>`;
   }
 
+  private get busy(): boolean {
+    return isBusy(this.status) || this.racing;
+  }
+
+  private button(part: 'generate' | 'race' | 'cancel'): HTMLButtonElement | null {
+    return this.renderRoot.querySelector<HTMLButtonElement>(`button[part="${part}"]`);
+  }
+
+  /**
+   * Keep focus where a keyboard user can act: a run disables the button that started it, so focus moves to Cancel
+   * while running and back to that button after (only when the focus was on the element's buttons).
+   */
+  protected override willUpdate(changed: Map<PropertyKey, unknown>): void {
+    if (!changed.has('status') && !changed.has('racing')) return;
+    const wasBusy =
+      isBusy((changed.has('status') ? changed.get('status') : this.status) as Status) ||
+      Boolean(changed.has('racing') ? changed.get('racing') : this.racing);
+    const focused = (this.renderRoot as ShadowRoot).activeElement?.getAttribute('part');
+    if (!wasBusy && this.busy && (focused === 'generate' || focused === 'race')) {
+      this.focusReturn = focused;
+      this.focusCancel = true;
+    }
+  }
+
+  protected override updated(): void {
+    if (this.focusCancel) {
+      this.focusCancel = false;
+      this.button('cancel')?.focus();
+    } else if (this.focusReturn && !this.busy) {
+      const focused = (this.renderRoot as ShadowRoot).activeElement;
+      const lost = focused === null && (document.activeElement === document.body || document.activeElement === this);
+      if (focused === this.button('cancel') || lost) this.button(this.focusReturn)?.focus();
+      this.focusReturn = null;
+    }
+  }
+
+  private statusText(): string {
+    if (this.status === 'cancelled') return `cancelled after ${this.cancelledAfter} tokens`;
+    if (this.status === 'ready' && this.racing) return 'generating';
+    return this.status;
+  }
+
+  /** The round the tree shows: the one picked; while running the latest; after a run the most informative. */
+  private shownRound(): number {
+    if (this.selectedRound >= 0 && this.selectedRound < this.events.length) return this.selectedRound;
+    return this.busy ? this.events.length - 1 : mostInformativeRound(this.events);
+  }
+
+  private renderNotices() {
+    const info = this.loadInfo;
+    return html`${
+      info?.fallback
+        ? html`<p class="notice" part="fallback" role="status">Running on wasm (CPU): ${info.fallback}</p>`
+        : nothing
+    }${
+      info?.warning
+        ? html`<p class="notice" part="device-warning" role="status">Slow device: ${info.warning}</p>`
+        : nothing
+    }${this.error ? html`<p class="error" part="error" role="alert">${this.error}</p>` : nothing}`;
+  }
+
+  private renderTreePanel(shownRound: number) {
+    const round = this.events[shownRound];
+    return html`<div part="tree">
+      ${
+        this.events.length > 0
+          ? html`<label
+              >Round
+              <input
+                type="range"
+                min="0"
+                max=${this.events.length - 1}
+                .value=${String(shownRound)}
+                @input=${(e: Event) => {
+                  this.selectedRound = Number((e.target as HTMLInputElement).value);
+                }}
+              />
+              ${shownRound + 1} / ${this.events.length}</label
+            >`
+          : nothing
+      }
+      ${round?.note ? html`<small class="note" part="note">${round.note.text}</small>` : nothing}
+      <sd-tree-view .tree=${round?.tree ?? null} .sources=${this.sources}></sd-tree-view>
+    </div>`;
+  }
+
   override render() {
-    const busy = this.status === 'loading' || this.status === 'generating';
-    const shownRound = this.selectedRound >= 0 ? this.selectedRound : this.events.length - 1;
-    const tree = this.events[shownRound]?.tree ?? null;
+    const busy = this.busy;
     const lossy = this.verify === 'typical' && this.temperature > 0;
     return html`
       <slot name="prompt" hidden></slot>
@@ -314,50 +440,37 @@ export class SpecDecoder extends LitElement {
         >
         <button part="generate" @click=${() => void this.generate()} ?disabled=${busy}>Generate</button>
         <button part="race" @click=${() => void this.raceAgainstPlain()} ?disabled=${busy}>Race vs plain</button>
-        <button part="cancel" @click=${() => this.cancel()} ?disabled=${this.status !== 'generating'}>Cancel</button>
-        <small part="status" data-status=${this.status}>${this.status}</small>
+        <button part="cancel" @click=${() => this.cancel()} ?disabled=${!busy}>Cancel</button>
+        <small part="status" data-status=${this.status}>${this.statusText()}</small>
         ${lossy ? html`<small class="lossy">typical acceptance: LOSSY</small>` : nothing}
       </div>
-      ${this.renderProgress()}
-      ${
-        this.loadInfo?.fallback
-          ? html`<p class="notice" part="fallback" role="status">Running on wasm (CPU): ${this.loadInfo.fallback}</p>`
-          : nothing
-      }
-      ${this.error ? html`<p class="error" part="error" role="alert">${this.error}</p>` : nothing}
+      ${this.renderProgress()} ${this.renderNotices()}
       <div class="legend" part="legend">
         <span data-kind="accepted">accepted draft</span><span data-kind="rejected">rejected draft</span
         ><span data-kind="target">target's own</span>
         ${this.loadInfo ? html`<small>on ${this.loadInfo.device} (${this.loadInfo.compute})</small>` : nothing}
+        <label
+          ><input
+            type="checkbox"
+            part="show-rejected"
+            .checked=${!this.hideRejected}
+            @change=${(e: Event) => {
+              this.hideRejected = !(e.target as HTMLInputElement).checked;
+            }}
+          />
+          show rejected drafts</label
+        >
       </div>
       <sd-token-stream
         part="stream"
         .prompt=${this.shownPrompt}
         .rounds=${this.events}
         ?group-rounds=${this.groupRounds}
+        ?hide-rejected=${this.hideRejected}
       ></sd-token-stream>
       <div class="panels">
         <sd-stats-panel part="stats" .stats=${this.stats} .race=${this.race}></sd-stats-panel>
-        <div part="tree">
-          ${
-            this.events.length > 0
-              ? html`<label
-                  >Round
-                  <input
-                    type="range"
-                    min="0"
-                    max=${this.events.length - 1}
-                    .value=${String(shownRound)}
-                    @input=${(e: Event) => {
-                      this.selectedRound = Number((e.target as HTMLInputElement).value);
-                    }}
-                  />
-                  ${shownRound + 1} / ${this.events.length}</label
-                >`
-              : nothing
-          }
-          <sd-tree-view .tree=${tree}></sd-tree-view>
-        </div>
+        ${this.renderTreePanel(this.shownRound())}
       </div>
     `;
   }

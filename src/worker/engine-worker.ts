@@ -6,8 +6,9 @@
 import { SpecEngine } from '../engine/engine';
 import { type ModelRunner, SessionCreateError } from '../model/runner';
 import type { ProgressInfo } from '../model/source';
+import { chooseDevice } from '../runtime/device';
 import { ortForWeb } from '../runtime/ort-web';
-import { describeAdapter, isSoftwareAdapter, probeWebGpu } from '../runtime/webgpu';
+import { probeWebGpu } from '../runtime/webgpu';
 import type { FromWorker, LoadInfo, LoadRequest, ModelInfo, ToWorker, WorkerError } from './protocol';
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -55,21 +56,9 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
   const ort = ortForWeb(req.ortBase);
   await engine?.release();
   engine = null;
-  let device = req.device;
-  let fallback: string | undefined;
-  let adapter: string | undefined;
-  // On a software adapter one call takes about a second: the engine must not measure its costs by itself there.
-  let calibration: 'auto' | 'never' = 'auto';
-  if (device === 'webgpu') {
-    const probe = await probeWebGpu(self.navigator.gpu);
-    if (probe.ok) {
-      adapter = describeAdapter(probe.adapter);
-      if (isSoftwareAdapter(probe.adapter)) calibration = 'never';
-    } else {
-      device = 'wasm';
-      fallback = `${probe.reason}; running on the wasm (CPU) backend instead`;
-    }
-  }
+  const choice = chooseDevice(req.device, req.device === 'wasm' ? null : await probeWebGpu(self.navigator.gpu));
+  let { device, fallback } = choice;
+  const { adapter, warning, calibration } = choice;
   const options = {
     target: req.target,
     ...(req.draft ? { draft: req.draft } : {}),
@@ -95,6 +84,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     target: info(engine.target),
     ...(engine.draft ? { draft: info(engine.draft) } : {}),
     ...(fallback ? { fallback } : {}),
+    ...(warning && device === 'webgpu' ? { warning } : {}),
     ...(adapter ? { adapter } : {}),
   };
   return result;

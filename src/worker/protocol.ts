@@ -4,14 +4,18 @@ import type { GenerationResult, RoundEvent } from '../engine/events';
 import type { SamplingParams } from '../engine/sampling';
 import type { VerifyRule } from '../engine/verify';
 import type { ProgressInfo } from '../model/source';
+import type { DeviceRequest } from '../runtime/device';
 
 export type DeviceChoice = 'webgpu' | 'wasm';
 
 export interface LoadRequest {
   target: string;
   draft?: string;
-  /** Preferred device; the worker falls back to wasm (and says why) when WebGPU is unavailable. */
-  device: DeviceChoice;
+  /**
+   * `auto`: a hardware WebGPU adapter, else wasm (a software adapter is many times slower than wasm); `webgpu`: any
+   * adapter, else wasm; the worker says why whenever it is not on WebGPU.
+   */
+  device: DeviceRequest;
   compute?: 'fp32' | 'fp16' | 'auto';
   /** Base URL that relative model folders resolve against (the page). */
   base: string;
@@ -32,8 +36,10 @@ export interface ModelInfo {
 export interface LoadInfo {
   device: DeviceChoice;
   compute: 'fp32' | 'fp16';
-  /** Why the worker is not on the requested device, when it fell back. */
+  /** Why the worker is not on WebGPU, when WebGPU was asked for or considered. */
   fallback?: string;
+  /** A caution about the device it is on (a software WebGPU adapter). */
+  warning?: string;
   adapter?: string;
   target: ModelInfo;
   draft?: ModelInfo;
