@@ -5,7 +5,7 @@ export default defineConfig({
   testDir: 'e2e',
   workers: 1,
   timeout: 120_000,
-  expect: { timeout: 5_000 },
+  expect: { timeout: 60_000 },
   reporter: process.env.CI ? [['list']] : [['list'], ['html', { open: 'never' }]],
   webServer: {
     // The production build, served statically: what users get.

@@ -10,7 +10,7 @@ import { expect, test, watchPage } from './fixtures';
 
 const PROMPT = 'It is a truth universally acknowledged, that a single man';
 
-test.describe.configure({ mode: 'default' });
+test.describe.configure({ mode: 'serial' });
 
 let page: Page;
 let problems: string[];
