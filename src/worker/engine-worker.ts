@@ -36,10 +36,15 @@ function info(r: ModelRunner): ModelInfo {
   };
 }
 
+/** onnxruntime's GPU device, once a WebGPU load made one; watched for loss. */
+let gpuDevice: GPUDevice | null = null;
+
 async function watchDevice(ort: ReturnType<typeof ortForWeb>): Promise<void> {
   const device = (await ort.env.webgpu.device) as GPUDevice | undefined;
-  device?.lost.then((lost) => {
-    if (lost.reason === 'destroyed') return;
+  if (!device || device === gpuDevice) return;
+  gpuDevice = device;
+  // Any loss counts, "destroyed" included: nothing in this worker destroys the device on purpose.
+  device.lost.then((lost) => {
     engine = null;
     for (const c of running.values()) c.abort();
     post({
@@ -50,6 +55,19 @@ async function watchDevice(ort: ReturnType<typeof ortForWeb>): Promise<void> {
       },
     });
   });
+}
+
+/**
+ * After a failure: was it the GPU device going away? onnxruntime's own error (a failed buffer download) can come
+ * before the device's lost promise settles, so wait for it briefly; the device-lost message says it better.
+ */
+async function deviceWasLost(): Promise<boolean> {
+  const device = gpuDevice;
+  if (!device) return false;
+  return Promise.race([
+    device.lost.then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 250)),
+  ]);
 }
 
 async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
@@ -122,6 +140,7 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
     else if (msg.type === 'generate') await generate(msg.id, msg.request);
     else if (msg.type === 'cancel') running.get(msg.id)?.abort();
   } catch (e) {
+    if (await deviceWasLost()) return; // the device-lost message fails this request with a readable error
     post({ type: 'error', id: msg.id, error: toError(e) });
   }
 };
