@@ -88,7 +88,7 @@ export class SpecDecoder extends LitElement {
       .note {
         display: block;
         color: var(--_sd-muted);
-        font: 0.8rem ui-monospace, monospace;
+        font-size: 0.85rem;
         margin: 0.25rem 0;
       }
       .notice {
@@ -148,13 +148,13 @@ export class SpecDecoder extends LitElement {
   @state() private selectedRound = -1;
   @state() private shownPrompt = '';
   @state() private cancelledAfter = 0;
-  /** Between the two runs of a race the element stays busy. */
-  @state() private racing = false;
+  /** From the call of generate() or raceAgainstPlain() to its end the element is busy (loading included). */
+  @state() private running = false;
+  /** Between the two runs of a race the status stays "generating". */
+  private racing = false;
   /** Every drafter named in this run's trees (merged drafting), in order of appearance. */
   private sources: string[] = [];
   /** The button to give focus back to when a run that took it ends. */
-  private focusReturn: 'generate' | 'race' | null = null;
-  private focusCancel = false;
 
   @query('textarea') private promptBox!: HTMLTextAreaElement;
 
@@ -270,6 +270,7 @@ export class SpecDecoder extends LitElement {
     this.selectedRound = -1;
     this.sources = [];
     this.shownPrompt = prompt;
+    this.running = true;
     try {
       const result = await this.run(this.method, prompt, true);
       this.stats = result.stats;
@@ -278,12 +279,15 @@ export class SpecDecoder extends LitElement {
     } catch (e) {
       this.fail((e as Error).message);
       return null;
+    } finally {
+      if (!this.racing) this.running = false;
     }
   }
 
   /** Run plain decoding on the same prompt after the speculative run, and show both speeds. */
   async raceAgainstPlain(): Promise<RaceResult | null> {
     this.racing = true;
+    this.running = true;
     try {
       const spec = await this.generate();
       if (!spec || spec.stopReason === 'cancelled') return null;
@@ -296,6 +300,7 @@ export class SpecDecoder extends LitElement {
       return null;
     } finally {
       this.racing = false;
+      this.running = false;
     }
   }
 
@@ -322,7 +327,7 @@ export class SpecDecoder extends LitElement {
   }
 
   private get busy(): boolean {
-    return isBusy(this.status) || this.racing;
+    return isBusy(this.status) || this.running;
   }
 
   private button(part: 'generate' | 'race' | 'cancel'): HTMLButtonElement | null {
@@ -331,30 +336,23 @@ export class SpecDecoder extends LitElement {
 
   /**
    * Keep focus where a keyboard user can act: a run disables the button that started it, so focus moves to Cancel
-   * while running and back to that button after (only when the focus was on the element's buttons).
+   * at once (in the click's own task, where layout is fresh: moving focus later forces a layout in whatever task
+   * comes next) and back to that button when the run ends, unless the user has moved it elsewhere meanwhile.
    */
-  protected override willUpdate(changed: Map<PropertyKey, unknown>): void {
-    if (!changed.has('status') && !changed.has('racing')) return;
-    const wasBusy =
-      isBusy((changed.has('status') ? changed.get('status') : this.status) as Status) ||
-      Boolean(changed.has('racing') ? changed.get('racing') : this.racing);
-    const focused = (this.renderRoot as ShadowRoot).activeElement?.getAttribute('part');
-    if (!wasBusy && this.busy && (focused === 'generate' || focused === 'race')) {
-      this.focusReturn = focused;
-      this.focusCancel = true;
+  private async start(part: 'generate' | 'race', work: () => Promise<unknown>): Promise<void> {
+    const root = this.renderRoot as ShadowRoot;
+    const hadFocus = root.activeElement === this.button(part);
+    const running = work(); // sets the busy state synchronously
+    if (hadFocus) {
+      await this.updateComplete;
+      if (this.busy) this.button('cancel')?.focus();
     }
-  }
-
-  protected override updated(): void {
-    if (this.focusCancel) {
-      this.focusCancel = false;
-      this.button('cancel')?.focus();
-    } else if (this.focusReturn && !this.busy) {
-      const focused = (this.renderRoot as ShadowRoot).activeElement;
-      const lost = focused === null && (document.activeElement === document.body || document.activeElement === this);
-      if (focused === this.button('cancel') || lost) this.button(this.focusReturn)?.focus();
-      this.focusReturn = null;
-    }
+    await running;
+    if (!hadFocus) return;
+    await this.updateComplete;
+    const focused = root.activeElement;
+    const lost = focused === null && (document.activeElement === document.body || document.activeElement === this);
+    if (focused === this.button('cancel') || lost) this.button(part)?.focus();
   }
 
   private statusText(): string {
@@ -438,8 +436,12 @@ export class SpecDecoder extends LitElement {
             )}
           </select></label
         >
-        <button part="generate" @click=${() => void this.generate()} ?disabled=${busy}>Generate</button>
-        <button part="race" @click=${() => void this.raceAgainstPlain()} ?disabled=${busy}>Race vs plain</button>
+        <button part="generate" @click=${() => void this.start('generate', () => this.generate())} ?disabled=${busy}>
+          Generate
+        </button>
+        <button part="race" @click=${() => void this.start('race', () => this.raceAgainstPlain())} ?disabled=${busy}>
+          Race vs plain
+        </button>
         <button part="cancel" @click=${() => this.cancel()} ?disabled=${!busy}>Cancel</button>
         <small part="status" data-status=${this.status}>${this.statusText()}</small>
         ${lossy ? html`<small class="lossy">typical acceptance: LOSSY</small>` : nothing}

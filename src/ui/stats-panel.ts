@@ -47,8 +47,7 @@ export class StatsPanel extends LitElement {
         align-items: center;
       }
       .pct {
-        font-size: 0.65rem;
-        font-variant-numeric: tabular-nums;
+        font-size: 0.7rem;
         color: var(--_sd-muted);
       }
       .bar {

@@ -102,7 +102,8 @@ export class TreeView extends LitElement {
         flex-wrap: wrap;
         gap: 0.25rem 0.75rem;
         align-items: center;
-        font-size: 0.75rem;
+        /* sizes the page already uses: a new font size first drawn mid-run costs a font lookup on the main thread */
+        font-size: 0.85rem;
         color: var(--_sd-muted);
         margin-top: 0.25rem;
       }
