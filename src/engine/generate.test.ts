@@ -3,6 +3,7 @@ import { DraftModelState } from './drafters/draft-model';
 import type { Drafter, DraftRequest, DraftTree } from './drafters/drafter';
 import { createDrafter, METHOD_NAMES, METHODS, type Method } from './drafters/index';
 import { NoDrafter } from './drafters/none';
+import { GenerationError, type RoundEvent } from './events';
 import { type GenerateOptions, generate, generateAll } from './generate';
 import { ContextLimitError } from './lm';
 import { GREEDY, type SamplingParams, toProbs, topK } from './sampling';
@@ -241,6 +242,62 @@ describe('engine behaviour', () => {
     const r = await generateAll({ target, drafter, tokenizer }, [1, 2, 3], { maxNewTokens: 100, sampling: GREEDY });
     expect(r.stopReason).toBe('context');
     expect(r.tokens.length).toBe(32 - 3 + 1);
+  });
+
+  it('every method stops cleanly at the smaller context of the two models, near it too, keeping all it generated', async () => {
+    for (const method of METHOD_NAMES) {
+      for (const promptLength of [3, 35]) {
+        const fn = hashedLogits(50, 1, 2, 3);
+        const target = new ToyLM(50, fn, { maxPositions: 48 });
+        const draft = new ToyLM(50, noisyCopy(fn, 50, 2, 1.5), { maxPositions: 40 });
+        const drafter = makeDrafter(method, target, draft);
+        const prompt = Array.from({ length: promptLength }, (_, i) => (i * 7) % 50);
+        const r = await generateAll({ target, drafter, tokenizer, contextLimit: 40 }, prompt, {
+          maxNewTokens: 1000,
+          sampling: GREEDY,
+        });
+        expect(r.stopReason, method).toBe('context');
+        expect(r.tokens.length, method).toBe(40 - promptLength + 1);
+      }
+    }
+  });
+
+  it('an error part-way keeps everything generated so far, and the parts are usable afterwards', async () => {
+    const { target, draft } = pair(50, 1.5);
+    const inner = makeDrafter('chain', target, draft);
+    let rounds = 0;
+    let fail = true;
+    const flaky: Drafter = {
+      name: 'flaky',
+      get calls() {
+        return inner.calls;
+      },
+      async propose(req) {
+        if (fail && ++rounds === 4) throw new Error('the draft went away');
+        return inner.propose(req);
+      },
+      accept: (t, r, o) => inner.accept(t, r, o),
+      reset: () => inner.reset(),
+    };
+    const events: RoundEvent[] = [];
+    const error = await generateAll(
+      { target, drafter: flaky, tokenizer },
+      [1, 2],
+      { maxNewTokens: 40, sampling: GREEDY },
+      (e) => events.push(e),
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GenerationError);
+    const partial = (error as GenerationError).partial;
+    expect(partial.stopReason).toBe('error');
+    expect(partial.tokens).toEqual(events.flatMap((e) => [...e.accepted, ...e.target].map((t) => t.id)));
+    expect(partial.tokens.length).toBeGreaterThan(3);
+    fail = false;
+    const again = await generateAll({ target, drafter: flaky, tokenizer }, [1, 2], {
+      maxNewTokens: 40,
+      sampling: GREEDY,
+    });
+    const fresh = await run('chain', [1, 2], { maxNewTokens: 40, sampling: GREEDY });
+    expect(again.tokens).toEqual(fresh.result.tokens);
   });
 
   it('reports tau, acceptance per depth, calls and timings', async () => {

@@ -46,6 +46,12 @@ export function parseSafetensors(file: string, bytes: Uint8Array): SafetensorsFi
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLength = Number(view.getBigUint64(0, true));
+  // Real headers are kilobytes to a few megabytes; a length past 100 MB is a damaged length field, not a short file.
+  if (headerLength > 100_000_000) {
+    throw new ModelLoadError(
+      `${file}: corrupt safetensors header (its length field says ${headerLength} bytes; the file has ${bytes.byteLength})`,
+    );
+  }
   if (8 + headerLength > bytes.byteLength) {
     throw new ModelLoadError(
       `${file}: truncated safetensors file (header says ${headerLength} bytes of JSON, file has ${bytes.byteLength - 8})`,

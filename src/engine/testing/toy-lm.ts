@@ -3,7 +3,7 @@
  * attention bias exactly (each row's context is the cached and new tokens its bias row shows), and it checks the
  * engine's position ids against that context, so a wrong mask or position shows up as a wrong distribution.
  */
-import type { CausalLM, ForwardInput } from '../lm';
+import { type CausalLM, ContextLimitError, type ForwardInput } from '../lm';
 
 export type LogitsFn = (context: readonly number[]) => Float32Array;
 
@@ -44,6 +44,9 @@ export class ToyLM implements CausalLM {
     const cache = this.slots.length;
     const q = input.tokens.length;
     const width = cache + q;
+    // Like a real model: no positions beyond its context.
+    if (width > this.config.maxPositions)
+      throw new ContextLimitError(`toy: ${width} tokens exceed the maximum of ${this.config.maxPositions}`);
     if (input.bias.length !== q * width) throw new Error(`toy: bias ${input.bias.length} != ${q} x ${width}`);
     const contexts: number[][] = [];
     for (let i = 0; i < q; i++) {
