@@ -16,7 +16,9 @@ function el(testId: string): HTMLElement {
 }
 
 function summarise(r: SelftestReport): string {
-  const lines = [`onnxruntime-web ${r.ortVersion}`];
+  const lines = [
+    `onnxruntime-web ${r.ortVersion}: ${r.passed ? 'PASS' : 'FAIL (a backend failed or disagrees with the fp64 reference)'}`,
+  ];
   lines.push(
     r.webgpu.ok
       ? `webgpu EP: ok in ${r.webgpu.ms.toFixed(0)} ms on ${r.ortDeviceArchitecture ?? 'an unnamed device'}`

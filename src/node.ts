@@ -4,8 +4,8 @@
  * (the <spec-decoder> element and EngineClient) is src/index.ts.
  */
 export {
-  createDrafter,
   type CostModel,
+  createDrafter,
   type Drafter,
   type DraftRequest,
   type DraftTree,
