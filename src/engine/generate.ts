@@ -8,7 +8,7 @@ import type { TextTokenizer } from '../model/tokenizer';
 import { IncrementalDecoder } from './decode';
 import type { Drafter, DraftTree, TargetOutputs } from './drafters';
 import { GenerationError, type GenerationResult, type RoundEvent, type StopReason, type TokenPiece } from './events';
-import { type CausalLM, ContextLimitError } from './lm';
+import { type CausalLM, ContextLimitError, checkLogits } from './lm';
 import { nextMacrotask } from './macrotask';
 import { checkSampling, Rng, type SamplingParams } from './sampling';
 import { StatsTracker } from './stats';
@@ -139,6 +139,7 @@ export async function* generate(
         rows: [...tree.tokens.keys(), ...(aux?.rows ?? []).map((r) => q + r)],
       });
       const verified = performance.now();
+      checkLogits(logits, vocab, 'the target model');
       const row = (i: number) => logits.subarray(i * vocab, (i + 1) * vocab);
       const outputs: TargetOutputs = { logits: row, auxLogits: (i) => row(q + i) };
       const verdict = verify(rule, tree, row, sampling, rng);

@@ -37,3 +37,26 @@ export interface CausalLM {
   reset(): void;
   readonly config: { vocabSize: number; maxPositions: number; eosTokenIds: number[] };
 }
+
+/** A model produced NaN or infinite logits: its weights or config are broken (or overflow in this precision). */
+export class ModelOutputError extends Error {
+  override name = 'ModelOutputError';
+}
+
+/**
+ * Spot-check logits rows for NaN/infinity (8 evenly spaced entries per row: a NaN anywhere upstream of the LM head
+ * reaches every entry of its row, and scanning whole 150k-token rows every round would cost real time).
+ */
+export function checkLogits(logits: Float32Array, vocab: number, who: string): void {
+  const rows = Math.floor(logits.length / vocab);
+  for (let r = 0; r < rows; r++) {
+    for (let k = 0; k < 8; k++) {
+      const v = logits[r * vocab + Math.floor((k * (vocab - 1)) / 7)] as number;
+      if (!Number.isFinite(v)) {
+        throw new ModelOutputError(
+          `${who} produced ${Number.isNaN(v) ? 'NaN' : 'infinite'} logits: its weights or config.json are broken, or the values overflow this precision`,
+        );
+      }
+    }
+  }
+}

@@ -5,7 +5,7 @@
 import { type LlamaConfig, parseLlamaConfig } from './config';
 import { ModelLoadError } from './errors';
 import { checkWeights } from './graph/llama';
-import { parseSafetensors, type TensorEntry } from './safetensors';
+import { firstNonFinite, parseSafetensors, type TensorEntry } from './safetensors';
 import { type FileSource, type ProgressCallback, readJson, readOptional, readRequired, resolveSource } from './source';
 import { makeTokenizer, type TextTokenizer } from './tokenizer';
 
@@ -77,6 +77,14 @@ export async function loadModel(spec: string, options: LoadOptions = {}): Promis
     checkWeights(config, weights);
   } catch (e) {
     throw new ModelLoadError(`${source.location}: ${(e as Error).message}`);
+  }
+  for (const t of weights.values()) {
+    const at = firstNonFinite(files.get(t.file) as Uint8Array, t);
+    if (at >= 0) {
+      throw new ModelLoadError(
+        `${source.location}: ${t.file}: tensor ${t.name} holds a NaN or infinite value at element ${at} (the file is corrupt)`,
+      );
+    }
   }
   if (tokenizer.size > config.vocabSize) {
     throw new ModelLoadError(

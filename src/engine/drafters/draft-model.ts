@@ -2,7 +2,7 @@
  * Shared machinery of the draft-model drafters: keeping the draft's KV cache in step with the committed sequence,
  * running one tree level per call, and compacting to the accepted path after verification.
  */
-import type { CausalLM } from '../lm';
+import { type CausalLM, checkLogits } from '../lm';
 import { gumbelTopK, isGreedy, type Rng, type SamplingParams, toProbs, topK } from '../sampling';
 import { appendBias, chainBias } from '../tree';
 import type { VerifyResult } from '../verify';
@@ -100,6 +100,7 @@ export class DraftModelState {
       bias: chainBias(start, missing.length),
       rows: [missing.length - 1],
     });
+    checkLogits(logits, this.lm.config.vocabSize, 'the draft model');
     this.cached = [...committed];
     this.roundBase = this.cached.length;
     this.slots = new Map([[0, this.roundBase - 1]]);
