@@ -20,6 +20,8 @@ import {
 } from './drafters/index';
 import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate } from './generate';
+import { isLayerSkipping } from './lm';
+import { type KeyValueStore, MemoryStore } from './store';
 
 type Ort = Parameters<typeof openModel>[0];
 
@@ -38,6 +40,8 @@ export interface EngineLoadOptions {
    * seconds (software WebGPU); calibrate() can still be called explicitly.
    */
   calibration?: 'auto' | 'never';
+  /** Where methods remember what they learned about a model and device (default: for this engine's life only). */
+  store?: KeyValueStore;
 }
 
 export interface EngineGenerateOptions extends GenerateOptions {
@@ -65,13 +69,14 @@ export class SpecEngine {
     readonly target: ModelRunner,
     readonly draft: ModelRunner | null,
     private readonly calibration: 'auto' | 'never',
+    private readonly store: KeyValueStore,
   ) {}
 
   static async load(ort: Ort, options: EngineLoadOptions): Promise<SpecEngine> {
-    const { target, draft, calibration = 'auto', ...open } = options;
-    if (!draft) return new SpecEngine(await openModel(ort, target, open), null, calibration);
+    const { target, draft, calibration = 'auto', store = new MemoryStore(), ...open } = options;
+    if (!draft) return new SpecEngine(await openModel(ort, target, open), null, calibration, store);
     const pair = await openPair(ort, { target, draft }, open);
-    return new SpecEngine(pair.target, pair.draft, calibration);
+    return new SpecEngine(pair.target, pair.draft, calibration, store);
   }
 
   get tokenizer(): TextTokenizer {
@@ -88,7 +93,10 @@ export class SpecEngine {
 
   /** What this engine was loaded with, in the registry's terms. */
   get resources(): ReadonlySet<Requirement> {
-    return new Set<Requirement>(this.draft ? ['draft-model'] : []);
+    const have = new Set<Requirement>();
+    if (this.draft) have.add('draft-model');
+    if (isLayerSkipping(this.target)) have.add('target-self');
+    return have;
   }
 
   /** The methods this engine can run. */
@@ -101,8 +109,14 @@ export class SpecEngine {
     if (!spec) throw new MethodUnavailableError(`unknown method "${method}"`);
     const missing = spec.needs.filter((n) => !this.resources.has(n));
     if (missing.length > 0) {
+      const without: Record<Requirement, string> = {
+        'draft-model': 'a draft model (load one)',
+        'target-self': 'a target graph with layer switches',
+        'target-hidden': "the target's hidden states",
+        heads: 'draft heads (load them)',
+      };
       throw new MethodUnavailableError(
-        `method "${method}" ${describeNeeds(spec)}, and this engine was loaded without ${missing.includes('draft-model') ? 'one (load a draft model)' : missing.join(', ')}`,
+        `method "${method}" ${describeNeeds(spec)}, and this engine was loaded without ${missing.map((m) => without[m]).join(' or ')}`,
       );
     }
     return spec;
@@ -115,6 +129,7 @@ export class SpecEngine {
         target: this.target,
         ...(spec.needs.includes('draft-model') && this.draft ? { draft: this.draft } : {}),
         costs: () => this.costs,
+        store: this.store,
       });
       this.drafters.set(spec.name, d);
     }

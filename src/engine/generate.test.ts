@@ -8,14 +8,17 @@ import { type GenerateOptions, generate, generateAll } from './generate';
 import { ContextLimitError } from './lm';
 import { GREEDY, type SamplingParams, toProbs, topK } from './sampling';
 import { chiSquare, totalVariation } from './testing/stats';
-import { hashedLogits, type LogitsFn, noisyCopy, ToyLM } from './testing/toy-lm';
+import { hashedLogits, type LogitsFn, noisyCopy, SkippingToyLM, ToyLM } from './testing/toy-lm';
 import type { VerifyResult } from './verify';
 
 const tokenizer = { decode: (ids: readonly number[]) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join('') };
 
+/** Layer importances of the toy target's 6 "layers" (attention then MLP): skipping the light ones costs little. */
+const IMPORTANCE = [0, 0.1, 0.8, 0.1, 0.6, 0, 0, 0.05, 0.9, 0.2, 0.1, 0];
+
 function pair(vocab: number, noise: number, options: { eos?: number[]; maxPositions?: number } = {}) {
   const fn = hashedLogits(vocab, 1, 2, 3);
-  const target = new ToyLM(vocab, fn, options);
+  const target = new SkippingToyLM(vocab, fn, 6, IMPORTANCE, options);
   const draft = new ToyLM(vocab, noisyCopy(fn, vocab, 2, noise), options);
   return { fn, target, draft };
 }
@@ -119,7 +122,7 @@ describe('losslessness under sampling: the engine output has exactly the target 
 
   async function histogram(makeDrafterFor: (target: ToyLM, draft: ToyLM) => Drafter) {
     const fn = hashedLogits(V, 1, 2, 1.5);
-    const target = new ToyLM(V, fn);
+    const target = new SkippingToyLM(V, fn, 6, IMPORTANCE);
     const draft = new ToyLM(V, noisyCopy(fn, V, 2, 1.5));
     const drafter = makeDrafterFor(target, draft);
     const counts = new Array(V ** 3).fill(0);
@@ -256,7 +259,7 @@ describe('engine behaviour', () => {
     for (const method of METHOD_NAMES) {
       for (const promptLength of [3, 35]) {
         const fn = hashedLogits(50, 1, 2, 3);
-        const target = new ToyLM(50, fn, { maxPositions: 48 });
+        const target = new SkippingToyLM(50, fn, 6, IMPORTANCE, { maxPositions: 48 });
         const draft = new ToyLM(50, noisyCopy(fn, 50, 2, 1.5), { maxPositions: 40 });
         const drafter = makeDrafter(method, target, draft);
         const prompt = Array.from({ length: promptLength }, (_, i) => (i * 7) % 50);

@@ -31,7 +31,10 @@ export interface CausalLM {
   readonly calls: number;
   /** Append the tokens to the cache and return logits for the requested rows: [rows, vocab], row-major. */
   forward(input: ForwardInput): Promise<Float32Array>;
-  /** Keep only these cache slots (indices into the current cache, in order); applied before the next call. */
+  /**
+   * Keep only these cache slots (indices into the cache as `length` sees it, in order); applied before the next
+   * call. A second keep before that call composes with the first.
+   */
   keep(indices: ArrayLike<number>): void;
   /** Drop the whole cache (a new prompt). */
   reset(): void;
@@ -59,4 +62,21 @@ export function checkLogits(logits: Float32Array, vocab: number, who: string): v
       }
     }
   }
+}
+
+/**
+ * A model that can run with some of its own sub-layers skipped, over its own cache and weights (self-speculation:
+ * SWIFT). One session, one copy of the weights; the skip set may change on every call.
+ */
+export interface LayerSkippingLM extends CausalLM {
+  /** Decoder layers (each has an attention and an MLP sub-layer). */
+  readonly numLayers: number;
+  /** Identifies the model, its precision and its device (remembered skip sets are keyed by it). */
+  readonly fingerprint: string;
+  /** Like forward, with the sub-layers marked 1 in `skip` skipped: [attention of layer 0..L-1, MLP of 0..L-1]. */
+  forwardSkipping(input: ForwardInput, skip: Uint8Array): Promise<Float32Array>;
+}
+
+export function isLayerSkipping(lm: CausalLM): lm is LayerSkippingLM {
+  return typeof (lm as Partial<LayerSkippingLM>).forwardSkipping === 'function';
 }

@@ -131,15 +131,20 @@ export class ModelRunner implements CausalLM {
     return this.cacheLength;
   }
 
-  /** Keep only these cache slots (indices into the current cache, in order); applied inside the next call. */
+  /**
+   * Keep only these cache slots (indices into the cache as `length` sees it, in order); applied inside the next
+   * call. A second keep before that call composes with the first.
+   */
   keep(indices: ArrayLike<number>): void {
     const list = Array.from(indices);
+    const length = this.length;
     for (const i of list) {
-      if (!Number.isInteger(i) || i < 0 || i >= this.cacheLength) {
-        throw new RangeError(`keep: slot ${i} is outside the cache (length ${this.cacheLength})`);
+      if (!Number.isInteger(i) || i < 0 || i >= length) {
+        throw new RangeError(`keep: slot ${i} is outside the cache (length ${length})`);
       }
     }
-    this.pendingKeep = list;
+    const pending = this.pendingKeep;
+    this.pendingKeep = pending ? list.map((i) => pending[i] as number) : list;
   }
 
   /** Drop the whole cache (a new prompt). */

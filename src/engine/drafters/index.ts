@@ -12,8 +12,9 @@ import { merged } from './merged';
 import { type DrafterResources, describeNeeds, type MethodSpec, type Requirement } from './method';
 import { ar } from './none';
 import { tree } from './static-tree';
+import { swift } from './swift';
 
-const SPECS = [ar, chain, tree, dynamic, adaptive, adaptiveTree, lookup, lookahead, merged] as const;
+const SPECS = [ar, chain, tree, dynamic, adaptive, adaptiveTree, lookup, lookahead, merged, swift] as const;
 
 /** A registered method's name. */
 export type Method = (typeof SPECS)[number]['name'];

@@ -5,6 +5,7 @@
  */
 import type { CostCurve } from '../calibrate';
 import type { CausalLM } from '../lm';
+import type { KeyValueStore } from '../store';
 import type { Drafter } from './drafter';
 
 /**
@@ -34,6 +35,8 @@ export interface DrafterResources {
   draft?: CausalLM;
   /** The measured cost model, or null before calibration (read it each round: it may arrive later). */
   costs: () => CostModel | null;
+  /** Where a method may remember what it learned about this model and device (e.g. a found skip set). */
+  store?: KeyValueStore;
 }
 
 export interface MethodSpec<Name extends string = string> {

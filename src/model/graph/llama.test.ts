@@ -121,6 +121,29 @@ describe('tree calls and cache compaction (wasm EP)', () => {
     expect(report.compactionDiff).toBeGreaterThan(1e-3);
   });
 
+  it('two keeps before a call compose (indices of the second are into the cache the first leaves)', async () => {
+    const { model } = randomModel();
+    const a = await ModelRunner.create(ort, model, { device: 'wasm' });
+    const b = await ModelRunner.create(ort, model, { device: 'wasm' });
+    const prefill = {
+      tokens: PROMPT,
+      positions: PROMPT.map((_, i) => i),
+      bias: chainBias(0, PROMPT.length),
+      rows: [0],
+    };
+    await a.forward(prefill);
+    await b.forward(prefill);
+    a.keep([0, 1, 3, 4, 6]);
+    a.keep([0, 2, 4]);
+    expect(a.length).toBe(3);
+    b.keep([0, 3, 6]);
+    const next = { tokens: [5], positions: [3], bias: chainBias(3, 1), rows: [0] };
+    expect(maxDiff(await a.forward(next), await b.forward(next))).toBe(0);
+    expect(() => a.keep([9])).toThrow(/outside the cache/);
+    await a.release();
+    await b.release();
+  });
+
   it('fp16 compute stays close to fp32 (tested on wasm)', async () => {
     const { model } = randomModel({}, 'F16');
     const fp32 = await ModelRunner.create(ort, model, { device: 'wasm', compute: 'fp32' });
