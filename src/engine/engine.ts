@@ -3,7 +3,7 @@
  * one at a time, with any method. DOM-free: the same class runs in the Worker, the CLI and the benchmarks.
  */
 
-import type { ComputeType } from '../model/index';
+import type { ComputeType, HubOptions } from '../model/index';
 import { type ModelRunner, openModel, openPair, type ProgressCallback } from '../model/index';
 import type { Device } from '../model/runner';
 import type { TextTokenizer } from '../model/tokenizer';
@@ -24,6 +24,8 @@ export interface EngineLoadOptions {
   onProgress?: ProgressCallback;
   /** Base URL for relative model folders (browser). */
   base?: string;
+  /** For `hf:` ids: the hub endpoint (HF_ENDPOINT in Node), token (HF_TOKEN) and cache. */
+  hub?: HubOptions;
 }
 
 export interface EngineGenerateOptions extends GenerateOptions {
