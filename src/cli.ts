@@ -15,7 +15,10 @@ export const DEFAULT_DRAFT = 'public/models/austen-draft';
 
 const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--method ${METHODS.join('|')}]
        [--max-new-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S] [--device wasm|webgpu]
-       [--verify rejection|typical] [--json]
+       [--verify rejection|typical] [--chat [--system TEXT]] [--json]
+
+--target/--draft take a folder or a hub id, hf:org/name[@revision] (HF_ENDPOINT, HF_TOKEN and HF_HOME as for
+huggingface_hub). --chat sends the prompt as a user message through the target's chat template.
 
 methods:
 ${METHODS.map((m) => `  ${m.padEnd(9)} ${METHOD_DESCRIPTIONS[m]}`).join('\n')}`;
@@ -32,6 +35,9 @@ interface CliOptions {
   device: 'wasm' | 'webgpu';
   verify: 'rejection' | 'typical';
   json: boolean;
+  /** Send the prompt as a user message through the chat template (after a system message, when given). */
+  chat: boolean;
+  system?: string;
 }
 
 function number(name: string, raw: string | undefined, fallback: number, integer = false): number {
@@ -63,6 +69,8 @@ export function parseCli(argv: string[]): CliOptions {
         device: { type: 'string' },
         verify: { type: 'string' },
         json: { type: 'boolean' },
+        chat: { type: 'boolean' },
+        system: { type: 'string' },
         help: { type: 'boolean' },
       },
     }));
@@ -89,6 +97,7 @@ export function parseCli(argv: string[]): CliOptions {
   if (sampling.temperature < 0) throw new UsageError('--temperature must be >= 0');
   if (sampling.topK < 0) throw new UsageError('--top-k must be >= 0');
   if (!(sampling.topP > 0 && sampling.topP <= 1)) throw new UsageError('--top-p must be in (0, 1]');
+  if (values.system !== undefined && !values.chat) throw new UsageError('--system needs --chat');
   const maxNewTokens = number('max-new-tokens', values['max-new-tokens'] as string | undefined, 64, true);
   if (maxNewTokens < 1) throw new UsageError('--max-new-tokens must be >= 1');
   return {
@@ -101,7 +110,16 @@ export function parseCli(argv: string[]): CliOptions {
     device,
     verify,
     json: Boolean(values.json),
+    chat: Boolean(values.chat),
+    ...(typeof values.system === 'string' ? { system: values.system } : {}),
   };
+}
+
+/** The prompt as the engine takes it: text, or the chat messages. */
+function enginePrompt(o: CliOptions) {
+  if (!o.chat) return o.prompt;
+  const system = o.system === undefined ? [] : [{ role: 'system' as const, content: o.system }];
+  return { messages: [...system, { role: 'user' as const, content: o.prompt }] };
 }
 
 const ansi = { green: '\x1b[32m', red: '\x1b[31;9m', blue: '\x1b[34m', dim: '\x1b[2m', reset: '\x1b[0m' };
@@ -161,13 +179,13 @@ export async function main(argv: string[]): Promise<number> {
     // The adaptive method picks its draft length from this machine's measured costs (a few dozen quick calls).
     if (options.method === 'adaptive') await engine.calibrate([1, 2, 4, 8, 16], 3);
     const rounds: { accepted: number[]; rejected: number[]; target: number[] }[] = [];
-    const it = engine.generate(options.prompt, {
+    const it = engine.generate(enginePrompt(options), {
       method: options.method,
       maxNewTokens: options.maxNewTokens,
       sampling: options.sampling,
       verifyRule: options.verify,
     });
-    if (!options.json) process.stdout.write(options.prompt);
+    if (!options.json) process.stdout.write(options.chat ? '' : options.prompt);
     let result: GenerationResult;
     for (;;) {
       const step = await it.next();

@@ -16,7 +16,7 @@ export class EngineError extends Error {
   }
 }
 
-export interface ClientLoadOptions extends Partial<Pick<LoadRequest, 'device' | 'compute' | 'base' | 'ortBase'>> {
+export interface ClientLoadOptions extends Partial<Pick<LoadRequest, 'device' | 'compute' | 'base' | 'ortBase' | 'hub'>> {
   target: string;
   draft?: string;
   onProgress?: (info: ProgressInfo) => void;
@@ -96,6 +96,7 @@ export class EngineClient {
       ...(options.compute ? { compute: options.compute } : {}),
       base,
       ortBase: options.ortBase ?? defaultOrtBase(base),
+      ...(options.hub ? { hub: options.hub } : {}),
     };
     this.loaded = null;
     return new Promise<LoadInfo>((resolve, reject) => {

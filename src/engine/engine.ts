@@ -6,7 +6,7 @@
 import type { ComputeType, HubOptions } from '../model/index';
 import { type ModelRunner, openModel, openPair, type ProgressCallback } from '../model/index';
 import type { Device } from '../model/runner';
-import type { TextTokenizer } from '../model/tokenizer';
+import type { ChatMessage, TextTokenizer } from '../model/tokenizer';
 import { type CostCurve, measureCurve } from './calibrate';
 import { AdaptiveChainDrafter, type CostModel } from './drafters/adaptive-chain';
 import { type Drafter, type Method, makeDrafter } from './drafters/index';
@@ -30,6 +30,11 @@ export interface EngineLoadOptions {
 
 export interface EngineGenerateOptions extends GenerateOptions {
   method: Method;
+}
+
+/** A conversation to continue: the model's chat template makes the prompt, and its end-of-turn tokens stop it. */
+export interface ChatPrompt {
+  messages: readonly ChatMessage[];
 }
 
 export class EngineBusyError extends Error {
@@ -109,15 +114,29 @@ export class SpecEngine {
     }
   }
 
-  /** Generate from a prompt (text or token ids); yields one event per round and returns the result. */
+  /** The prompt text the target's chat template makes of `messages` (ending where the assistant's reply starts). */
+  formatChat(messages: readonly ChatMessage[]): string {
+    return this.tokenizer.applyChatTemplate(messages);
+  }
+
+  /**
+   * Generate from a prompt (text, token ids, or chat messages through the chat template); yields one event per
+   * round and returns the result. A chat stops at the template's end-of-turn tokens.
+   */
   async *generate(
-    prompt: string | readonly number[],
+    prompt: string | readonly number[] | ChatPrompt,
     options: EngineGenerateOptions,
   ): AsyncGenerator<RoundEvent, GenerationResult> {
     if (this.busy) throw new EngineBusyError('a generation is already running on this engine; cancel it or wait');
     this.busy = true;
     try {
-      const ids = typeof prompt === 'string' ? this.encode(prompt) : [...prompt];
+      if (typeof prompt === 'object' && 'messages' in prompt) {
+        // The template writes the special tokens itself (BOS included), so none are added when encoding it.
+        const text = this.formatChat((prompt as ChatPrompt).messages);
+        prompt = this.tokenizer.encode(text, { addSpecialTokens: false });
+        options = { ...options, stopTokens: [...(options.stopTokens ?? []), ...this.tokenizer.endOfTurnTokens] };
+      }
+      const ids = typeof prompt === 'string' ? this.encode(prompt) : [...(prompt as readonly number[])];
       const drafter = this.drafterFor(options.method);
       const contextLimit = Math.min(
         this.target.config.maxPositions,

@@ -83,6 +83,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     ...(req.draft ? { draft: req.draft } : {}),
     base: req.base,
     ...(req.compute ? { compute: req.compute } : {}),
+    ...(req.hub ? { hub: req.hub } : {}),
     onProgress: (info: ProgressInfo) => post({ type: 'progress', id, info }),
   };
   try {

@@ -17,6 +17,8 @@ export interface LoadRequest {
   base: string;
   /** Folder holding onnxruntime-web's wasm files. */
   ortBase: string;
+  /** For `hf:` ids: the hub host (default https://huggingface.co) and an access token for gated models. */
+  hub?: { endpoint?: string; token?: string };
 }
 
 export interface ModelInfo {
