@@ -16,7 +16,8 @@ export class EngineError extends Error {
   }
 }
 
-export interface ClientLoadOptions extends Partial<Pick<LoadRequest, 'device' | 'compute' | 'base' | 'ortBase' | 'hub'>> {
+export interface ClientLoadOptions
+  extends Partial<Pick<LoadRequest, 'device' | 'compute' | 'base' | 'ortBase' | 'hub'>> {
   target: string;
   draft?: string;
   onProgress?: (info: ProgressInfo) => void;
