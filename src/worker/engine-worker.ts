@@ -44,6 +44,8 @@ function info(r: ModelRunner): ModelInfo {
     vocab: c.vocabSize,
     weightBytes: r.model.weightBytes,
     maxPositions: c.maxPositions,
+    chatTemplate: r.model.tokenizer.hasChatTemplate,
+    endOfTurnTokens: r.model.tokenizer.endOfTurnTokens,
   };
 }
 
@@ -117,7 +119,7 @@ async function generate(id: number, req: Extract<ToWorker, { type: 'generate' }>
   const controller = new AbortController();
   running.set(id, controller);
   try {
-    const it = engine.generate(req.prompt, {
+    const it = engine.generate(req.messages ? { messages: req.messages } : req.prompt, {
       method: req.method,
       maxNewTokens: req.maxNewTokens,
       sampling: req.sampling,

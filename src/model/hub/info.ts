@@ -60,7 +60,7 @@ export async function fetchRepoInfo(
   headers: Record<string, string>,
   label: string,
 ): Promise<RepoInfo> {
-  const res = await request(infoUrl(endpoint, repo, revision), { headers }, label);
+  const res = await request(infoUrl(endpoint, repo, revision), { headers, cache: 'no-store' }, label);
   if (!res.ok) throw await hubError(res, label, endpoint, repo);
   let body: {
     sha?: unknown;

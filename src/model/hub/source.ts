@@ -128,7 +128,8 @@ export class HubSource {
         if (offline)
           throw new DownloadError(`${label}: not in ${store?.where ?? 'any cache'} and the hub cannot be reached`);
         events.download?.();
-        const res = await request(url, { headers: this.headers() }, label);
+        // cache: 'no-store': the verified copy goes to our cache; the HTTP cache would keep a second one.
+        const res = await request(url, { headers: this.headers(), cache: 'no-store' }, label);
         if (!res.ok) throw await hubError(res, label, this.endpoint, this.repo);
         const bytes = await readBody(res, label, progress, meta.size);
         await verify(bytes, meta, label);
