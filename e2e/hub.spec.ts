@@ -70,7 +70,7 @@ async function hubElement(page: Page, target: string, draft: string, tokens = 8)
 }
 
 /** Click Generate and wait for the `done` (or `error`) event; also collect `sd-progress` statuses. */
-async function generate(page: Page, el: Locator): Promise<{ tokens?: number[]; error?: string; progress: string[] }> {
+async function generate(el: Locator): Promise<{ tokens?: number[]; error?: string; progress: string[] }> {
   const outcome = el.evaluate(
     (e) =>
       new Promise<{ tokens?: number[]; error?: string; progress: string[] }>((resolve) => {
@@ -115,7 +115,7 @@ test('hub pair: progress, the CLI greedy tokens, a reload without downloads, off
   test.setTimeout(300_000);
   await page.goto('./');
   const el = await hubElement(page, 'hf:test/austen-target', 'hf:test/austen-draft');
-  const first = await generate(page, el);
+  const first = await generate(el);
   expect(first.error).toBeUndefined();
   const expected = cli(['--prompt', PROMPT, '--method', 'dynamic', '--max-new-tokens', '8']).tokens;
   expect(first.tokens).toEqual(expected);
@@ -128,7 +128,7 @@ test('hub pair: progress, the CLI greedy tokens, a reload without downloads, off
   // A reload in the same profile: only the two model-info requests, no file bodies.
   hub.clearLog();
   await page.reload();
-  const again = await generate(page, await hubElement(page, 'hf:test/austen-target', 'hf:test/austen-draft'));
+  const again = await generate(await hubElement(page, 'hf:test/austen-target', 'hf:test/austen-draft'));
   expect(again.tokens).toEqual(expected);
   expect(hub.bodyRequests()).toEqual([]);
   expect(hub.requests.map((r) => r.path.split('?')[0]).sort()).toEqual([
@@ -176,7 +176,7 @@ test('hub pair: progress, the CLI greedy tokens, a reload without downloads, off
   // After clearing, the next visit downloads again.
   hub.clearLog();
   await page.reload();
-  await generate(page, await hubElement(page, 'hf:test/austen-target', 'hf:test/austen-draft'));
+  await generate(await hubElement(page, 'hf:test/austen-target', 'hf:test/austen-draft'));
   expect(hub.bodyRequests().filter((r) => r.path.startsWith('/cdn-lfs/'))).toHaveLength(2);
 });
 
@@ -218,7 +218,7 @@ test('every failure gives its own readable error, nothing broken is cached, and 
     hub.clearFaults();
     arrange();
     const el = await hubElement(page, spec, spec, 4);
-    const r = await generate(page, el);
+    const r = await generate(el);
     expect(r.error).toMatch(message);
     await expect(el.locator('[part="error"]')).toHaveText(message);
     await expect(el.locator('button[part="generate"]')).toBeEnabled();
@@ -231,7 +231,7 @@ test('every failure gives its own readable error, nothing broken is cached, and 
   expect(files).not.toContain('model.safetensors');
   // Without faults the same element loads and generates.
   hub.clearFaults();
-  const ok = await generate(page, await hubElement(page, repo, repo, 4));
+  const ok = await generate(await hubElement(page, repo, repo, 4));
   expect(ok.tokens).toHaveLength(4);
   await expect(el.locator('[part="error"]')).toHaveCount(0);
 });
@@ -242,7 +242,7 @@ test('a full browser cache is reported and the model still runs', async ({ page 
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('Storage.overrideQuotaForOrigin', { origin: new URL(page.url()).origin, quotaSize: 1_000_000 });
   const el = await hubElement(page, 'hf:test/austen-draft', 'hf:test/austen-draft', 4);
-  const r = await generate(page, el);
+  const r = await generate(el);
   expect(r.tokens).toHaveLength(4);
   await expect(el.locator('[part="warning"]')).toContainText(
     /hf:test\/austen-draft@main: could not keep model\.safetensors \(3\.2 MB\) in the browser cache: storage quota exceeded/,
@@ -280,7 +280,8 @@ test('two elements loading the same models at once share one download and both r
         };
         const els = [make(), make()];
         const errors: string[] = [];
-        for (const e of els) e.addEventListener('error', (ev) => errors.push((ev as CustomEvent).detail.message));
+        for (const e of els)
+          e.addEventListener('error', (ev) => errors.push((ev as unknown as CustomEvent).detail.message));
         const results = await Promise.all(els.map((e) => e.generate()));
         for (const e of els) e.remove();
         return { tokens: results.map((r) => r?.tokens ?? null), errors };

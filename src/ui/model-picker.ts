@@ -159,7 +159,7 @@ export class ModelPicker extends LitElement {
             chat: true,
           }
         : this.pairs.find((p) => p.id === id);
-    if (!pair || !pair.target) return;
+    if (!pair?.target) return;
     this.dispatchEvent(new CustomEvent<ModelPair>('sd-model-change', { detail: pair, bubbles: true, composed: true }));
   }
 
