@@ -294,7 +294,7 @@ test('two elements loading the same models at once share one download and both r
   expect(fromHub.tokens[1]).toEqual(fromHub.tokens[0]);
   expect(hub.bodyRequests().filter((r) => r.path.startsWith('/cdn-lfs/'))).toHaveLength(1);
   // The bundled folder, draft = target, in two elements at once (issue: a bare "network error").
-  const bundled = await run('models/austen-draft/');
+  const bundled = await run('models/austen-target/');
   expect(bundled.errors).toEqual([]);
   expect(bundled.tokens[1]).toEqual(bundled.tokens[0]);
 });

@@ -7,7 +7,7 @@
 import { DownloadError, ModelLoadError } from './errors';
 import { type ByteProgress, readBody, request } from './hub/download';
 import { parseHubId } from './hub/id';
-import { shareDownload } from './hub/shared';
+import { exclusive, shareDownload } from './hub/shared';
 import { type HubOptions, type HubReadEvents, HubSource } from './hub/source';
 
 export interface ProgressInfo {
@@ -44,8 +44,9 @@ class HttpSource implements FileSource {
 
   async read(file: string, events: HubReadEvents = {}) {
     const url = new URL(file, this.location.endsWith('/') ? this.location : `${this.location}/`).href;
-    // Two loads of one URL at once (a draft that is the target, two elements) share one download.
-    return shareDownload(url, (progress) => this.fetch(url, file, progress), events.progress);
+    // Two loads of one URL at once (a draft that is the target) share one download; across workers (two elements)
+    // the downloads of one URL take turns (a static server that cut several concurrent 28 MB streams short).
+    return shareDownload(url, (progress) => exclusive(url, () => this.fetch(url, file, progress)), events.progress);
   }
 
   private async fetch(url: string, file: string, progress: ByteProgress): Promise<Uint8Array | null> {

@@ -6,6 +6,12 @@
  * resolve/<commit>/<file> (so all files are of one commit even if the branch moves meanwhile), verified against the
  * listed size and checksum, and only then stored. Offline (the hub unreachable or failing) the last info stored for
  * the revision is used, and files come from the cache alone.
+ *
+ * Why not a library's downloader: @huggingface/hub's downloadFileToCacheDir writes the same layout but no refs/ (so
+ * a branch cannot load offline), files each under their own last commit's snapshot, no progress, no checksum check,
+ * and two concurrent calls write one .incomplete file; transformers.js's getModelFile keeps a truncated body
+ * (zero-padded to Content-Length) in its cache and never revalidates. We share transformers.js's browser cache
+ * (store-browser.ts), its tokenizer and its chat templates, and the hub's cache layout.
  */
 import { DownloadError } from '../errors';
 import { type ByteProgress, readBody, request, verify } from './download';
