@@ -161,6 +161,13 @@ test('hub pair: progress, the CLI greedy tokens, a reload without downloads, off
   await expect(picker.locator('option[value="smollm2"]')).toBeDisabled();
   await context.setOffline(false);
   await expect(picker.locator('option[value="smollm2"]')).toContainText('download about 1.0 GB');
+  // A custom pair of hub ids goes to the element.
+  await picker.getByTestId('model-pair').selectOption('custom');
+  await picker.getByTestId('custom-target').fill('test/austen-target@main');
+  await picker.getByTestId('custom-draft').fill('hf:test/austen-draft');
+  await picker.getByTestId('custom-use').click();
+  await expect(el).toHaveAttribute('target', 'hf:test/austen-target@main');
+  await expect(el).toHaveAttribute('draft', 'hf:test/austen-draft');
 
   // What is stored, and clearing it.
   const stored = await el.evaluate((e) => (e as Decoder).cachedModels());
