@@ -79,6 +79,25 @@ describe('CLI flags', () => {
   });
 });
 
+describe('CLI chat flags', () => {
+  it('parses --chat and --system, and refuses --system alone', () => {
+    expect(parseCli(['--prompt', 'Hi', '--chat', '--system', 'Be brief.'])).toMatchObject({
+      chat: true,
+      system: 'Be brief.',
+    });
+    expect(parseCli(['--prompt', 'Hi'])).toMatchObject({ chat: false });
+    expect(() => parseCli(['--prompt', 'Hi', '--system', 'x'])).toThrow(/--system needs --chat/);
+  });
+
+  it('a model without a chat template gives one readable error line and exit code 2', async () => {
+    const io = capture();
+    const code = await main(['--prompt', 'Hi', '--chat', '--method', 'ar', '--max-new-tokens', '2', '--json'], io);
+    expect(code).toBe(2);
+    expect(io.stderr()).toMatch(/error: this model has no chat template \(tokenizer_config\.json chat_template\)/);
+    expect(io.stderr().trim().split('\n')).toHaveLength(1);
+  });
+});
+
 describe('CLI runs (bundled models)', () => {
   it('prints no escape codes when stdout is not a terminal, and colours when it is', async () => {
     const plain = capture(false);

@@ -3,7 +3,7 @@
  * accepted, red struck-through rejected, blue target tokens) and a stats line, or one JSON object with --json.
  * It is also the contract the benchmarks and checks use. Flags: src/cli/args.ts; output: src/cli/output.ts.
  */
-import { type CliOptions, parseCli, USAGE, UsageError } from './cli/args';
+import { type CliOptions, enginePrompt, parseCli, USAGE, UsageError } from './cli/args';
 import { jsonResult, painter, type RoundIds, roundIds, statsLine, wantColour } from './cli/output';
 import { methodSpec } from './engine/drafters/index';
 import { SpecEngine } from './engine/engine';
@@ -57,13 +57,13 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
   const paint = painter(io.colour);
   const rounds: RoundIds[] = [];
   try {
-    const it = engine.generate(options.prompt, {
+    const it = engine.generate(enginePrompt(options), {
       method: options.method,
       maxNewTokens: options.maxNewTokens,
       sampling: options.sampling,
       verifyRule: options.verify,
     });
-    if (!options.json) io.out(options.prompt);
+    if (!options.json) io.out(options.chat ? '' : options.prompt);
     let result: GenerationResult;
     for (;;) {
       const step = await it.next();

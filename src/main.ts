@@ -3,6 +3,7 @@
  * WebGPU adapter, a self-test in a module worker, a tree-attention check with the bundled models).
  */
 import './ui/spec-decoder';
+import './ui/model-picker';
 import { runSelftest, runTreeCheck } from './diagnostics/selftest';
 import type { SelftestReport } from './diagnostics/selftest-protocol';
 import type { TreeCheckReport } from './diagnostics/tree-check';
@@ -92,8 +93,25 @@ function bindSettings(): void {
   apply();
 }
 
+/** The model picker sets the element's models (and chat mode for chat pairs); a load refreshes its cache view. */
+function bindPicker(): void {
+  const picker = document.getElementById('picker') as HTMLElementTagNameMap['sd-model-picker'];
+  const demo = document.getElementById('demo') as HTMLElement;
+  const mode = document.querySelector<HTMLSelectElement>('#settings [name="mode"]');
+  picker.addEventListener('sd-model-change', (e) => {
+    demo.setAttribute('target', e.detail.target);
+    demo.setAttribute('draft', e.detail.draft);
+    if (mode) {
+      mode.value = e.detail.chat ? 'chat' : 'text';
+      mode.dispatchEvent(new Event('input', { bubbles: true }));
+    }
+  });
+  demo.addEventListener('loaded', () => void picker.refresh());
+}
+
 async function main(): Promise<void> {
   bindSettings();
+  bindPicker();
   el('tree-run').addEventListener('click', () => void treeCheck());
   const probe = await probeWebGpu();
   el('adapter-status').textContent = probe.ok ? describeAdapter(probe.adapter) : probe.reason;

@@ -12,7 +12,10 @@ export const DEFAULT_DRAFT = 'public/models/austen-draft';
 
 export const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--method NAME]
        [--max-new-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S] [--device wasm|webgpu]
-       [--verify rejection|typical] [--json]
+       [--verify rejection|typical] [--chat [--system TEXT]] [--json]
+
+--target/--draft take a folder or a hub id, hf:org/name[@revision] (HF_ENDPOINT, HF_TOKEN and HF_HOME as for
+huggingface_hub). --chat sends the prompt as a user message through the target's chat template.
 
 methods (--method; the draft model is loaded only for methods that need one):
 ${METHODS.map((m) => `  ${m.name.padEnd(14)} ${m.description} [${describeNeeds(m)}${m.lossless ? '' : ', LOSSY'}]`).join('\n')}
@@ -32,6 +35,9 @@ export interface CliOptions {
   verify: 'rejection' | 'typical';
   json: boolean;
   help: boolean;
+  /** Send the prompt as a user message through the chat template (after a system message, when given). */
+  chat: boolean;
+  system?: string;
 }
 
 const VALUE_FLAGS = [
@@ -46,6 +52,7 @@ const VALUE_FLAGS = [
   'seed',
   'device',
   'verify',
+  'system',
 ] as const;
 
 const INTEGER = /^[-+]?[0-9]+$/;
@@ -76,6 +83,7 @@ export function parseCli(argv: string[]): CliOptions {
       options: {
         ...Object.fromEntries(VALUE_FLAGS.map((f) => [f, { type: 'string' as const }])),
         json: { type: 'boolean' },
+        chat: { type: 'boolean' },
         help: { type: 'boolean' },
       },
     }));
@@ -104,6 +112,7 @@ export function parseCli(argv: string[]): CliOptions {
   if (sampling.topK < 0) throw new UsageError(`--top-k must be >= 0; got ${sampling.topK}`);
   if (!(sampling.topP > 0 && sampling.topP <= 1))
     throw new UsageError(`--top-p must be in (0, 1]; got ${sampling.topP}`);
+  if (str('system') !== undefined && !values.chat) throw new UsageError('--system needs --chat');
   const maxNewTokens = number('max-new-tokens', str('max-new-tokens'), 64, true);
   if (maxNewTokens < 1) throw new UsageError(`--max-new-tokens must be >= 1; got ${maxNewTokens}`);
   return {
@@ -117,5 +126,14 @@ export function parseCli(argv: string[]): CliOptions {
     verify,
     json: Boolean(values.json),
     help,
+    chat: Boolean(values.chat),
+    ...(str('system') !== undefined ? { system: str('system') as string } : {}),
   };
+}
+
+/** The prompt as the engine takes it: text, or the chat messages. */
+export function enginePrompt(o: CliOptions) {
+  if (!o.chat) return o.prompt;
+  const system = o.system === undefined ? [] : [{ role: 'system' as const, content: o.system }];
+  return { messages: [...system, { role: 'user' as const, content: o.prompt }] };
 }

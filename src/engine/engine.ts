@@ -3,10 +3,10 @@
  * one at a time, with any method. DOM-free: the same class runs in the Worker, the CLI and the benchmarks.
  */
 
-import type { ComputeType } from '../model/index';
+import type { ComputeType, HubOptions } from '../model/index';
 import { type ModelRunner, openModel, openPair, type ProgressCallback } from '../model/index';
 import type { Device } from '../model/runner';
-import type { TextTokenizer } from '../model/tokenizer';
+import type { ChatMessage, TextTokenizer } from '../model/tokenizer';
 import { measureCurve } from './calibrate';
 import {
   type CostModel,
@@ -42,10 +42,17 @@ export interface EngineLoadOptions {
   calibration?: 'auto' | 'never';
   /** Where methods remember what they learned about a model and device (default: for this engine's life only). */
   store?: KeyValueStore;
+  /** For `hf:` ids: the hub endpoint (HF_ENDPOINT in Node), token (HF_TOKEN) and cache. */
+  hub?: HubOptions;
 }
 
 export interface EngineGenerateOptions extends GenerateOptions {
   method: Method;
+}
+
+/** A conversation to continue: the model's chat template makes the prompt, and its end-of-turn tokens stop it. */
+export interface ChatPrompt {
+  messages: readonly ChatMessage[];
 }
 
 export class EngineBusyError extends Error {
@@ -169,9 +176,17 @@ export class SpecEngine {
     return this.costs;
   }
 
-  /** Generate from a prompt (text or token ids); yields one event per round and returns the result. */
+  /** The prompt text the target's chat template makes of `messages` (ending where the assistant's reply starts). */
+  formatChat(messages: readonly ChatMessage[]): string {
+    return this.tokenizer.applyChatTemplate(messages);
+  }
+
+  /**
+   * Generate from a prompt (text, token ids, or chat messages through the chat template); yields one event per
+   * round and returns the result. A chat stops at the template's end-of-turn tokens.
+   */
   async *generate(
-    prompt: string | readonly number[],
+    prompt: string | readonly number[] | ChatPrompt,
     options: EngineGenerateOptions,
   ): AsyncGenerator<RoundEvent, GenerationResult> {
     if (this.busy) throw new EngineBusyError('a generation is already running on this engine; cancel it or wait');
@@ -180,7 +195,13 @@ export class SpecEngine {
     try {
       if (spec.usesCostModel && !this.costs && this.calibration === 'auto')
         await this.measure(QUICK_CURVE.qs, QUICK_CURVE.reps);
-      const ids = typeof prompt === 'string' ? this.encode(prompt) : [...prompt];
+      if (typeof prompt === 'object' && 'messages' in prompt) {
+        // The template writes the special tokens itself (BOS included), so none are added when encoding it.
+        const text = this.formatChat((prompt as ChatPrompt).messages);
+        prompt = this.tokenizer.encode(text, { addSpecialTokens: false });
+        options = { ...options, stopTokens: [...(options.stopTokens ?? []), ...this.tokenizer.endOfTurnTokens] };
+      }
+      const ids = typeof prompt === 'string' ? this.encode(prompt) : [...(prompt as readonly number[])];
       const drafter = this.drafterFor(spec);
       // Every model the method runs bounds the context.
       const contextLimit = Math.min(

@@ -243,6 +243,15 @@ describe('engine behaviour', () => {
     expect(draftedEosAccepted).toBeGreaterThan(0);
   });
 
+  it('stops at extra stop tokens (a chat template end of turn) like end-of-sequence', async () => {
+    const free = await run('chain', [1, 2], { maxNewTokens: 30, sampling: GREEDY });
+    const stop = free.result.tokens[5] as number;
+    const cut = free.result.tokens.indexOf(stop);
+    const stopped = await run('chain', [1, 2], { maxNewTokens: 30, sampling: GREEDY, stopTokens: [stop] });
+    expect(stopped.result.stopReason).toBe('eos');
+    expect(stopped.result.tokens).toEqual(free.result.tokens.slice(0, cut + 1));
+  });
+
   it('an over-long prompt is refused with a clear error and the engine stays usable; output stops at the context', async () => {
     const { target, draft } = pair(50, 1.5, { maxPositions: 32 });
     const drafter = makeDrafter('chain', target, draft);

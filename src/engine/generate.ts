@@ -23,6 +23,8 @@ export interface GenerateOptions {
   signal?: AbortSignal;
   /** Stop at the model's end-of-sequence tokens (default true). */
   stopAtEos?: boolean;
+  /** More tokens that end the text like end-of-sequence (a chat template's end of turn). */
+  stopTokens?: readonly number[];
 }
 
 export interface EngineParts {
@@ -79,7 +81,7 @@ export async function* generate(
     );
   }
   const rule = options.verifyRule ?? 'rejection';
-  const eos = new Set(options.stopAtEos === false ? [] : target.config.eosTokenIds);
+  const eos = new Set(options.stopAtEos === false ? [] : [...target.config.eosTokenIds, ...(options.stopTokens ?? [])]);
   const vocab = target.config.vocabSize;
   const rng = new Rng(sampling.seed);
   const stats = new StatsTracker();

@@ -7,11 +7,11 @@ import { assertSameVocabulary, type LoadedModel, type LoadOptions, loadModel } f
 import { ModelRunner, type RunnerOptions } from './runner';
 
 export { parseLlamaConfig } from './config';
-export { ModelLoadError } from './errors';
+export { DownloadError, ModelLoadError } from './errors';
 export { type ComputeType, MASKED } from './graph/llama';
 export { assertSameVocabulary, type LoadedModel, loadModel } from './load';
 export { ContextLimitError, type Device, type ForwardInput, ModelRunner } from './runner';
-export type { ProgressCallback, ProgressInfo } from './source';
+export type { HubOptions, ProgressCallback, ProgressInfo } from './source';
 
 type Ort = Parameters<typeof ModelRunner.create>[0];
 

@@ -1,10 +1,12 @@
 /**
  * <spec-decoder>: speculative decoding you can watch. Attributes (mirrored as properties): target, draft, method,
  * max-new-tokens, temperature, top-p, top-k, seed, device ("webgpu" default, "wasm" fallback), prompt,
- * group-rounds, ort-base. The prompt can also come from a slotted element: <span slot="prompt">…</span>.
+ * group-rounds, ort-base, hub-endpoint (the hub host for hf:org/name ids; a token goes in the hubToken property), mode
+ * ("text", or "chat": messages in through the target's chat template, see chat-view.ts). The prompt can also come from a
+ * slotted element: <span slot="prompt">…</span>. cachedModels() and clearCache() show and empty the hub cache.
  *
  * Fires CustomEvents: `round` (detail: RoundEvent), `done` (detail: GenerationResult), `error` (detail: {message}),
- * `loaded` (detail: LoadInfo).
+ * `loaded` (detail: LoadInfo), `sd-progress` (detail: ProgressInfo, transformers.js's progress_callback shape).
  */
 import { css, html, LitElement, nothing } from 'lit';
 import { customElement, property, query, state } from 'lit/decorators.js';
@@ -12,10 +14,14 @@ import { type ClientLoadOptions, EngineClient } from '../client/engine-client';
 import { describeNeeds, isMethod, METHOD_NAMES, METHODS, type Method, methodSpec } from '../engine/drafters/index';
 import type { GenerationResult, GenerationStats, RoundEvent } from '../engine/events';
 import { statsFromEvents } from '../engine/stats';
+import { type CachedRepo, clearCachedModels, listCachedModels } from '../model/hub/cache-admin';
 import type { ProgressInfo } from '../model/source';
+import type { ChatMessage } from '../model/tokenizer';
 import type { LoadInfo } from '../worker/protocol';
+import type { ChatView } from './chat-view';
 import type { RaceResult } from './stats-panel';
 import { tokenColours } from './theme';
+import './chat-view';
 import './stats-panel';
 import './token-stream';
 import './tree-view';
@@ -108,6 +114,12 @@ export class SpecDecoder extends LitElement {
   @property({ attribute: 'ort-base' }) ortBase = '';
   /** Verification rule under sampling: rejection (lossless) or typical (lossy). */
   @property() verify: 'rejection' | 'typical' = 'rejection';
+  /** The hub host for hf: ids (default https://huggingface.co): a mirror, or the tests' local hub. */
+  @property({ attribute: 'hub-endpoint' }) hubEndpoint = '';
+  /** Access token for gated hub models (a property only: never put a token in an attribute). */
+  @property({ attribute: false }) hubToken = '';
+  /** "text": continue a prompt; "chat": a conversation through the target's chat template. */
+  @property() mode: 'text' | 'chat' = 'text';
 
   @state() private status: Status = 'idle';
   @state() private progress = new Map<string, { loaded: number; total: number }>();
@@ -118,6 +130,7 @@ export class SpecDecoder extends LitElement {
   @state() private error = '';
   @state() private selectedRound = -1;
   @state() private shownPrompt = '';
+  @state() private warnings: string[] = [];
 
   @query('textarea') private promptBox!: HTMLTextAreaElement;
 
@@ -126,7 +139,7 @@ export class SpecDecoder extends LitElement {
   private controller: AbortController | null = null;
 
   private get loadKey(): string {
-    return JSON.stringify([this.target, this.draft, this.device, this.ortBase]);
+    return JSON.stringify([this.target, this.draft, this.device, this.ortBase, this.hubEndpoint, this.hubToken]);
   }
 
   private slottedPrompt(): string {
@@ -151,6 +164,8 @@ export class SpecDecoder extends LitElement {
   }
 
   private onProgress = (p: ProgressInfo) => {
+    this.emit('sd-progress', p);
+    if (p.status === 'warning' && p.message) this.warnings = [...this.warnings, p.message];
     if (p.status !== 'progress' && p.status !== 'done') return;
     const key = `${p.name} ${p.file ?? ''}`;
     const next = new Map(this.progress);
@@ -166,12 +181,21 @@ export class SpecDecoder extends LitElement {
     this.status = 'loading';
     this.progress = new Map();
     this.loadInfo = null;
+    this.warnings = [];
     const options: ClientLoadOptions = {
       target: this.target,
       draft: this.draft,
       device: this.device,
       onProgress: this.onProgress,
       ...(this.ortBase ? { ortBase: new URL(this.ortBase, document.baseURI).href } : {}),
+      ...(this.hubEndpoint || this.hubToken
+        ? {
+            hub: {
+              ...(this.hubEndpoint ? { endpoint: this.hubEndpoint } : {}),
+              ...(this.hubToken ? { token: this.hubToken } : {}),
+            },
+          }
+        : {}),
     };
     const info = await this.client.load(options);
     this.loadedKey = this.loadKey;
@@ -181,7 +205,12 @@ export class SpecDecoder extends LitElement {
     return info;
   }
 
-  private async run(method: Method, prompt: string, live: boolean): Promise<GenerationResult> {
+  private async run(
+    method: Method,
+    prompt: string | { messages: ChatMessage[] },
+    live: boolean,
+    onRound?: (e: RoundEvent) => void,
+  ): Promise<GenerationResult> {
     await this.load();
     this.status = 'generating';
     this.controller = new AbortController();
@@ -196,6 +225,7 @@ export class SpecDecoder extends LitElement {
       if (!live) continue;
       this.events = [...this.events, e];
       this.stats = statsFromEvents(this.events);
+      onRound?.(e);
       this.emit('round', e);
     }
     const result = await stream.result;
@@ -261,6 +291,39 @@ export class SpecDecoder extends LitElement {
     this.controller?.abort();
   }
 
+  /** Hub models kept in this browser's cache: repo, revisions, files and bytes. */
+  cachedModels(): Promise<CachedRepo[]> {
+    return listCachedModels();
+  }
+
+  /** Remove one hub model (org/name) from the cache, or all of them; resolves with what was freed. */
+  clearCache(repo?: string): Promise<{ files: number; bytes: number }> {
+    return clearCachedModels(repo);
+  }
+
+  /** Chat mode: generate the assistant's reply to `messages` (the chat view calls this). */
+  async chat(messages: ChatMessage[], view?: ChatView): Promise<GenerationResult | null> {
+    this.error = '';
+    this.events = [];
+    this.stats = null;
+    this.race = null;
+    this.selectedRound = -1;
+    try {
+      const info = await this.load();
+      if (!info.target.chatTemplate) throw new Error(`${info.target.spec} has no chat template: use it in text mode`);
+      if (view) view.stopTokens = info.target.endOfTurnTokens;
+      const result = await this.run(this.method, { messages }, true, (e) => view?.addRound(e));
+      this.stats = result.stats;
+      view?.finishReply();
+      this.emit('done', result);
+      return result;
+    } catch (e) {
+      view?.failReply();
+      this.fail((e as Error).message);
+      return null;
+    }
+  }
+
   private fail(message: string): void {
     this.error = message;
     this.status = this.client?.info ? 'ready' : 'error';
@@ -284,10 +347,19 @@ export class SpecDecoder extends LitElement {
     const shownRound = this.selectedRound >= 0 ? this.selectedRound : this.events.length - 1;
     const tree = this.events[shownRound]?.tree ?? null;
     const lossy = this.verify === 'typical' && this.temperature > 0;
+    const chat = this.mode === 'chat';
     return html`
       <slot name="prompt" hidden></slot>
-      <label for="prompt"><strong>Prompt</strong></label>
-      <textarea id="prompt" part="prompt-input" .value=${this.prompt} ?disabled=${busy}></textarea>
+      ${
+        chat
+          ? html`<sd-chat
+              part="chat"
+              ?busy=${busy}
+              @sd-chat-send=${(e: CustomEvent<{ messages: ChatMessage[] }>) => void this.chat(e.detail.messages, e.target as ChatView)}
+            ></sd-chat>`
+          : html`<label for="prompt"><strong>Prompt</strong></label>
+              <textarea id="prompt" part="prompt-input" .value=${this.prompt} ?disabled=${busy}></textarea>`
+      }
       <div class="bar" part="controls">
         <label
           >Method
@@ -312,8 +384,8 @@ export class SpecDecoder extends LitElement {
             )}
           </select></label
         >
-        <button part="generate" @click=${() => void this.generate()} ?disabled=${busy}>Generate</button>
-        <button part="race" @click=${() => void this.raceAgainstPlain()} ?disabled=${busy}>Race vs plain</button>
+        <button part="generate" @click=${() => void this.generate()} ?disabled=${busy} ?hidden=${chat}>Generate</button>
+        <button part="race" @click=${() => void this.raceAgainstPlain()} ?disabled=${busy} ?hidden=${chat}>Race vs plain</button>
         <button part="cancel" @click=${() => this.cancel()} ?disabled=${this.status !== 'generating'}>Cancel</button>
         <small part="status" data-status=${this.status}>${this.status}</small>
         ${lossy ? html`<small class="lossy">typical acceptance: LOSSY</small>` : nothing}
@@ -324,18 +396,23 @@ export class SpecDecoder extends LitElement {
           ? html`<p class="notice" part="fallback" role="status">Running on wasm (CPU): ${this.loadInfo.fallback}</p>`
           : nothing
       }
+      ${this.warnings.map((w) => html`<p class="notice" part="warning" role="status">${w}</p>`)}
       ${this.error ? html`<p class="error" part="error" role="alert">${this.error}</p>` : nothing}
       <div class="legend" part="legend">
         <span data-kind="accepted">accepted draft</span><span data-kind="rejected">rejected draft</span
         ><span data-kind="target">target's own</span>
         ${this.loadInfo ? html`<small>on ${this.loadInfo.device} (${this.loadInfo.compute})</small>` : nothing}
       </div>
-      <sd-token-stream
-        part="stream"
-        .prompt=${this.shownPrompt}
-        .rounds=${this.events}
-        ?group-rounds=${this.groupRounds}
-      ></sd-token-stream>
+      ${
+        chat
+          ? nothing
+          : html`<sd-token-stream
+              part="stream"
+              .prompt=${this.shownPrompt}
+              .rounds=${this.events}
+              ?group-rounds=${this.groupRounds}
+            ></sd-token-stream>`
+      }
       <div class="panels">
         <sd-stats-panel part="stats" .stats=${this.stats} .race=${this.race}></sd-stats-panel>
         <div part="tree">

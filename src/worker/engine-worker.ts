@@ -32,6 +32,8 @@ function info(r: ModelRunner): ModelInfo {
     vocab: c.vocabSize,
     weightBytes: r.model.weightBytes,
     maxPositions: c.maxPositions,
+    chatTemplate: r.model.tokenizer.hasChatTemplate,
+    endOfTurnTokens: r.model.tokenizer.endOfTurnTokens,
   };
 }
 
@@ -76,6 +78,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     base: req.base,
     ...(req.compute ? { compute: req.compute } : {}),
     calibration,
+    ...(req.hub ? { hub: req.hub } : {}),
     onProgress: (info: ProgressInfo) => post({ type: 'progress', id, info }),
   };
   try {
@@ -105,7 +108,7 @@ async function generate(id: number, req: Extract<ToWorker, { type: 'generate' }>
   const controller = new AbortController();
   running.set(id, controller);
   try {
-    const it = engine.generate(req.prompt, {
+    const it = engine.generate(req.messages ? { messages: req.messages } : req.prompt, {
       method: req.method,
       maxNewTokens: req.maxNewTokens,
       sampling: req.sampling,

@@ -4,6 +4,7 @@ import type { GenerationResult, RoundEvent } from '../engine/events';
 import type { SamplingParams } from '../engine/sampling';
 import type { VerifyRule } from '../engine/verify';
 import type { ProgressInfo } from '../model/source';
+import type { ChatMessage } from '../model/tokenizer';
 
 export type DeviceChoice = 'webgpu' | 'wasm';
 
@@ -17,6 +18,8 @@ export interface LoadRequest {
   base: string;
   /** Folder holding onnxruntime-web's wasm files. */
   ortBase: string;
+  /** For `hf:` ids: the hub host (default https://huggingface.co) and an access token for gated models. */
+  hub?: { endpoint?: string; token?: string };
 }
 
 export interface ModelInfo {
@@ -27,6 +30,9 @@ export interface ModelInfo {
   vocab: number;
   weightBytes: number;
   maxPositions: number;
+  /** tokenizer_config.json has a chat template; its end-of-turn tokens. */
+  chatTemplate: boolean;
+  endOfTurnTokens: number[];
 }
 
 export interface LoadInfo {
@@ -41,6 +47,8 @@ export interface LoadInfo {
 
 export interface GenerateRequest {
   prompt: string;
+  /** A chat instead of `prompt`: applied through the target's chat template. */
+  messages?: ChatMessage[];
   method: Method;
   maxNewTokens: number;
   sampling: SamplingParams;

@@ -165,8 +165,7 @@ export class SkipSearch {
     const r = record as Partial<SearchRecord> | null;
     const L = this.options.layers;
     if (
-      !r ||
-      r.version !== 1 ||
+      r?.version !== 1 ||
       r.fingerprint !== fingerprint ||
       r.ratio !== this.options.ratio ||
       !Array.isArray(r.best) ||
