@@ -94,7 +94,7 @@ export function parseCli(argv: string[]): CliOptions {
   const help = Boolean(values.help);
   const prompt = str('prompt');
   if (!help && (prompt === undefined || prompt.length === 0)) throw new UsageError('--prompt TEXT is required');
-  const method = str('method') ?? 'dynamic';
+  const method = str('method') ?? 'auto';
   if (!isMethod(method)) throw new UsageError(`--method must be one of ${METHOD_NAMES.join(', ')}; got "${method}"`);
   const device = str('device') ?? 'wasm';
   if (device !== 'wasm' && device !== 'webgpu')

@@ -17,6 +17,7 @@ import {
   methodSpec,
   methodsAvailable,
   type Requirement,
+  uses,
 } from './drafters/index';
 import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate } from './generate';
@@ -134,7 +135,7 @@ export class SpecEngine {
     if (!d) {
       d = spec.create({
         target: this.target,
-        ...(spec.needs.includes('draft-model') && this.draft ? { draft: this.draft } : {}),
+        ...(uses(spec, 'draft-model') && this.draft ? { draft: this.draft } : {}),
         costs: () => this.costs,
         store: this.store,
       });
@@ -206,7 +207,7 @@ export class SpecEngine {
       // Every model the method runs bounds the context.
       const contextLimit = Math.min(
         this.target.config.maxPositions,
-        spec.needs.includes('draft-model') && this.draft ? this.draft.config.maxPositions : Number.POSITIVE_INFINITY,
+        uses(spec, 'draft-model') && this.draft ? this.draft.config.maxPositions : Number.POSITIVE_INFINITY,
       );
       return yield* generate({ target: this.target, drafter, tokenizer: this.tokenizer, contextLimit }, ids, options);
     } finally {

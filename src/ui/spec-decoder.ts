@@ -101,7 +101,7 @@ export class SpecDecoder extends LitElement {
 
   @property() target = 'models/austen-target/';
   @property() draft = 'models/austen-draft/';
-  @property() method: Method = 'dynamic';
+  @property() method: Method = 'auto';
   @property({ type: Number, attribute: 'max-new-tokens' }) maxNewTokens = 64;
   @property({ type: Number }) temperature = 0;
   @property({ type: Number, attribute: 'top-p' }) topP = 1;

@@ -44,6 +44,8 @@ export interface MethodSpec<Name extends string = string> {
   /** One line for menus and --help. */
   readonly description: string;
   readonly needs: readonly Requirement[];
+  /** What the method uses when it is loaded, without needing it (auto uses a draft model if there is one). */
+  readonly optional?: readonly Requirement[];
   /** The output has exactly the target's distribution (greedy: its exact tokens) under rejection verification. */
   readonly lossless: boolean;
   /** The method reads the measured cost model; the engine calibrates before its first run where it can. */
@@ -61,6 +63,11 @@ const NEED_TEXT: Record<Requirement, string> = {
 /** "needs a draft model" / "needs nothing but the target". */
 export function describeNeeds(spec: MethodSpec): string {
   return spec.needs.length === 0 ? 'target only' : `needs ${spec.needs.map((n) => NEED_TEXT[n]).join(' and ')}`;
+}
+
+/** Whether a method runs the given resource when it is available (needed or optional). */
+export function uses(spec: MethodSpec, r: Requirement): boolean {
+  return spec.needs.includes(r) || (spec.optional ?? []).includes(r);
 }
 
 /** The draft model a 'draft-model' method was given (the engine checks needs before creating a drafter). */
