@@ -9,6 +9,7 @@ import { methodSpec } from './engine/drafters/index';
 import { SpecEngine } from './engine/engine';
 import { GenerationError, type GenerationResult } from './engine/events';
 import { ortForNode } from './runtime/ort-node';
+import { FileStore } from './runtime/store-node';
 
 export { DEFAULT_DRAFT, DEFAULT_TARGET, parseCli } from './cli/args';
 export { statsLine } from './cli/output';
@@ -49,6 +50,8 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       target: options.target,
       ...(methodSpec(options.method).needs.includes('draft-model') ? { draft: options.draft } : {}),
       device: options.device,
+      // Measured costs and found skip sets are remembered between runs (SPEC_DECODER_CACHE moves the file).
+      store: new FileStore(),
     });
   } catch (e) {
     io.err(`error: ${(e as Error).message}\n`);
@@ -74,7 +77,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       rounds.push(roundIds(step.value));
       if (!options.json) io.out(paint.round(step.value));
     }
-    if (options.json) io.out(`${jsonResult(result, rounds)}\n`);
+    if (options.json) io.out(`${jsonResult(result, rounds, undefined, engine.timings)}\n`);
     else {
       io.out(`\n\n${paint.dim(statsLine(result, options.method))}\n`);
       if (options.verify === 'typical' && options.sampling.temperature > 0) {
@@ -86,7 +89,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     return 0;
   } catch (e) {
     // Whatever was generated before the failure is kept: printed already as text, or in the JSON object.
-    if (e instanceof GenerationError && options.json) io.out(`${jsonResult(e.partial, rounds, e)}\n`);
+    if (e instanceof GenerationError && options.json) io.out(`${jsonResult(e.partial, rounds, e, engine.timings)}\n`);
     io.err(`${options.json ? '' : '\n'}error: ${(e as Error).message}\n`);
     return 2;
   } finally {

@@ -1,5 +1,6 @@
 /** What the terminal front end prints: coloured rounds (on a terminal), the stats line, and the JSON object. */
 import type { Method } from '../engine/drafters/index';
+import type { EngineTimings } from '../engine/engine';
 import type { GenerationResult, RoundEvent } from '../engine/events';
 
 /** Colour when stdout is a terminal, unless NO_COLOR is set; FORCE_COLOR (not "0") forces it. */
@@ -52,8 +53,16 @@ export const roundIds = (e: RoundEvent): RoundIds => ({
   target: e.target.map((t) => t.id),
 });
 
-/** The --json object; `error` is present when the run failed part-way (everything before it is kept). */
-export function jsonResult(result: GenerationResult, rounds: RoundIds[], error?: Error): string {
+/**
+ * The --json object; `error` is present when the run failed part-way (everything before it is kept); `timings` are
+ * the engine's load, warm-up and calibration times, apart from the generation's own.
+ */
+export function jsonResult(
+  result: GenerationResult,
+  rounds: RoundIds[],
+  error?: Error,
+  timings?: EngineTimings,
+): string {
   const { stats } = result;
   return JSON.stringify({
     tokens: result.tokens,
@@ -69,6 +78,7 @@ export function jsonResult(result: GenerationResult, rounds: RoundIds[], error?:
       overheadShare: stats.overheadShare,
       stopReason: result.stopReason,
     },
+    ...(timings ? { timings } : {}),
     ...(error ? { error: { name: error.name, message: error.message } } : {}),
   });
 }

@@ -8,6 +8,7 @@ import type { Method } from './drafters/index';
 import { SpecEngine } from './engine';
 import type { GenerationResult } from './events';
 import { GREEDY, Rng, type SamplingParams } from './sampling';
+import { MemoryStore } from './store';
 
 let pair: SpecEngine;
 let targetOnly: SpecEngine;
@@ -47,6 +48,22 @@ describe('SpecEngine', () => {
       /method "chain" needs a draft model, and this engine was loaded without a draft model \(load one\)/,
     );
     expect((await finish(targetOnly, 'She was', 'lookup', GREEDY, 4)).tokens).toHaveLength(4);
+  });
+
+  it('keeps its measured costs in the store it was given, keyed by the model and device', async () => {
+    const store = new MemoryStore();
+    const engine = await SpecEngine.load(ortForNode(), {
+      target: 'public/models/austen-target',
+      device: 'wasm',
+      store,
+    });
+    expect(engine.timings.loadMs).toBeGreaterThan(0);
+    expect(engine.timings.warmupMs).toBeGreaterThan(0);
+    await finish(engine, 'She was', 'lookup', GREEDY, 2);
+    expect(engine.timings.calibration).toBe('measured');
+    const record = (await store.get(`costs:${engine.target.fingerprint}:none`)) as { costs: unknown };
+    expect(record.costs).toEqual(engine.costModel);
+    await engine.release();
   });
 
   it('never holds the event loop: timers tick during a generation and an abort timer stops it within a round', async () => {

@@ -114,6 +114,18 @@ export class ModelRunner implements CausalLM {
     return this.model.config;
   }
 
+  /**
+   * Identifies this model as built here: its location, config, weight bytes, device and compute precision (records
+   * remembered per model and device, e.g. measured costs or a found skip set, are keyed by it).
+   */
+  get fingerprint(): string {
+    const c = this.model.config;
+    const text = JSON.stringify([this.model.spec, c, this.model.weightBytes, this.device, this.compute]);
+    let h = 0x811c9dc5;
+    for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+    return `${c.modelType}-${c.numLayers}x${c.hiddenSize}-${this.device}-${this.compute}-${h.toString(16)}`;
+  }
+
   /** Bytes of weights one call reads, in the compute precision (for achieved-bandwidth figures). */
   get computeWeightBytes(): number {
     let elements = 0;

@@ -7,6 +7,7 @@ import { SpecEngine } from '../engine/engine';
 import { type ModelRunner, SessionCreateError } from '../model/runner';
 import type { ProgressInfo } from '../model/source';
 import { ortForWeb } from '../runtime/ort-web';
+import { IndexedDbStore } from '../runtime/store-web';
 import { describeAdapter, isSoftwareAdapter, probeWebGpu } from '../runtime/webgpu';
 import type { FromWorker, LoadInfo, LoadRequest, ModelInfo, ToWorker, WorkerError } from './protocol';
 
@@ -78,6 +79,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     base: req.base,
     ...(req.compute ? { compute: req.compute } : {}),
     calibration,
+    store: new IndexedDbStore(),
     ...(req.hub ? { hub: req.hub } : {}),
     onProgress: (info: ProgressInfo) => post({ type: 'progress', id, info }),
   };
@@ -99,6 +101,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     ...(engine.draft ? { draft: info(engine.draft) } : {}),
     ...(fallback ? { fallback } : {}),
     ...(adapter ? { adapter } : {}),
+    timings: { ...engine.timings },
   };
   return result;
 }

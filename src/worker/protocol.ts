@@ -1,5 +1,6 @@
 /** The typed messages between EngineClient (main thread) and the engine worker. */
 import type { Method } from '../engine/drafters/index';
+import type { EngineTimings } from '../engine/engine';
 import type { GenerationResult, RoundEvent } from '../engine/events';
 import type { SamplingParams } from '../engine/sampling';
 import type { VerifyRule } from '../engine/verify';
@@ -43,6 +44,8 @@ export interface LoadInfo {
   adapter?: string;
   target: ModelInfo;
   draft?: ModelInfo;
+  /** Loading, warm-up and calibration times of the engine (milliseconds). */
+  timings?: EngineTimings;
 }
 
 export interface GenerateRequest {
