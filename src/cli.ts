@@ -8,7 +8,7 @@ import { isMethod, METHOD_DESCRIPTIONS, METHODS, type Method } from './engine/dr
 import { SpecEngine } from './engine/engine';
 import type { GenerationResult, RoundEvent } from './engine/events';
 import type { SamplingParams } from './engine/sampling';
-import { ortForNode } from './runtime/ort-node';
+import { nodeRuntime } from './runtime/node-device';
 
 export const DEFAULT_TARGET = 'public/models/austen-target';
 export const DEFAULT_DRAFT = 'public/models/austen-draft';
@@ -140,21 +140,18 @@ export async function main(argv: string[]): Promise<number> {
     }
     throw e;
   }
-  if (options.device === 'webgpu' && typeof navigator === 'undefined') {
-    console.error(
-      'error: --device webgpu needs a browser (Node has no WebGPU here); use --device wasm, or the demo page',
-    );
-    return 2;
-  }
+  // WebGPU in Node runs on Dawn; the adapter (or why there is none and wasm is used) goes to stderr.
+  const runtime = await nodeRuntime(options.device, (line) => console.error(line));
   let engine: SpecEngine;
   try {
-    engine = await SpecEngine.load(ortForNode(), {
+    engine = await SpecEngine.load(runtime.ort, {
       target: options.target,
       ...(options.method === 'ar' ? {} : { draft: options.draft }),
-      device: options.device,
+      device: runtime.device,
     });
   } catch (e) {
     console.error(`error: ${(e as Error).message}`);
+    await runtime.shutdown();
     return 2;
   }
   try {
@@ -216,6 +213,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   } finally {
     await engine.release();
+    await runtime.shutdown();
   }
 }
 
