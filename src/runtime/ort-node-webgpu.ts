@@ -65,20 +65,21 @@ export function copySharedUploads(queuePrototype: GPUQueue): void {
 const COPIES_SHARED = Symbol.for('spec-decoder.writeBufferCopiesShared');
 
 /**
- * The stall: V8 compiles ORT's 27 MB asyncify wasm with Liftoff, then tiers hot functions up to TurboFan in the
- * background; while ORT awaits a GPU promise with nothing else on Node's event loop, Node sits until those
- * background compiles finish. Measured on our 2-core machine with the bundled pair on lavapipe (first 8-token
+ * The stall: V8 compiles ORT's 27 MB asyncify wasm with Liftoff, then tiers hot functions up to TurboFan on
+ * background threads. Whenever Node's event loop runs out of handles (ORT awaiting a GPU promise between Dawn's
+ * polls), Node drains V8's background tasks before going on, so it sits until those compiles finish; at the end
+ * the same drain holds the exit. Measured on our 2-core machine with the bundled pair on lavapipe (first 8-token
  * greedy run / whole script including load and release; noisy, shared machine):
  *   default tiering                   48.5 s / 62 s
- *   --liftoff-only                     7.0 s / 22 s   (exits right after release)
- *   keep-alive interval (tier-up on)   9.5 s / 27 s   before release, then 43 s more to exit (compiles finish first)
+ *   --liftoff-only                     7.0 s / 22 s   (ends right after release)
+ *   keep-alive interval (tier-up on)   9.5 s / 27 s   before release, then 43 s to 3 min more to end
  *   --no-wasm-tier-up                 93 s  / 112 s
  *   --no-wasm-dynamic-tiering        125 s  / 149 s
  * We pick Liftoff only, set at run time before ORT compiles its wasm (`v8.setFlagsFromString` works as well as the
- * command-line flag, so `tsx`, vitest workers and the bundled kit need no extra node arguments): no stall, prompt
- * exit, nothing to clean up. Its price is slower CPU-side ORT code (about 1.6x on this machine once tiered up),
- * which the benchmark can measure: SPEC_DECODER_WASM_TIERUP=1 keeps tier-up and holds the event loop awake with an
- * interval instead, until shutdown().
+ * command-line flag, so `tsx`, vitest workers and the bundled kit need no extra node arguments): no stall, and the
+ * process ends by itself. Its price is slower CPU-side ORT code, which the benchmark can measure:
+ * SPEC_DECODER_WASM_TIERUP=1 keeps tier-up and holds the event loop awake with an interval until shutdown(); a
+ * process in that mode must call process.exit() at its end (the benchmark does).
  */
 function avoidTierUpStall(tierUp: boolean): (() => void) | null {
   if (!tierUp) {
