@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the benchmark on every backend available here. wasm in Node runs in-process; wasm and WebGPU
+ * `npm run bench`: the benchmark on every backend available here. wasm and WebGPU (Dawn) in Node run in-process; wasm and WebGPU
  * in Chromium run the same harness in a worker of the built site's bench page, driven by Playwright.
  * Prints markdown tables and writes bench/results/<date>-<machine>.json.
  */
@@ -14,7 +14,7 @@ import { type BenchReport, markdown, runBench } from './harness';
 
 const { values } = parseArgs({
   options: {
-    backends: { type: 'string', default: 'node-wasm,chromium-wasm,chromium-webgpu' },
+    backends: { type: 'string', default: 'node-wasm,node-webgpu,chromium-wasm,chromium-webgpu' },
     prompts: { type: 'string', default: '24' },
     repeats: { type: 'string', default: '2' },
     'max-new-tokens': { type: 'string', default: '64' },
@@ -52,6 +52,24 @@ if (backends.includes('node-wasm')) {
   reports['node-wasm'] = report;
   tables.push(markdown('wasm in Node', report));
   console.log(`\n${tables[tables.length - 1]}\n`);
+}
+
+// After node-wasm: WebGPU in Node sets V8 to Liftoff only for the rest of this process (see ort-node-webgpu.ts).
+if (backends.includes('node-webgpu')) {
+  console.log('== node-webgpu (onnxruntime-web WebGPU EP in Node, on Dawn)');
+  const { benchNodeWebGpu, nodeWebGpuMarkdown } = await import('./node-webgpu');
+  const r = await benchNodeWebGpu({
+    target: 'public/models/austen-target',
+    draft: 'public/models/austen-draft',
+    prompts: allPrompts,
+    log: (l) => console.log(`  ${l}`),
+  });
+  reports['node-webgpu'] = r as never;
+  if ('error' in r) console.log(`\nnode-webgpu: ${r.error}\n`);
+  else {
+    tables.push(nodeWebGpuMarkdown(r));
+    console.log(`\n${tables[tables.length - 1]}\n`);
+  }
 }
 
 const browserBackends = backends.filter((b) => b.startsWith('chromium-'));

@@ -66,9 +66,9 @@ const COPIES_SHARED = Symbol.for('spec-decoder.writeBufferCopiesShared');
 
 /**
  * The stall: V8 compiles ORT's 27 MB asyncify wasm with Liftoff, then tiers hot functions up to TurboFan on
- * background threads. Whenever Node's event loop runs out of handles (ORT awaiting a GPU promise between Dawn's
- * polls), Node drains V8's background tasks before going on, so it sits until those compiles finish; at the end
- * the same drain holds the exit. Measured on our 2-core machine with the bundled pair on lavapipe (first 8-token
+ * background threads. Our reading of what we saw: whenever Node's event loop runs out of handles (ORT awaiting a GPU
+ * promise between Dawn's polls), Node drains V8's background tasks before going on, so it sits until those compiles
+ * finish; at the end the same drain holds the exit. Measured on our 2-core machine with the bundled pair on lavapipe (first 8-token
  * greedy run / whole script including load and release; noisy, shared machine):
  *   default tiering                   48.5 s / 62 s
  *   --liftoff-only                     7.0 s / 22 s   (ends right after release)
@@ -77,9 +77,10 @@ const COPIES_SHARED = Symbol.for('spec-decoder.writeBufferCopiesShared');
  *   --no-wasm-dynamic-tiering        125 s  / 149 s
  * We pick Liftoff only, set at run time before ORT compiles its wasm (`v8.setFlagsFromString` works as well as the
  * command-line flag, so `tsx`, vitest workers and the bundled kit need no extra node arguments): no stall, and the
- * process ends by itself. Its price is slower CPU-side ORT code, which the benchmark can measure:
+ * process ends by itself. Its price is slower CPU-side ORT code: on a dispatch-bound tiny model, 19-27 ms per call
+ * against 13-15 ms once tiered up (same machine, noisy), which matters on a real GPU. The benchmark can measure it:
  * SPEC_DECODER_WASM_TIERUP=1 keeps tier-up and holds the event loop awake with an interval until shutdown(); a
- * process in that mode must call process.exit() at its end (the benchmark does).
+ * process in that mode must call process.exit() at its end (the GPU kit's entry, bench/gpu-kit.ts, does).
  */
 function avoidTierUpStall(tierUp: boolean): (() => void) | null {
   if (!tierUp) {
