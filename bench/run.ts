@@ -1,6 +1,6 @@
 /**
- * `npm run bench`: the benchmark on every backend available here. wasm and WebGPU (Dawn) in Node run in-process; wasm and WebGPU
- * in Chromium run the same harness in a worker of the built site's bench page, driven by Playwright.
+ * `npm run bench`: the benchmark on every backend available here. wasm and WebGPU (Dawn) in Node run in-process;
+ * wasm and WebGPU in Chromium run the same harness in a worker of the built site's bench page, driven by Playwright.
  * Prints markdown tables and writes bench/results/<date>-<machine>.json.
  */
 import { execFileSync } from 'node:child_process';

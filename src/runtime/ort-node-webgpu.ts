@@ -29,6 +29,8 @@ export type NodeWebGpu =
   | { ok: true; ort: OrtWebGpuModule; adapter: AdapterReport; shutdown: () => Promise<void> }
   | { ok: false; reason: string };
 
+const COPIES_SHARED = Symbol.for('spec-decoder.writeBufferCopiesShared');
+
 /**
  * Dawn's `GPUQueue.writeBuffer` crashes the process (exit 139) or throws "Invalid argument" when given a view on a
  * SharedArrayBuffer, and ORT's wasm heap is shared memory, so every upload would hit it. Copy such data into a
@@ -62,14 +64,13 @@ export function copySharedUploads(queuePrototype: GPUQueue): void {
   } as GPUQueue['writeBuffer'];
   marked[COPIES_SHARED] = true;
 }
-const COPIES_SHARED = Symbol.for('spec-decoder.writeBufferCopiesShared');
 
 /**
  * The stall: V8 compiles ORT's 27 MB asyncify wasm with Liftoff, then tiers hot functions up to TurboFan on
- * background threads. Our reading of what we saw: whenever Node's event loop runs out of handles (ORT awaiting a GPU
- * promise between Dawn's polls), Node drains V8's background tasks before going on, so it sits until those compiles
- * finish; at the end the same drain holds the exit. Measured on our 2-core machine with the bundled pair on lavapipe (first 8-token
- * greedy run / whole script including load and release; noisy, shared machine):
+ * background threads. Our reading of what we saw: whenever Node's event loop runs out of handles (ORT awaiting a
+ * GPU promise between Dawn's polls), Node drains V8's background tasks before going on, so it sits until those
+ * compiles finish; at the end the same drain holds the exit. Measured on our 2-core machine with the bundled pair on
+ * lavapipe (first 8-token greedy run / whole script including load and release; noisy, shared machine):
  *   default tiering                   48.5 s / 62 s
  *   --liftoff-only                     7.0 s / 22 s   (ends right after release)
  *   keep-alive interval (tier-up on)   9.5 s / 27 s   before release, then 43 s to 3 min more to end

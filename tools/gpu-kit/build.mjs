@@ -11,8 +11,9 @@
  *   gpu-kit/kit/lib/compat/libstdc++.so.6      used only if the machine's own is too old for dawn.node
  *   gpu-kit/kit.tar.xz                         all of the above, compressed: the one path to carry
  *
- * The bundle is not minified, so that errors from the GPU machine are readable. gpu-kit/ is git-ignored. The kit plus the tracked tree must fit in 64 MiB (what travels to a GPU machine); the
- * build fails when it does not. tools/gpu-kit/run.sh runs it; tools/gpu-kit/check.mjs proves it runs here.
+ * The bundle is not minified, so that errors from the GPU machine are readable. gpu-kit/ is git-ignored. The kit
+ * plus the tracked tree must fit in 64 MiB (what travels to a GPU machine); the build fails when it does not.
+ * tools/gpu-kit/run.sh runs it; tools/gpu-kit/check.mjs proves it runs here.
  *
  *   node tools/gpu-kit/build.mjs
  */

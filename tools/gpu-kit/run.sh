@@ -17,7 +17,10 @@ KIT=gpu-kit/kit
 NODE=$KIT/bin/node
 
 if [ ! -x "$NODE" ]; then
-  [ -f gpu-kit/kit.tar.xz ] || { echo "gpu-kit/kit.tar.xz is missing: build it with node tools/gpu-kit/build.mjs" >&2; exit 1; }
+  if [ ! -f gpu-kit/kit.tar.xz ]; then
+    echo "gpu-kit/kit.tar.xz is missing: build it with node tools/gpu-kit/build.mjs" >&2
+    exit 1
+  fi
   echo "unpacking gpu-kit/kit.tar.xz"
   if command -v xz >/dev/null 2>&1; then
     tar -xJf gpu-kit/kit.tar.xz -C gpu-kit

@@ -123,7 +123,7 @@ def write_weights(out, c, seed):
 
 def byte_symbols():
     """GPT-2's byte-to-unicode table: every byte gets a printable character (what ByteLevel pre-tokenizers use)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    bs = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
     cs, n = bs[:], 0
     for b in range(256):
         if b not in bs:
