@@ -5,10 +5,10 @@
  */
 import { type CliOptions, enginePrompt, parseCli, USAGE, UsageError } from './cli/args';
 import { jsonResult, painter, type RoundIds, roundIds, statsLine, wantColour } from './cli/output';
-import { methodSpec } from './engine/drafters/index';
+import { methodSpec, uses } from './engine/drafters/index';
 import { SpecEngine } from './engine/engine';
 import { GenerationError, type GenerationResult } from './engine/events';
-import { ortForNode } from './runtime/ort-node';
+import { nodeRuntime } from './runtime/node-device';
 import { FileStore } from './runtime/store-node';
 
 export { DEFAULT_DRAFT, DEFAULT_TARGET, parseCli } from './cli/args';
@@ -40,21 +40,20 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     io.out(`${USAGE}\n`);
     return 0;
   }
-  if (options.device === 'webgpu' && typeof navigator === 'undefined') {
-    io.err('error: --device webgpu needs a browser (Node has no WebGPU here); use --device wasm, or the demo page\n');
-    return 2;
-  }
+  // WebGPU in Node runs on Dawn; the adapter (or why there is none and wasm is used) goes to stderr.
+  const runtime = await nodeRuntime(options.device, (line) => io.err(`${line}\n`));
   let engine: SpecEngine;
   try {
-    engine = await SpecEngine.load(ortForNode(), {
+    engine = await SpecEngine.load(runtime.ort, {
       target: options.target,
-      ...(methodSpec(options.method).needs.includes('draft-model') ? { draft: options.draft } : {}),
-      device: options.device,
+      ...(uses(methodSpec(options.method), 'draft-model') ? { draft: options.draft } : {}),
+      device: runtime.device,
       // Measured costs and found skip sets are remembered between runs (SPEC_DECODER_CACHE moves the file).
       store: new FileStore(),
     });
   } catch (e) {
     io.err(`error: ${(e as Error).message}\n`);
+    await runtime.shutdown();
     return 2;
   }
   const paint = painter(io.colour);
@@ -94,6 +93,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     return 2;
   } finally {
     await engine.release();
+    await runtime.shutdown();
   }
 }
 

@@ -9,6 +9,7 @@
 import type * as OrtModule from 'onnxruntime-common';
 import { type CausalLM, ContextLimitError, type ForwardInput } from '../engine/lm';
 import type { LlamaConfig } from './config';
+import { f16ToF32 } from './convert';
 import { ModelLoadError } from './errors';
 import {
   type BuiltGraph,
@@ -228,7 +229,9 @@ export class ModelRunner implements CausalLM {
     const read = async (t: Tensor) => {
       const data = await t.getData();
       if (data instanceof Float32Array) return data;
-      throw new Error('readCache supports fp32 caches only');
+      // An fp16 cache arrives as its bit patterns (Node 20 has no Float16Array); widening is exact.
+      if (t.type === 'float16' && data instanceof Uint16Array) return Float32Array.from(data, f16ToF32);
+      throw new Error(`readCache: unexpected ${t.type} cache`);
     };
     return {
       key: await read(this.cache[2 * layer] as Tensor),
