@@ -19,6 +19,8 @@ const PROMPTS = [
   [33, 33, 7, 50, 2, 19],
 ];
 const TOKENS = 16;
+/** Top-2 logit gaps below this are ties at fp16 precision (a wide call may round them the other way). */
+const NEAR_TIE = 1e-2;
 const SHAPE = { max_position_embeddings: 256 };
 
 let target: ModelRunner;
@@ -47,8 +49,11 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('greedy identity of every method on 
     });
   }
 
-  /** The target's top-2 logit gap after prompt + ref[0..k), so that a precision near-tie is named as such. */
-  async function gapAt(prompt: number[], ref: number[], k: number): Promise<string> {
+  /**
+   * The target's top-2 logit gap after prompt + ref[0..k). In fp16 a call over many tokens rounds differently from
+   * a call over one, so two logits closer than NEAR_TIE may swap places: a divergence there is precision, not logic.
+   */
+  async function gapAt(prompt: number[], ref: number[], k: number): Promise<{ gap: number; text: string }> {
     const seq = [...prompt, ...ref.slice(0, k)];
     target.reset();
     const logits = await target.forward({
@@ -62,7 +67,10 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('greedy identity of every method on 
       number,
     ];
     const gap = (logits[a] as number) - (logits[b] as number);
-    return `top-2 logit gap there: ${gap.toExponential(2)} (${a} vs ${b})${gap < 1e-2 ? ' — a near-tie at this precision' : ''}`;
+    return {
+      gap,
+      text: `top-2 logit gap there: ${gap.toExponential(2)} (${a} vs ${b})${gap < NEAR_TIE ? ' — a near-tie at this precision' : ''}`,
+    };
   }
 
   it('computes in fp16 where the adapter has shader-f16', () => {
@@ -81,10 +89,12 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('greedy identity of every method on 
         const result = await run(method, prompt);
         const ref = plain.get(i) as number[];
         const k = result.tokens.findIndex((t, j) => t !== ref[j]);
-        if (k >= 0)
-          expect.fail(
-            `${method}, prompt ${i}: token ${k} is ${result.tokens[k]}, plain gives ${ref[k]}; ${await gapAt(prompt, ref, k)}`,
-          );
+        if (k >= 0) {
+          const { gap, text } = await gapAt(prompt, ref, k);
+          // Identical up to the divergence, and the divergence is a near-tie of this precision; otherwise a bug.
+          if (!(target.compute === 'fp16' && gap < NEAR_TIE))
+            expect.fail(`${method}, prompt ${i}: token ${k} is ${result.tokens[k]}, plain gives ${ref[k]}; ${text}`);
+        }
         expect(result.stats.targetCalls).toBeLessThanOrEqual(TOKENS + 1);
         accepted += result.stats.acceptanceCounts.accepted.reduce((a, b) => a + b, 0);
       }

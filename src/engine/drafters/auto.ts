@@ -7,32 +7,36 @@
  *   of time grow (budget.ts; per-source acceptance by sibling rank and confidence is kept by the merged drafter).
  *   So on a steep curve (wasm) a tree shrinks to a short chain or to nothing, on a flat one (a GPU) it grows wide
  *   and deep; a tree whose predicted time per token is worse than plain decoding's is never proposed.
- * - between arms: the measured throughput of each (tokens per millisecond over its recent rounds, real time, drafting
- *   included) decides; every arm is tried early, and the others are revisited now and then so the estimates follow
- *   the text. This is the expected-gain stopping rule applied to whole drafters, with measured rather than modelled
- *   costs: the draft model's calls, the skipped layers' calls and the lookup's zero calls all show up in real time.
+ * - between arms: each arm's throughput over its recent rounds decides: tokens produced per unit of cost, the cost
+ *   of a round being its verification call on the measured verify-cost curve (width of tree and auxiliary nodes)
+ *   plus its own model calls on the measured curves (Drafter.draftCost: draft-model calls, skipping calls, none for
+ *   lookup). Every arm is tried early and the others are revisited now and then, so the estimates follow the text.
+ *   This is the expected-gain rule applied to whole drafters, with costs from measurements made once: the choice
+ *   is reproducible for a seed (same text, same costs, same choices). Without a cost model (calibration off, e.g.
+ *   on a software GPU adapter) real time stands in.
  *
  * Why not Sequoia's dynamic programme over (depth, rank) acceptance for a fixed tree shape: our candidates come with
  * per-node estimates (draft confidence, n-gram agreement) that a per-position acceptance vector would throw away;
  * the best-first rerank over them is optimal for any node budget when values never grow along a path, and the
  * measured curve then picks the budget.
  */
+import { relativeCost } from '../calibrate';
 import { isLayerSkipping } from '../lm';
 import type { VerifyResult } from '../verify';
 import type { Drafter, DrafterNote, DraftRequest, DraftTree, TargetOutputs } from './drafter';
 import { DYNAMIC_DEFAULTS, DynamicTreeDrafter } from './dynamic-tree';
 import { LOOKUP_DEFAULTS, LookupDrafter } from './lookup';
 import { MergedDrafter } from './merged';
-import type { DrafterResources, MethodSpec } from './method';
+import type { CostModel, DrafterResources, MethodSpec } from './method';
 import { NoDrafter } from './none';
 import { SwiftDrafter } from './swift';
 
 interface Arm {
   name: string;
   drafter: Drafter;
-  /** Discounted sums of tokens produced and milliseconds spent in this arm's rounds. */
+  /** Discounted sums of tokens produced and of cost (single-token target calls, or seconds) of its rounds. */
   tokens: number;
-  ms: number;
+  cost: number;
   samples: number;
   /** Round index this arm last ran in. */
   lastRound: number;
@@ -53,8 +57,11 @@ export class AutoDrafter implements Drafter {
   private started = 0;
   private why = '';
 
-  constructor(arms: { name: string; drafter: Drafter }[]) {
-    this.arms = arms.map((a) => ({ ...a, tokens: 0, ms: 0, samples: 0, lastRound: -1 }));
+  constructor(
+    arms: { name: string; drafter: Drafter }[],
+    private readonly costs: () => CostModel | null = () => null,
+  ) {
+    this.arms = arms.map((a) => ({ ...a, tokens: 0, cost: 0, samples: 0, lastRound: -1 }));
     this.current = this.arms[0] as Arm;
   }
 
@@ -62,9 +69,13 @@ export class AutoDrafter implements Drafter {
     return this.arms.reduce((sum, a) => sum + a.drafter.calls, 0);
   }
 
-  /** Measured tokens per millisecond of an arm (NaN before it has run). */
+  /** Tokens per unit of cost of an arm: per single-token call with a cost model, per second without (NaN untried). */
   throughput(arm: Arm): number {
-    return arm.ms > 0 ? arm.tokens / arm.ms : Number.NaN;
+    return arm.cost > 0 ? arm.tokens / arm.cost : Number.NaN;
+  }
+
+  private get unit(): string {
+    return this.costs() ? 'tokens/call' : 'tok/s';
   }
 
   private choose(): Arm {
@@ -80,7 +91,7 @@ export class AutoDrafter implements Drafter {
       this.why = `revisiting ${waited.name}`;
       return waited;
     }
-    this.why = `best measured: ${this.arms.map((a) => `${a.name} ${(1000 * this.throughput(a)).toFixed(0)}`).join(', ')} tok/s`;
+    this.why = `best: ${this.arms.map((a) => `${a.name} ${this.throughput(a).toFixed(2)}`).join(', ')} ${this.unit}`;
     return best;
   }
 
@@ -96,8 +107,14 @@ export class AutoDrafter implements Drafter {
   accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
     const arm = this.current;
     arm.drafter.accept(tree, result, outputs);
-    // The round's time so far (drafting and verification) and its tokens: the accepted path plus the target's own.
-    arm.ms = DECAY * arm.ms + (performance.now() - this.started);
+    // The round's tokens (the accepted path plus the target's own) and its cost: the verification call's width on
+    // the measured curve plus the arm's own model calls; real seconds when nothing is measured.
+    const costs = this.costs();
+    const width = tree.tokens.length + (tree.aux?.tokens.length ?? 0);
+    const cost = costs
+      ? relativeCost(costs.curve, width) + (arm.drafter.draftCost?.(costs) ?? 0)
+      : (performance.now() - this.started) / 1000;
+    arm.cost = DECAY * arm.cost + cost;
     arm.tokens = DECAY * arm.tokens + result.path.length;
     arm.samples++;
     this.round++;
@@ -113,9 +130,7 @@ export class AutoDrafter implements Drafter {
       text: `auto: ${this.current.name} (${this.why})${inner ? `; ${inner.text}` : ''}`,
       fields: {
         arm: this.current.name,
-        ...Object.fromEntries(
-          this.arms.map((a) => [`${a.name} tok/s`, Number((1000 * this.throughput(a)).toFixed(1))]),
-        ),
+        ...Object.fromEntries(this.arms.map((a) => [`${a.name} ${this.unit}`, Number(this.throughput(a).toFixed(2))])),
         ...(inner?.fields ?? {}),
       },
     };
@@ -155,5 +170,6 @@ export const auto = {
   optional: ['draft-model', 'target-self'],
   lossless: true,
   usesCostModel: true,
-  create: (r) => new AutoDrafter(autoArms(r)),
+  learns: true,
+  create: (r) => new AutoDrafter(autoArms(r), r.costs),
 } as const satisfies MethodSpec<'auto'>;

@@ -18,6 +18,7 @@
  * later session starts from it; a record for another model, precision or device is ignored.
  */
 import { bestFirstOrder, chooseBudget } from '../budget';
+import { relativeCost } from '../calibrate';
 import { isLayerSkipping, type LayerSkippingLM } from '../lm';
 import { isGreedy } from '../sampling';
 import { type KeyValueStore, MemoryStore, safeGet, safeSet } from '../store';
@@ -61,6 +62,8 @@ export class SwiftDrafter implements Drafter {
   private readonly search: SkipSearch;
   private restored: Promise<void> | null = null;
   private draftCalls = 0;
+  /** Widths and running shares of this round's calls (the optimisation step's and the drafting's). */
+  private roundCalls: { width: number; share: number }[] = [];
   private lastNote: DrafterNote | null = null;
   /** Matchness of each optimisation step so far (the element plots it). */
   readonly matchness: number[] = [];
@@ -105,6 +108,7 @@ export class SwiftDrafter implements Drafter {
     const lm = this.target;
     const seq = req.committed;
     const base = seq.length - 1;
+    this.roundCalls = [];
     let matchness: number | null = null;
     const gamma = this.search.options.gamma;
     // 1. One optimisation step, teacher-forced over the gamma latest tokens (before the root).
@@ -122,6 +126,7 @@ export class SwiftDrafter implements Drafter {
         candidate,
       );
       this.draftCalls++;
+      this.roundCalls.push({ width: gamma, share: runningShare(candidate) });
       lm.keep(range(base));
       const V = lm.config.vocabSize;
       let hits = 0;
@@ -139,11 +144,9 @@ export class SwiftDrafter implements Drafter {
         await safeSet(this.store, this.key, this.search.toRecord(lm.fingerprint));
     }
     // 2. Draft with the best set: a caterpillar tree.
-    const started = performance.now();
     const tree = await this.draft(req);
-    const draftMs = performance.now() - started;
     lm.keep(range(base)); // drop the draft's slots; the verification call compacts first
-    const chosen = this.budget(tree, req, draftMs);
+    const chosen = this.budget(tree, req);
     this.lastNote = {
       text: `swift: ${this.search.phase}${matchness !== null ? `, step ${this.search.steps} matchness ${matchness.toFixed(2)}` : ''}, best ${this.search.bestScore >= 0 ? this.search.bestScore.toFixed(2) : 'unscored'}, ${chosen.tokens.length - 1} nodes; runs ${SkipSearch.describe(this.search.best, lm.numLayers)}`,
       fields: {
@@ -173,6 +176,7 @@ export class SwiftDrafter implements Drafter {
         this.search.best,
       );
       this.draftCalls++;
+      this.roundCalls.push({ width: 1, share: runningShare(this.search.best) });
       const dist = new DraftDist(logits, req.sampling);
       // The step's confidence: the draft's top-1 probability (of its processed distribution under sampling).
       const confidence = greedy ? dist.prob(argmaxRow(logits)) : Math.max(...(dist.verify as Float32Array));
@@ -196,17 +200,21 @@ export class SwiftDrafter implements Drafter {
   }
 
   /** With measured costs: verify only the best-first part of the tree that pays, the draft calls counted. */
-  private budget(tree: DraftTree, req: DraftRequest, draftMs: number): DraftTree {
+  private budget(tree: DraftTree, req: DraftRequest): DraftTree {
     const costs = this.costs();
     if (!costs || costs.curve.points.length === 0) return tree;
     const order = bestFirstOrder(tree.parents, tree.values ?? [], () => !isGreedy(req.sampling));
-    const t1 = costs.curve.points[0]?.ms ?? 1;
     const { keep } = chooseBudget(
       order.map((i) => tree.values?.[i] ?? 0),
       costs.curve,
-      draftMs / t1,
+      this.draftCost(costs),
     );
     return pruneTree(tree, new Set(order.slice(0, keep))).tree;
+  }
+
+  /** This round's skipping calls: each a target call of its width, times the share of sub-layers that ran. */
+  draftCost(costs: CostModel): number {
+    return this.roundCalls.reduce((sum, c) => sum + relativeCost(costs.curve, c.width) * c.share, 0);
   }
 
   accept(): void {}
@@ -219,6 +227,11 @@ export class SwiftDrafter implements Drafter {
   note(): DrafterNote | null {
     return this.lastNote;
   }
+}
+
+/** The share of a call's work a skip set leaves: its running sub-layers over all (attention and MLP alike). */
+function runningShare(skip: SkipSet): number {
+  return 1 - skip.reduce((a, b) => a + b, 0) / skip.length;
 }
 
 function argmaxRow(row: Float32Array): number {
@@ -256,5 +269,6 @@ export const swift = {
   needs: ['target-self'],
   lossless: true,
   usesCostModel: true,
+  learns: true,
   create: (r) => new SwiftDrafter(swiftTarget(r), r.costs, r.store),
 } as const satisfies MethodSpec<'swift'>;
