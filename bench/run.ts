@@ -1,7 +1,7 @@
 /**
- * `npm run bench`: the benchmark on the backends asked for (see bench/options.ts or --help). wasm in Node runs
- * in-process; wasm and WebGPU in Chromium run the same harness in a worker of the built site's bench page, driven
- * by Playwright. Prints markdown tables and writes bench/results/<date>-<machine>.json and bench/results/latest.md.
+ * `npm run bench`: the benchmark on the backends asked for (see bench/options.ts or --help). wasm and WebGPU (Dawn)
+ * in Node run in-process; wasm and WebGPU in Chromium run the same harness in a worker of the built site's bench
+ * page, driven by Playwright. Prints markdown tables and writes bench/results/<date>-<machine>.json and latest.md.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -50,6 +50,25 @@ if (cli.backends.includes('node-wasm')) {
   reports['node-wasm'] = report;
   tables.push(markdown('wasm in Node', report));
   console.log(`\n${tables[tables.length - 1]}\n`);
+}
+
+// After node-wasm: WebGPU in Node sets V8 to Liftoff only for the rest of this process (see ort-node-webgpu.ts).
+if (cli.backends.includes('node-webgpu')) {
+  console.log('== node-webgpu (onnxruntime-web WebGPU EP in Node, on Dawn)');
+  const { benchNodeWebGpu, nodeWebGpuMarkdown } = await import('./node-webgpu');
+  const r = await benchNodeWebGpu({
+    target: 'public/models/austen-target',
+    draft: 'public/models/austen-draft',
+    prompts: allPrompts,
+    cli,
+    log: (l) => console.log(`  ${l}`),
+  });
+  reports['node-webgpu'] = r as never;
+  if ('error' in r) console.log(`\nnode-webgpu: ${r.error}\n`);
+  else {
+    tables.push(nodeWebGpuMarkdown(r));
+    console.log(`\n${tables[tables.length - 1]}\n`);
+  }
 }
 
 const browserBackends = cli.backends.filter((b) => b.startsWith('chromium-'));

@@ -256,7 +256,7 @@ test('the page runs lookup and lookahead with no draft model; methods that need 
   await host().evaluate((e) => {
     (e as HTMLElement & { method: string }).method = 'dynamic';
   });
-  await page.locator('#settings [name="draft"]').selectOption('');
+  await page.locator('#settings [name="draft-model"]').selectOption('none');
   const menu = host().locator('select[part="method"]');
   await expect(menu).toHaveValue('lookup');
   for (const m of ['chain', 'tree', 'dynamic', 'merged'])
@@ -277,6 +277,7 @@ test('the page runs lookup and lookahead with no draft model; methods that need 
     expect(run.result?.tokens.length, method).toBe(8);
   }
   expect(await loaded).not.toHaveProperty('draft');
-  await page.locator('#settings [name="draft"]').selectOption('models/austen-draft/');
+  await page.locator('#settings [name="draft-model"]').selectOption('pair');
   await expect(menu.locator('option[value="dynamic"]')).toBeEnabled();
+  expect(await host().getAttribute('draft')).toBe('models/austen-draft/');
 });

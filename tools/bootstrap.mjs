@@ -1,14 +1,16 @@
 #!/usr/bin/env node
 /**
  * Dependency-free entry point for `npm start` and `npm test` on a fresh machine: installs what is missing (npm
- * packages from package-lock.json; Debian's chromium when /usr/bin/chromium is absent and we are root), then runs
- * the job. Only Node's standard library is used here, because node_modules may not exist yet.
+ * packages from package-lock.json; Debian's chromium when /usr/bin/chromium is absent and we are root; lavapipe when
+ * Dawn finds no Vulkan adapter for WebGPU in Node, see lavapipe.mjs), then runs the job. Only Node's standard
+ * library is used here, because node_modules may not exist yet.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureLavapipe } from './lavapipe.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -69,13 +71,27 @@ function ensureChromium() {
   }
 }
 
+/**
+ * A Vulkan adapter for the Node WebGPU tests and the node-webgpu bench. When one is found (or installed), the tests
+ * are told to expect it (NODE_WEBGPU_EXPECTED=1), so they fail rather than skip if it then goes missing.
+ */
+function ensureVulkan() {
+  const { adapter, failed } = ensureLavapipe(root, run, env);
+  if (failed) process.exit(1);
+  if (adapter) {
+    console.log(`WebGPU in Node: ${adapter}`);
+    env.NODE_WEBGPU_EXPECTED = '1';
+  }
+}
+
 function test() {
   ensureNodeModules();
   ensureChromium();
+  ensureVulkan();
   const steps = [
     ['lint (biome)', bin('biome'), ['check', '.']],
     ['typecheck (tsc)', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']],
-    ['unit tests (vitest, Node, wasm EP)', bin('vitest'), ['run']],
+    ['unit tests (vitest, Node: wasm EP, and WebGPU on Dawn)', bin('vitest'), ['run']],
     ['browser tests (playwright, Chromium with WebGPU)', bin('playwright'), ['test']],
   ];
   const failed = [];
@@ -103,13 +119,21 @@ function tsx(script, cwd = process.cwd()) {
   process.exit(r.status ?? 1);
 }
 
-/** `npm run generate -- …`: the terminal front end. */
-const generate = () => tsx('src/cli.ts');
+/** `npm run generate -- …`: the terminal front end (with `--device webgpu`, a Vulkan adapter is made sure of). */
+function generate() {
+  const args = process.argv.slice(3).join(' ');
+  if (/--device[= ]webgpu\b/.test(args)) {
+    ensureNodeModules();
+    ensureVulkan();
+  }
+  tsx('src/cli.ts');
+}
 
 /** `npm run bench`: the benchmark (Chromium is needed for the browser backends). */
 function bench() {
   ensureNodeModules();
   ensureChromium();
+  ensureVulkan();
   tsx('bench/run.ts', root);
 }
 

@@ -6,6 +6,7 @@
  */
 import type { GenerationResult, RoundEvent } from '../engine/events';
 import type { ProgressInfo } from '../model/source';
+import type { ChatMessage } from '../model/tokenizer';
 import { defaultOrtBase } from '../runtime/ort-base';
 import type { FromWorker, GenerateRequest, LoadInfo, LoadRequest, ToWorker, WorkerError } from '../worker/protocol';
 
@@ -16,7 +17,8 @@ export class EngineError extends Error {
   }
 }
 
-export interface ClientLoadOptions extends Partial<Pick<LoadRequest, 'device' | 'compute' | 'base' | 'ortBase'>> {
+export interface ClientLoadOptions
+  extends Partial<Pick<LoadRequest, 'device' | 'compute' | 'base' | 'ortBase' | 'hub'>> {
   target: string;
   draft?: string;
   onProgress?: (info: ProgressInfo) => void;
@@ -96,6 +98,7 @@ export class EngineClient {
       ...(options.compute ? { compute: options.compute } : {}),
       base,
       ortBase: options.ortBase ?? defaultOrtBase(base),
+      ...(options.hub ? { hub: options.hub } : {}),
     };
     this.loaded = null;
     return new Promise<LoadInfo>((resolve, reject) => {
@@ -119,7 +122,8 @@ export class EngineClient {
     });
   }
 
-  generate(prompt: string, options: ClientGenerateOptions): GenerationStream {
+  /** Generate from a text prompt, or from chat messages through the target's chat template. */
+  generate(prompt: string | { messages: ChatMessage[] }, options: ClientGenerateOptions): GenerationStream {
     const id = this.nextId++;
     const { signal, ...rest } = options;
     const queue: RoundEvent[] = [];
@@ -146,7 +150,12 @@ export class EngineClient {
     } else {
       signal?.addEventListener('abort', onAbort, { once: true });
       this.send(
-        { type: 'generate', id, request: { prompt, ...rest } },
+        {
+          type: 'generate',
+          id,
+          request:
+            typeof prompt === 'string' ? { prompt, ...rest } : { prompt: '', messages: prompt.messages, ...rest },
+        },
         {
           onMessage: (msg) => {
             if (msg.type === 'round') {

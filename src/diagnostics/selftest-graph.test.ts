@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ortForNode } from '../runtime/ort-node';
-import { buildSelftestCase, maxAbsDiff, selftestReference } from './selftest-graph';
+import { buildSelftestCase, judgeRun, maxAbsDiff, runSelftestCase, selftestReference } from './selftest-graph';
 
 describe('self-test graph (ONNX writer + onnxruntime-web wasm in Node)', () => {
   it('runs MatMul + Softmax on the wasm EP and matches an fp64 reference', async () => {
@@ -23,11 +23,14 @@ describe('self-test graph (ONNX writer + onnxruntime-web wasm in Node)', () => {
     }
   });
 
-  it('a wrong reference is caught (the comparison can fail)', () => {
-    const c = buildSelftestCase();
-    const ref = selftestReference(c);
-    const broken = Float64Array.from(ref);
-    broken[5] = (broken[5] as number) + 1e-3;
-    expect(maxAbsDiff(broken, ref)).toBeGreaterThan(1e-4);
+  it('the self-test passes the right graph and flags a wrong one (negative control through the same run)', async () => {
+    const ort = ortForNode();
+    const right = judgeRun(await runSelftestCase(ort, 'wasm', buildSelftestCase()));
+    expect(right.ok).toBe(true);
+    // A graph whose weights differ from the ones the reference uses: the run succeeds, the verdict must not.
+    const wrong = judgeRun(await runSelftestCase(ort, 'wasm', buildSelftestCase(8)));
+    expect(wrong.ok).toBe(false);
+    expect(wrong.maxDiff).toBeGreaterThan(1e-3);
+    expect(judgeRun({ ok: false, error: 'no adapter' }).ok).toBe(false);
   });
 });

@@ -2,7 +2,12 @@
  * The WebGPU self-test: a tiny MatMul + Softmax graph, built with our own ONNX writer, with fixed pseudo-random
  * weights and inputs, plus an fp64 reference so any backend's answer can be checked.
  */
+import type * as OrtModule from 'onnxruntime-common';
 import { OnnxGraph } from '../model/graph/onnx';
+import type { BackendRun } from './selftest-protocol';
+
+/** A backend passes when it agrees with the fp64 reference this closely. */
+export const SELFTEST_TOLERANCE = 1e-5;
 
 export const SELFTEST_SHAPE = { rows: 8, inner: 32, cols: 16 } as const;
 
@@ -23,11 +28,12 @@ export interface SelftestCase {
   dims: [number, number];
 }
 
-export function buildSelftestCase(): SelftestCase {
+/** The self-test case; `weightSeed` exists so a test can build a graph that differs from the reference. */
+export function buildSelftestCase(weightSeed = 7): SelftestCase {
   const { rows, inner, cols } = SELFTEST_SHAPE;
   const g = new OnnxGraph('selftest_matmul_softmax');
   const x = g.input('x', 'float32', ['rows', inner]);
-  const w = g.constFloat32(lcgValues(inner * cols, 7), [inner, cols], 'w');
+  const w = g.constFloat32(lcgValues(inner * cols, weightSeed), [inner, cols], 'w');
   const y = g.op('MatMul', [x, w]);
   g.op('Softmax', [y], { axis: -1 }, 'probs');
   g.output('probs', 'float32', ['rows', cols]);
@@ -60,4 +66,32 @@ export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let m = 0;
   for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
   return m;
+}
+
+/** Run a self-test case on one execution provider alone (no fallback), timing it. */
+export async function runSelftestCase(
+  ort: Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>,
+  ep: 'webgpu' | 'wasm',
+  c: SelftestCase,
+): Promise<BackendRun> {
+  const started = performance.now();
+  try {
+    const session = await ort.InferenceSession.create(c.model, { executionProviders: [ep] });
+    try {
+      const out = await session.run({ x: new ort.Tensor('float32', c.input, c.dims) });
+      const data = (await out.probs?.getData()) as Float32Array;
+      return { ok: true, ms: performance.now() - started, output: Array.from(data) };
+    } finally {
+      await session.release();
+    }
+  } catch (e) {
+    return { ok: false, error: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+/** The verdict on one backend's run: its distance from the fp64 reference of the intended graph. */
+export function judgeRun(run: BackendRun): { ok: boolean; maxDiff: number } {
+  if (!run.ok) return { ok: false, maxDiff: Number.POSITIVE_INFINITY };
+  const maxDiff = maxAbsDiff(run.output, selftestReference(buildSelftestCase()));
+  return { ok: maxDiff <= SELFTEST_TOLERANCE, maxDiff };
 }

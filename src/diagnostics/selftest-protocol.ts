@@ -22,6 +22,8 @@ export interface SelftestReport {
   webgpuVsWasm?: number;
   /** max |wasm - fp64 reference|. */
   wasmVsReference?: number;
+  /** Both backends ran and agree with the fp64 reference within SELFTEST_TOLERANCE. */
+  passed?: boolean;
 }
 
 export type SelftestMessage =

@@ -10,6 +10,14 @@ import { type Device, ModelRunner } from '../model/runner';
 
 type Ort = Parameters<typeof ModelRunner.create>[0];
 
+/** What the check needs of a runner (tests substitute a faulty one to see the check fail). */
+export type CheckedRunner = Pick<ModelRunner, 'forward' | 'keep' | 'reset' | 'readCache' | 'release' | 'compute'>;
+
+export interface TreeCheckOptions {
+  /** How runners are made (default: ModelRunner.create). */
+  createRunner?: (ort: Ort, model: LoadedModel, device: Device) => Promise<CheckedRunner>;
+}
+
 export interface TreeCheckReport {
   model: string;
   device: Device;
@@ -47,7 +55,7 @@ function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 /** Logits of the last token of `seq`, run from an empty cache as one plain causal sequence. */
-async function lastRowFresh(runner: ModelRunner, seq: readonly number[]): Promise<Float32Array> {
+async function lastRowFresh(runner: CheckedRunner, seq: readonly number[]): Promise<Float32Array> {
   runner.reset();
   return runner.forward({
     tokens: seq,
@@ -62,13 +70,15 @@ export async function checkTreeConsistency(
   model: LoadedModel,
   device: Device,
   prompt: readonly number[],
+  options: TreeCheckOptions = {},
 ): Promise<TreeCheckReport> {
   const started = performance.now();
+  const create = options.createRunner ?? ((o, m, d) => ModelRunner.create(o, m, { device: d }));
   const V = model.config.vocabSize;
   const P = prompt.length;
   const treeTokens = TREE_PARENTS.map((_, i) => prompt[(i * 7 + 3) % P] as number);
-  const tree = await ModelRunner.create(ort, model, { device });
-  const plain = await ModelRunner.create(ort, model, { device });
+  const tree = await create(ort, model, device);
+  const plain = await create(ort, model, device);
   try {
     await tree.forward({ tokens: prompt, positions: range(P), bias: chainBias(0, P), rows: [P - 1] });
     const logits = await tree.forward({

@@ -74,3 +74,28 @@ export class AcceptanceTable {
     this.accepted.clear();
   }
 }
+
+/**
+ * A tree's nodes best-first by value, parents before children. Among a node's sampled children (drawn without
+ * replacement, listed in draw order), a later draw never outranks an earlier one (its value is clamped), so every
+ * best-first prefix keeps a prefix of each draw order and stays lossless under recursive rejection sampling.
+ */
+export function bestFirstOrder(
+  parents: readonly number[],
+  values: readonly number[],
+  sampled: (node: number) => boolean,
+): number[] {
+  const effective = [...values];
+  const lastDraw = new Map<number, number>(); // parent -> effective value of its latest sampled child
+  for (let i = 1; i < parents.length; i++) {
+    const p = parents[i] as number;
+    let v = Math.min(effective[i] as number, effective[p] as number);
+    if (sampled(i)) {
+      const cap = lastDraw.get(p);
+      if (cap !== undefined) v = Math.min(v, cap);
+      lastDraw.set(p, v);
+    }
+    effective[i] = v;
+  }
+  return [...parents.keys()].slice(1).sort((a, b) => (effective[b] as number) - (effective[a] as number) || a - b);
+}

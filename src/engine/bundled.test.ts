@@ -63,6 +63,10 @@ describe('greedy identity on the bundled pair (wasm in Node, 20 held-out prompts
 
   for (const method of METHOD_NAMES.filter((m) => m !== 'ar')) {
     it(`${method} gives plain greedy decoding token for token`, async () => {
+      expect(
+        engine.methods().map((m) => m.name),
+        'the bundled pair runs every registered method',
+      ).toContain(method);
       for (let i = 0; i < PROMPTS.length; i++) {
         const prompt = PROMPTS[i] as string;
         const ref = plain.get(i) as number[];

@@ -31,6 +31,7 @@ export async function measureCurve(
   qs: readonly number[] = [1, 2, 4, 8, 16, 32, 64],
   reps = 5,
   context = 64,
+  warmRounds = 2,
 ): Promise<CostCurve> {
   const pick = (n: number, offset: number) =>
     Array.from({ length: n }, (_, i) => tokens[(offset + i) % tokens.length] as number);
@@ -53,7 +54,7 @@ export async function measureCurve(
   };
   // Warm up first: a fresh session's first calls are slow (memory growth, first-touch of the weights, shader
   // compilation on WebGPU), which would inflate the small widths measured first.
-  for (let w = 0; w < 2; w++) for (const q of qs) await call(q, w);
+  for (let w = 0; w < warmRounds; w++) for (const q of qs) await call(q, w);
   // Then interleave the widths, so drifting machine load hits all of them alike.
   const times = new Map<number, number[]>(qs.map((q) => [q, []]));
   for (let r = 0; r < reps; r++) for (const q of qs) times.get(q)?.push(await call(q, r));

@@ -3,11 +3,11 @@
  * one at a time, with any method. DOM-free: the same class runs in the Worker, the CLI and the benchmarks.
  */
 
-import type { ComputeType } from '../model/index';
+import type { ComputeType, HubOptions } from '../model/index';
 import { type ModelRunner, openModel, openPair, type ProgressCallback } from '../model/index';
 import type { Device } from '../model/runner';
-import type { TextTokenizer } from '../model/tokenizer';
-import { measureCurve } from './calibrate';
+import type { ChatMessage, TextTokenizer } from '../model/tokenizer';
+import { type Calibration, calibrateCosts } from './costs';
 import {
   type CostModel,
   type Drafter,
@@ -17,9 +17,13 @@ import {
   methodSpec,
   methodsAvailable,
   type Requirement,
+  uses,
 } from './drafters/index';
 import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate } from './generate';
+import { isLayerSkipping } from './lm';
+import { type KeyValueStore, MemoryStore } from './store';
+import { chainBias } from './tree';
 
 type Ort = Parameters<typeof openModel>[0];
 
@@ -38,10 +42,24 @@ export interface EngineLoadOptions {
    * seconds (software WebGPU); calibrate() can still be called explicitly.
    */
   calibration?: 'auto' | 'never';
+  /**
+   * Where the engine and its methods remember what they measured or learned about a model and device: the cost
+   * curve, a found skip set (default: for this engine's life only; the CLI uses a file, the page IndexedDB).
+   */
+  store?: KeyValueStore;
+  /** Run a few calls of the shapes generation uses right after loading, so the first generation runs warm (default true). */
+  warmup?: boolean;
+  /** For `hf:` ids: the hub endpoint (HF_ENDPOINT in Node), token (HF_TOKEN) and cache. */
+  hub?: HubOptions;
 }
 
 export interface EngineGenerateOptions extends GenerateOptions {
   method: Method;
+}
+
+/** A conversation to continue: the model's chat template makes the prompt, and its end-of-turn tokens stop it. */
+export interface ChatPrompt {
+  messages: readonly ChatMessage[];
 }
 
 export class EngineBusyError extends Error {
@@ -53,25 +71,68 @@ export class MethodUnavailableError extends Error {
   override name = 'MethodUnavailableError';
 }
 
-/** Widths and repeats of the quick calibration the engine runs by itself. */
-const QUICK_CURVE = { qs: [1, 2, 4, 8, 16], reps: 3 } as const;
+/** Widths and repeats of the quick calibration the engine runs by itself (well under a second on wasm). */
+const QUICK_CURVE = { qs: [1, 2, 4, 8, 16, 32], reps: 3, warmRounds: 1 } as const;
+
+const CALIBRATION_TEXT =
+  'It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.';
+
+/** Where an engine's time went before generating (milliseconds), reported by the CLI, the worker and the bench. */
+export interface EngineTimings {
+  /** Reading the model files and building the sessions. */
+  loadMs: number;
+  /** The warm-up calls after loading. */
+  warmupMs: number;
+  /** Measuring (or checking a remembered) cost curve; 0 until it happens. */
+  calibrationMs: number;
+  calibration: 'none' | 'measured' | 'remembered';
+}
 
 export class SpecEngine {
   private readonly drafters = new Map<string, Drafter>();
   private busy = false;
   private costs: CostModel | null = null;
+  readonly timings: EngineTimings = { loadMs: 0, warmupMs: 0, calibrationMs: 0, calibration: 'none' };
 
   private constructor(
     readonly target: ModelRunner,
     readonly draft: ModelRunner | null,
     private readonly calibration: 'auto' | 'never',
+    private readonly store: KeyValueStore,
   ) {}
 
   static async load(ort: Ort, options: EngineLoadOptions): Promise<SpecEngine> {
-    const { target, draft, calibration = 'auto', ...open } = options;
-    if (!draft) return new SpecEngine(await openModel(ort, target, open), null, calibration);
-    const pair = await openPair(ort, { target, draft }, open);
-    return new SpecEngine(pair.target, pair.draft, calibration);
+    const { target, draft, calibration = 'auto', store = new MemoryStore(), warmup = true, ...open } = options;
+    const started = performance.now();
+    let engine: SpecEngine;
+    if (!draft) engine = new SpecEngine(await openModel(ort, target, open), null, calibration, store);
+    else {
+      const pair = await openPair(ort, { target, draft }, open);
+      engine = new SpecEngine(pair.target, pair.draft, calibration, store);
+    }
+    engine.timings.loadMs = performance.now() - started;
+    if (warmup) await engine.warmup();
+    return engine;
+  }
+
+  /**
+   * Run each model a few times at the widths generation uses (one token; a small tree; a prompt-sized chunk), then
+   * drop the caches: a fresh session's first calls are several times slower than its steady state (memory growth,
+   * first-touch of weights and kernels, shader compilation on WebGPU).
+   */
+  async warmup(): Promise<void> {
+    const started = performance.now();
+    for (const lm of [this.target, this.draft]) {
+      if (!lm) continue;
+      for (const q of [32, 8, 1, 1, 1]) {
+        if (q + 1 > lm.config.maxPositions) continue;
+        lm.reset();
+        const tokens = Array.from({ length: q }, (_, i) => i % lm.config.vocabSize);
+        await lm.forward({ tokens, positions: tokens.map((_, i) => i), bias: chainBias(0, q), rows: [q - 1] });
+      }
+      lm.reset();
+    }
+    this.timings.warmupMs += performance.now() - started;
   }
 
   get tokenizer(): TextTokenizer {
@@ -88,7 +149,10 @@ export class SpecEngine {
 
   /** What this engine was loaded with, in the registry's terms. */
   get resources(): ReadonlySet<Requirement> {
-    return new Set<Requirement>(this.draft ? ['draft-model'] : []);
+    const have = new Set<Requirement>();
+    if (this.draft) have.add('draft-model');
+    if (isLayerSkipping(this.target)) have.add('target-self');
+    return have;
   }
 
   /** The methods this engine can run. */
@@ -101,8 +165,14 @@ export class SpecEngine {
     if (!spec) throw new MethodUnavailableError(`unknown method "${method}"`);
     const missing = spec.needs.filter((n) => !this.resources.has(n));
     if (missing.length > 0) {
+      const without: Record<Requirement, string> = {
+        'draft-model': 'a draft model (load one)',
+        'target-self': 'a target graph with layer switches',
+        'target-hidden': "the target's hidden states",
+        heads: 'draft heads (load them)',
+      };
       throw new MethodUnavailableError(
-        `method "${method}" ${describeNeeds(spec)}, and this engine was loaded without ${missing.includes('draft-model') ? 'one (load a draft model)' : missing.join(', ')}`,
+        `method "${method}" ${describeNeeds(spec)}, and this engine was loaded without ${missing.map((m) => without[m]).join(' or ')}`,
       );
     }
     return spec;
@@ -113,8 +183,9 @@ export class SpecEngine {
     if (!d) {
       d = spec.create({
         target: this.target,
-        ...(spec.needs.includes('draft-model') && this.draft ? { draft: this.draft } : {}),
+        ...(uses(spec, 'draft-model') && this.draft ? { draft: this.draft } : {}),
         costs: () => this.costs,
+        store: this.store,
       });
       this.drafters.set(spec.name, d);
     }
@@ -134,29 +205,40 @@ export class SpecEngine {
     if (this.busy) throw new EngineBusyError('cannot calibrate while a generation is running');
     this.busy = true;
     try {
-      return await this.measure(qs, reps);
+      return (await this.measure(qs, reps, 2, true)).costs;
     } finally {
       this.busy = false;
     }
   }
 
-  private async measure(qs: readonly number[], reps: number): Promise<CostModel> {
-    const tokens = this.encode(
-      'It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.',
-    );
-    const curve = await measureCurve(this.target, tokens, qs, reps);
-    const draftCurve = this.draft
-      ? await measureCurve(this.draft, tokens, [1, 2, 4, 8], reps)
-      : { context: 0, points: [] };
-    const t1 = curve.points[0]?.ms ?? 1;
-    const draftRelative = (draftCurve.points[0]?.ms ?? 0) / t1;
-    this.costs = { curve, draftRelative, draftCurve };
-    return this.costs;
+  private async measure(qs: readonly number[], reps: number, warmRounds: number, fresh: boolean): Promise<Calibration> {
+    const result = await calibrateCosts({
+      target: this.target,
+      draft: this.draft,
+      tokens: this.encode(CALIBRATION_TEXT),
+      qs,
+      reps,
+      warmRounds,
+      store: this.store,
+      fresh,
+    });
+    this.costs = result.costs;
+    this.timings.calibrationMs += result.ms;
+    this.timings.calibration = result.source;
+    return result;
   }
 
-  /** Generate from a prompt (text or token ids); yields one event per round and returns the result. */
+  /** The prompt text the target's chat template makes of `messages` (ending where the assistant's reply starts). */
+  formatChat(messages: readonly ChatMessage[]): string {
+    return this.tokenizer.applyChatTemplate(messages);
+  }
+
+  /**
+   * Generate from a prompt (text, token ids, or chat messages through the chat template); yields one event per
+   * round and returns the result. A chat stops at the template's end-of-turn tokens.
+   */
   async *generate(
-    prompt: string | readonly number[],
+    prompt: string | readonly number[] | ChatPrompt,
     options: EngineGenerateOptions,
   ): AsyncGenerator<RoundEvent, GenerationResult> {
     if (this.busy) throw new EngineBusyError('a generation is already running on this engine; cancel it or wait');
@@ -164,13 +246,19 @@ export class SpecEngine {
     this.busy = true;
     try {
       if (spec.usesCostModel && !this.costs && this.calibration === 'auto')
-        await this.measure(QUICK_CURVE.qs, QUICK_CURVE.reps);
-      const ids = typeof prompt === 'string' ? this.encode(prompt) : [...prompt];
+        await this.measure(QUICK_CURVE.qs, QUICK_CURVE.reps, QUICK_CURVE.warmRounds, false);
+      if (typeof prompt === 'object' && 'messages' in prompt) {
+        // The template writes the special tokens itself (BOS included), so none are added when encoding it.
+        const text = this.formatChat((prompt as ChatPrompt).messages);
+        prompt = this.tokenizer.encode(text, { addSpecialTokens: false });
+        options = { ...options, stopTokens: [...(options.stopTokens ?? []), ...this.tokenizer.endOfTurnTokens] };
+      }
+      const ids = typeof prompt === 'string' ? this.encode(prompt) : [...(prompt as readonly number[])];
       const drafter = this.drafterFor(spec);
       // Every model the method runs bounds the context.
       const contextLimit = Math.min(
         this.target.config.maxPositions,
-        spec.needs.includes('draft-model') && this.draft ? this.draft.config.maxPositions : Number.POSITIVE_INFINITY,
+        uses(spec, 'draft-model') && this.draft ? this.draft.config.maxPositions : Number.POSITIVE_INFINITY,
       );
       return yield* generate({ target: this.target, drafter, tokenizer: this.tokenizer, contextLimit }, ids, options);
     } finally {

@@ -3,18 +3,22 @@ import { DraftModelState } from './drafters/draft-model';
 import type { Drafter, DraftRequest, DraftTree } from './drafters/drafter';
 import { createDrafter, METHOD_NAMES, METHODS, type Method } from './drafters/index';
 import { NoDrafter } from './drafters/none';
+import { GenerationError, type RoundEvent } from './events';
 import { type GenerateOptions, generate, generateAll } from './generate';
 import { ContextLimitError } from './lm';
 import { GREEDY, type SamplingParams, toProbs, topK } from './sampling';
 import { chiSquare, totalVariation } from './testing/stats';
-import { hashedLogits, type LogitsFn, noisyCopy, ToyLM } from './testing/toy-lm';
+import { hashedLogits, type LogitsFn, noisyCopy, SkippingToyLM, ToyLM } from './testing/toy-lm';
 import type { VerifyResult } from './verify';
 
 const tokenizer = { decode: (ids: readonly number[]) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join('') };
 
+/** Layer importances of the toy target's 6 "layers" (attention then MLP): skipping the light ones costs little. */
+const IMPORTANCE = [0, 0.1, 0.8, 0.1, 0.6, 0, 0, 0.05, 0.9, 0.2, 0.1, 0];
+
 function pair(vocab: number, noise: number, options: { eos?: number[]; maxPositions?: number } = {}) {
   const fn = hashedLogits(vocab, 1, 2, 3);
-  const target = new ToyLM(vocab, fn, options);
+  const target = new SkippingToyLM(vocab, fn, 6, IMPORTANCE, options);
   const draft = new ToyLM(vocab, noisyCopy(fn, vocab, 2, noise), options);
   return { fn, target, draft };
 }
@@ -118,7 +122,7 @@ describe('losslessness under sampling: the engine output has exactly the target 
 
   async function histogram(makeDrafterFor: (target: ToyLM, draft: ToyLM) => Drafter) {
     const fn = hashedLogits(V, 1, 2, 1.5);
-    const target = new ToyLM(V, fn);
+    const target = new SkippingToyLM(V, fn, 6, IMPORTANCE);
     const draft = new ToyLM(V, noisyCopy(fn, V, 2, 1.5));
     const drafter = makeDrafterFor(target, draft);
     const counts = new Array(V ** 3).fill(0);
@@ -214,21 +218,38 @@ describe('engine behaviour', () => {
   });
 
   it('stops at end-of-sequence, including an accepted draft EOS, and never emits past it', async () => {
+    // The end-of-sequence token is one that plain greedy decoding reaches a few tokens in, so every run must stop.
+    const free = await generateAll(
+      { target: new ToyLM(12, hashedLogits(12, 1, 2, 3)), drafter: new NoDrafter(), tokenizer },
+      [1, 2],
+      { maxNewTokens: 60, sampling: GREEDY },
+    );
+    const eos = free.tokens[5] as number;
+    const expected = free.tokens.slice(0, free.tokens.indexOf(eos) + 1);
+    let draftedEosAccepted = 0;
     for (const method of METHOD_NAMES) {
-      const { target, draft } = pair(12, 0.5, { eos: [3] });
+      const { target, draft } = pair(12, 0.5, { eos: [eos] });
       const drafter = makeDrafter(method, target, draft);
-      const r = await generateAll({ target, drafter, tokenizer }, [1, 2], { maxNewTokens: 60, sampling: GREEDY });
-      const plain = await generateAll(
-        { target: new ToyLM(12, hashedLogits(12, 1, 2, 3), { eos: [3] }), drafter: new NoDrafter(), tokenizer },
-        [1, 2],
-        { maxNewTokens: 60, sampling: GREEDY },
+      const events: RoundEvent[] = [];
+      const r = await generateAll({ target, drafter, tokenizer }, [1, 2], { maxNewTokens: 60, sampling: GREEDY }, (e) =>
+        events.push(e),
       );
-      expect(r.tokens).toEqual(plain.tokens);
-      if (r.stopReason === 'eos') {
-        expect(r.tokens[r.tokens.length - 1]).toBe(3);
-        expect(r.tokens.indexOf(3)).toBe(r.tokens.length - 1);
-      }
+      expect(r.stopReason, method).toBe('eos');
+      expect(r.tokens, method).toEqual(expected);
+      const last = events[events.length - 1] as RoundEvent;
+      if (last.accepted.some((t) => t.id === eos)) draftedEosAccepted++;
     }
+    // The draft's own EOS was accepted (and nothing after it emitted) for some methods.
+    expect(draftedEosAccepted).toBeGreaterThan(0);
+  });
+
+  it('stops at extra stop tokens (a chat template end of turn) like end-of-sequence', async () => {
+    const free = await run('chain', [1, 2], { maxNewTokens: 30, sampling: GREEDY });
+    const stop = free.result.tokens[5] as number;
+    const cut = free.result.tokens.indexOf(stop);
+    const stopped = await run('chain', [1, 2], { maxNewTokens: 30, sampling: GREEDY, stopTokens: [stop] });
+    expect(stopped.result.stopReason).toBe('eos');
+    expect(stopped.result.tokens).toEqual(free.result.tokens.slice(0, cut + 1));
   });
 
   it('an over-long prompt is refused with a clear error and the engine stays usable; output stops at the context', async () => {
@@ -241,6 +262,62 @@ describe('engine behaviour', () => {
     const r = await generateAll({ target, drafter, tokenizer }, [1, 2, 3], { maxNewTokens: 100, sampling: GREEDY });
     expect(r.stopReason).toBe('context');
     expect(r.tokens.length).toBe(32 - 3 + 1);
+  });
+
+  it('every method stops cleanly at the smaller context of the two models, near it too, keeping all it generated', async () => {
+    for (const method of METHOD_NAMES) {
+      for (const promptLength of [3, 35]) {
+        const fn = hashedLogits(50, 1, 2, 3);
+        const target = new SkippingToyLM(50, fn, 6, IMPORTANCE, { maxPositions: 48 });
+        const draft = new ToyLM(50, noisyCopy(fn, 50, 2, 1.5), { maxPositions: 40 });
+        const drafter = makeDrafter(method, target, draft);
+        const prompt = Array.from({ length: promptLength }, (_, i) => (i * 7) % 50);
+        const r = await generateAll({ target, drafter, tokenizer, contextLimit: 40 }, prompt, {
+          maxNewTokens: 1000,
+          sampling: GREEDY,
+        });
+        expect(r.stopReason, method).toBe('context');
+        expect(r.tokens.length, method).toBe(40 - promptLength + 1);
+      }
+    }
+  });
+
+  it('an error part-way keeps everything generated so far, and the parts are usable afterwards', async () => {
+    const { target, draft } = pair(50, 1.5);
+    const inner = makeDrafter('chain', target, draft);
+    let rounds = 0;
+    let fail = true;
+    const flaky: Drafter = {
+      name: 'flaky',
+      get calls() {
+        return inner.calls;
+      },
+      async propose(req) {
+        if (fail && ++rounds === 4) throw new Error('the draft went away');
+        return inner.propose(req);
+      },
+      accept: (t, r, o) => inner.accept(t, r, o),
+      reset: () => inner.reset(),
+    };
+    const events: RoundEvent[] = [];
+    const error = await generateAll(
+      { target, drafter: flaky, tokenizer },
+      [1, 2],
+      { maxNewTokens: 40, sampling: GREEDY },
+      (e) => events.push(e),
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GenerationError);
+    const partial = (error as GenerationError).partial;
+    expect(partial.stopReason).toBe('error');
+    expect(partial.tokens).toEqual(events.flatMap((e) => [...e.accepted, ...e.target].map((t) => t.id)));
+    expect(partial.tokens.length).toBeGreaterThan(3);
+    fail = false;
+    const again = await generateAll({ target, drafter: flaky, tokenizer }, [1, 2], {
+      maxNewTokens: 40,
+      sampling: GREEDY,
+    });
+    const fresh = await run('chain', [1, 2], { maxNewTokens: 40, sampling: GREEDY });
+    expect(again.tokens).toEqual(fresh.result.tokens);
   });
 
   it('reports tau, acceptance per depth, calls and timings', async () => {

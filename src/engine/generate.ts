@@ -8,7 +8,7 @@ import type { TextTokenizer } from '../model/tokenizer';
 import { IncrementalDecoder } from './decode';
 import type { Drafter, DraftTree, TargetOutputs } from './drafters';
 import { GenerationError, type GenerationResult, type RoundEvent, type StopReason, type TokenPiece } from './events';
-import { type CausalLM, ContextLimitError } from './lm';
+import { type CausalLM, ContextLimitError, checkLogits } from './lm';
 import { nextMacrotask } from './macrotask';
 import { checkSampling, Rng, type SamplingParams } from './sampling';
 import { StatsTracker } from './stats';
@@ -23,6 +23,8 @@ export interface GenerateOptions {
   signal?: AbortSignal;
   /** Stop at the model's end-of-sequence tokens (default true). */
   stopAtEos?: boolean;
+  /** More tokens that end the text like end-of-sequence (a chat template's end of turn). */
+  stopTokens?: readonly number[];
 }
 
 export interface EngineParts {
@@ -79,7 +81,7 @@ export async function* generate(
     );
   }
   const rule = options.verifyRule ?? 'rejection';
-  const eos = new Set(options.stopAtEos === false ? [] : target.config.eosTokenIds);
+  const eos = new Set(options.stopAtEos === false ? [] : [...target.config.eosTokenIds, ...(options.stopTokens ?? [])]);
   const vocab = target.config.vocabSize;
   const rng = new Rng(sampling.seed);
   const stats = new StatsTracker();
@@ -139,6 +141,7 @@ export async function* generate(
         rows: [...tree.tokens.keys(), ...(aux?.rows ?? []).map((r) => q + r)],
       });
       const verified = performance.now();
+      checkLogits(logits, vocab, 'the target model');
       const row = (i: number) => logits.subarray(i * vocab, (i + 1) * vocab);
       const outputs: TargetOutputs = { logits: row, auxLogits: (i) => row(q + i) };
       const verdict = verify(rule, tree, row, sampling, rng);

@@ -31,9 +31,52 @@ export interface CausalLM {
   readonly calls: number;
   /** Append the tokens to the cache and return logits for the requested rows: [rows, vocab], row-major. */
   forward(input: ForwardInput): Promise<Float32Array>;
-  /** Keep only these cache slots (indices into the current cache, in order); applied before the next call. */
+  /**
+   * Keep only these cache slots (indices into the cache as `length` sees it, in order); applied before the next
+   * call. A second keep before that call composes with the first.
+   */
   keep(indices: ArrayLike<number>): void;
   /** Drop the whole cache (a new prompt). */
   reset(): void;
   readonly config: { vocabSize: number; maxPositions: number; eosTokenIds: number[] };
+}
+
+/** A model produced NaN or infinite logits: its weights or config are broken (or overflow in this precision). */
+export class ModelOutputError extends Error {
+  override name = 'ModelOutputError';
+}
+
+/**
+ * Spot-check logits rows for NaN/infinity (8 evenly spaced entries per row: a NaN anywhere upstream of the LM head
+ * reaches every entry of its row, and scanning whole 150k-token rows every round would cost real time).
+ */
+export function checkLogits(logits: Float32Array, vocab: number, who: string): void {
+  const rows = Math.floor(logits.length / vocab);
+  for (let r = 0; r < rows; r++) {
+    for (let k = 0; k < 8; k++) {
+      const v = logits[r * vocab + Math.floor((k * (vocab - 1)) / 7)] as number;
+      if (!Number.isFinite(v)) {
+        throw new ModelOutputError(
+          `${who} produced ${Number.isNaN(v) ? 'NaN' : 'infinite'} logits: its weights or config.json are broken, or the values overflow this precision`,
+        );
+      }
+    }
+  }
+}
+
+/**
+ * A model that can run with some of its own sub-layers skipped, over its own cache and weights (self-speculation:
+ * SWIFT). One session, one copy of the weights; the skip set may change on every call.
+ */
+export interface LayerSkippingLM extends CausalLM {
+  /** Decoder layers (each has an attention and an MLP sub-layer). */
+  readonly numLayers: number;
+  /** Identifies the model, its precision and its device (remembered skip sets are keyed by it). */
+  readonly fingerprint: string;
+  /** Like forward, with the sub-layers marked 1 in `skip` skipped: [attention of layer 0..L-1, MLP of 0..L-1]. */
+  forwardSkipping(input: ForwardInput, skip: Uint8Array): Promise<Float32Array>;
+}
+
+export function isLayerSkipping(lm: CausalLM): lm is LayerSkippingLM {
+  return typeof (lm as Partial<LayerSkippingLM>).forwardSkipping === 'function';
 }

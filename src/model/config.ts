@@ -46,6 +46,28 @@ function num(raw: Record<string, unknown>, key: string, fallback?: number): numb
   return v;
 }
 
+/** A whole number in [min, max]: sizes, counts and ids (a huge value would mean a huge graph, not a model). */
+function int(
+  raw: Record<string, unknown>,
+  key: string,
+  fallback: number | undefined,
+  min: number,
+  max: number,
+): number {
+  const v = num(raw, key, fallback);
+  if (!Number.isInteger(v) || v < min || v > max) {
+    throw new ModelLoadError(`config.json: "${key}" must be a whole number from ${min} to ${max} (got ${v})`);
+  }
+  return v;
+}
+
+/** A positive finite number (epsilons, RoPE base, scaling factors). */
+function positive(raw: Record<string, unknown>, key: string, fallback?: number): number {
+  const v = num(raw, key, fallback);
+  if (!(v > 0)) throw new ModelLoadError(`config.json: "${key}" must be positive (got ${v})`);
+  return v;
+}
+
 function ids(v: unknown): number[] {
   if (typeof v === 'number') return [v];
   if (Array.isArray(v)) return v.filter((x): x is number => typeof x === 'number');
@@ -57,15 +79,19 @@ function parseRopeScaling(raw: unknown): RopeScaling | null {
   const r = raw as Record<string, unknown>;
   const type = (r.rope_type ?? r.type) as string | undefined;
   if (type === 'default') return null;
-  if (type === 'linear') return { type: 'linear', factor: num(r, 'factor') };
+  if (type === 'linear') return { type: 'linear', factor: positive(r, 'factor') };
   if (type === 'llama3') {
-    return {
-      type: 'llama3',
-      factor: num(r, 'factor'),
-      lowFreqFactor: num(r, 'low_freq_factor'),
-      highFreqFactor: num(r, 'high_freq_factor'),
-      originalMaxPositionEmbeddings: num(r, 'original_max_position_embeddings'),
+    const scaling = {
+      type: 'llama3' as const,
+      factor: positive(r, 'factor'),
+      lowFreqFactor: positive(r, 'low_freq_factor'),
+      highFreqFactor: positive(r, 'high_freq_factor'),
+      originalMaxPositionEmbeddings: positive(r, 'original_max_position_embeddings'),
     };
+    if (!(scaling.highFreqFactor > scaling.lowFreqFactor)) {
+      throw new ModelLoadError('config.json: rope_scaling high_freq_factor must exceed low_freq_factor');
+    }
+    return scaling;
   }
   throw new ModelLoadError(`config.json: rope_scaling type "${type}" is not supported (supported: linear, llama3)`);
 }
@@ -80,9 +106,9 @@ export function parseLlamaConfig(raw: Record<string, unknown>): LlamaConfig {
   }
   const act = raw.hidden_act ?? 'silu';
   if (act !== 'silu') throw new ModelLoadError(`config.json: hidden_act "${String(act)}" is not supported (only silu)`);
-  const hiddenSize = num(raw, 'hidden_size');
-  const numHeads = num(raw, 'num_attention_heads');
-  const numKvHeads = num(raw, 'num_key_value_heads', numHeads);
+  const hiddenSize = int(raw, 'hidden_size', undefined, 1, 65536);
+  const numHeads = int(raw, 'num_attention_heads', undefined, 1, 1024);
+  const numKvHeads = int(raw, 'num_key_value_heads', numHeads, 1, 1024);
   const headDim = num(raw, 'head_dim', hiddenSize / numHeads);
   if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
     throw new ModelLoadError(`config.json: head_dim ${headDim} must be an even integer`);
@@ -92,23 +118,29 @@ export function parseLlamaConfig(raw: Record<string, unknown>): LlamaConfig {
       `config.json: num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`,
     );
   }
-  let maxPositions = num(raw, 'max_position_embeddings', 2048);
+  let maxPositions = int(raw, 'max_position_embeddings', 2048, 2, 1 << 24);
   const window = raw.sliding_window;
-  if (typeof window === 'number' && (raw.use_sliding_window ?? modelType === 'mistral') && window < maxPositions) {
+  if (
+    typeof window === 'number' &&
+    Number.isInteger(window) &&
+    window >= 2 &&
+    (raw.use_sliding_window ?? modelType === 'mistral') &&
+    window < maxPositions
+  ) {
     maxPositions = window; // beyond the window the model attends differently; we stop there.
   }
   const eos = ids(raw.eos_token_id);
   return {
     modelType: modelType as ModelType,
     hiddenSize,
-    intermediateSize: num(raw, 'intermediate_size'),
-    numLayers: num(raw, 'num_hidden_layers'),
+    intermediateSize: int(raw, 'intermediate_size', undefined, 1, 1 << 20),
+    numLayers: int(raw, 'num_hidden_layers', undefined, 1, 1024),
     numHeads,
     numKvHeads,
     headDim,
-    vocabSize: num(raw, 'vocab_size'),
-    rmsNormEps: num(raw, 'rms_norm_eps', 1e-6),
-    ropeTheta: num(raw, 'rope_theta', 10000),
+    vocabSize: int(raw, 'vocab_size', undefined, 2, 1 << 24),
+    rmsNormEps: positive(raw, 'rms_norm_eps', 1e-6),
+    ropeTheta: positive(raw, 'rope_theta', 10000),
     ropeScaling: parseRopeScaling(raw.rope_scaling),
     maxPositions,
     tieWordEmbeddings: Boolean(raw.tie_word_embeddings ?? false),

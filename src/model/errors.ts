@@ -2,3 +2,14 @@
 export class ModelLoadError extends Error {
   override name = 'ModelLoadError';
 }
+
+/** A file that could not be fetched: HTTP status, the hub's error code (X-Error-Code) when it sent one. */
+export class DownloadError extends ModelLoadError {
+  override name = 'DownloadError';
+  constructor(
+    message: string,
+    readonly details: { status?: number; code?: string; network?: boolean } = {},
+  ) {
+    super(message);
+  }
+}

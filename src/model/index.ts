@@ -2,15 +2,16 @@
  * The model layer's public face: load a Hugging Face folder (or hf:org/name when online) and open it as a runner
  * that can prefill, verify a token tree in one call, and compact its cache.
  */
+import { ModelLoadError } from './errors';
 import { assertSameVocabulary, type LoadedModel, type LoadOptions, loadModel } from './load';
 import { ModelRunner, type RunnerOptions } from './runner';
 
 export { parseLlamaConfig } from './config';
-export { ModelLoadError } from './errors';
+export { DownloadError, ModelLoadError } from './errors';
 export { type ComputeType, MASKED } from './graph/llama';
 export { assertSameVocabulary, type LoadedModel, loadModel } from './load';
 export { ContextLimitError, type Device, type ForwardInput, ModelRunner } from './runner';
-export type { ProgressCallback, ProgressInfo } from './source';
+export type { HubOptions, ProgressCallback, ProgressInfo } from './source';
 
 type Ort = Parameters<typeof ModelRunner.create>[0];
 
@@ -20,9 +21,31 @@ function runnerOptions({ device, compute, onProgress }: OpenOptions): RunnerOpti
   return { device, ...(compute ? { compute } : {}), ...(onProgress ? { onProgress } : {}) };
 }
 
+/** Which model an error is about (users load a target, a draft and heads side by side). */
+export type ModelRole = 'target' | 'draft' | 'heads';
+
+/** Prefix a model error with the role and location of the model, so it says which one is broken. */
+export async function asRole<T>(role: ModelRole, spec: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (e) {
+    if (!(e instanceof ModelLoadError) || e.message.startsWith(`${role} model`)) throw e;
+    const named = new (e.constructor as new (m: string) => ModelLoadError)(`${role} model ${spec}: ${e.message}`);
+    named.stack = e.stack;
+    throw named;
+  }
+}
+
 /** Load a model folder and build its session on `device`. */
-export async function openModel(ort: Ort, spec: string, options: OpenOptions): Promise<ModelRunner> {
-  return ModelRunner.create(ort, await loadModel(spec, options), runnerOptions(options));
+export async function openModel(
+  ort: Ort,
+  spec: string,
+  options: OpenOptions,
+  role: ModelRole = 'target',
+): Promise<ModelRunner> {
+  return asRole(role, spec, async () =>
+    ModelRunner.create(ort, await loadModel(spec, options), runnerOptions(options)),
+  );
 }
 
 export interface ModelPair {
@@ -37,13 +60,18 @@ export async function openPair(
   options: OpenOptions,
 ): Promise<ModelPair> {
   const [targetModel, draftModel]: LoadedModel[] = await Promise.all([
-    loadModel(specs.target, options),
-    loadModel(specs.draft, options),
+    asRole('target', specs.target, () => loadModel(specs.target, options)),
+    asRole('draft', specs.draft, () => loadModel(specs.draft, options)),
   ]);
   assertSameVocabulary(targetModel as LoadedModel, draftModel as LoadedModel);
-  const target = await ModelRunner.create(ort, targetModel as LoadedModel, runnerOptions(options));
+  const target = await asRole('target', specs.target, () =>
+    ModelRunner.create(ort, targetModel as LoadedModel, runnerOptions(options)),
+  );
   try {
-    return { target, draft: await ModelRunner.create(ort, draftModel as LoadedModel, runnerOptions(options)) };
+    const draft = await asRole('draft', specs.draft, () =>
+      ModelRunner.create(ort, draftModel as LoadedModel, runnerOptions(options)),
+    );
+    return { target, draft };
   } catch (e) {
     await target.release();
     throw e;

@@ -2,9 +2,11 @@ import { mkdtempSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ortForNode } from '../runtime/ort-node';
 import { parseLlamaConfig } from './config';
 import { f16ToF32, f32ToBf16, f32ToF16 } from './convert';
 import { ModelLoadError } from './errors';
+import { openModel, openPair } from './index';
 import { assertSameVocabulary, loadModel } from './load';
 import { parseSafetensors, writeSafetensors } from './safetensors';
 import { randomModel, TINY_CONFIG } from './testing/random-model';
@@ -61,6 +63,15 @@ describe('safetensors', () => {
       /truncated safetensors file \(header/,
     );
     expect(() => parseSafetensors('model.safetensors', bytes.subarray(0, 4))).toThrow(/truncated/);
+  });
+
+  it('names a corrupt header length as corrupt, not as a truncated file of absurd size', () => {
+    const bytes = writeSafetensors([{ name: 'w', dtype: 'F32', shape: [4], data: new Uint8Array(16) }]);
+    const broken = Uint8Array.from(bytes);
+    broken.set([0x7b, 0x22, 0x5f, 0x5f, 0x6d, 0x65, 0x74, 0x61], 0); // JSON text where the length should be
+    expect(() => parseSafetensors('model.safetensors', broken)).toThrow(
+      /model\.safetensors: corrupt safetensors header \(its length field says \d+ bytes; the file has \d+\)/,
+    );
   });
 });
 
@@ -127,6 +138,22 @@ describe('loadModel: a model folder from disk', () => {
     );
     const missingTokenizer = folder({}, (d) => writeFileSync(join(d, 'tokenizer.json'), '{ not json'));
     expect(await loadError(missingTokenizer)).toMatch(/tokenizer\.json in .* is not valid JSON/);
+  });
+
+  it('says whether the target or the draft is broken', async () => {
+    const broken = folder({}, (d) => writeFileSync(join(d, 'model.safetensors'), new Uint8Array(4)));
+    const good = folder();
+    const ort = ortForNode();
+    const fail = (p: Promise<unknown>) =>
+      p.then(
+        () => '',
+        (e: Error) => e.message,
+      );
+    expect(await fail(openPair(ort, { target: good, draft: broken }, { device: 'wasm' }))).toMatch(
+      new RegExp(`^draft model ${broken}: model\\.safetensors: truncated`),
+    );
+    expect(await fail(openPair(ort, { target: broken, draft: good }, { device: 'wasm' }))).toMatch(/^target model /);
+    expect(await fail(openModel(ort, broken, { device: 'wasm' }))).toMatch(/^target model /);
   });
 
   it('refuses a draft whose vocabulary differs from the target', async () => {

@@ -5,8 +5,17 @@
 import { type LlamaConfig, parseLlamaConfig } from './config';
 import { ModelLoadError } from './errors';
 import { checkWeights } from './graph/llama';
-import { parseSafetensors, type TensorEntry } from './safetensors';
-import { type FileSource, type ProgressCallback, readJson, readOptional, readRequired, resolveSource } from './source';
+import { firstNonFinite, parseSafetensors, type TensorEntry } from './safetensors';
+import {
+  type FileSource,
+  type HubOptions,
+  LoadProgress,
+  type ProgressCallback,
+  readJson,
+  readOptional,
+  readRequired,
+  resolveSource,
+} from './source';
 import { makeTokenizer, type TextTokenizer } from './tokenizer';
 
 export interface LoadedModel {
@@ -30,9 +39,11 @@ export interface LoadOptions {
   onProgress?: ProgressCallback;
   /** Base URL for relative folders in the browser (default: the page). */
   base?: string;
+  /** For `hf:` ids: the hub endpoint, token and cache. */
+  hub?: HubOptions;
 }
 
-async function readWeights(source: FileSource, spec: string, onProgress?: ProgressCallback) {
+async function readWeights(source: FileSource, progress: LoadProgress) {
   const files = new Map<string, Uint8Array>();
   const weights = new Map<string, TensorEntry>();
   const add = (file: string, bytes: Uint8Array) => {
@@ -40,12 +51,13 @@ async function readWeights(source: FileSource, spec: string, onProgress?: Progre
     for (const [name, entry] of parseSafetensors(file, bytes).tensors) weights.set(name, entry);
   };
   // A single model.safetensors is the common case; only without it look for a sharded index.
-  const single = await readOptional(source, 'model.safetensors', spec, onProgress);
+  progress.expect('model.safetensors', await source.size?.('model.safetensors'));
+  const single = await readOptional(source, 'model.safetensors', progress);
   if (single) {
     add('model.safetensors', single);
     return { files, weights };
   }
-  const index = await readJson(source, 'model.safetensors.index.json', spec, false);
+  const index = await readJson(source, 'model.safetensors.index.json', false, progress);
   if (!index) {
     throw new ModelLoadError(
       `missing file: neither model.safetensors nor model.safetensors.index.json found in ${source.location}`,
@@ -54,29 +66,38 @@ async function readWeights(source: FileSource, spec: string, onProgress?: Progre
   const shardNames = [...new Set(Object.values((index.weight_map ?? {}) as Record<string, string>))];
   if (shardNames.length === 0)
     throw new ModelLoadError(`model.safetensors.index.json in ${source.location} lists no files`);
-  for (const file of shardNames) add(file, await readRequired(source, file, spec, onProgress));
+  for (const file of shardNames) progress.expect(file, await source.size?.(file));
+  for (const file of shardNames) add(file, await readRequired(source, file, progress));
   return { files, weights };
 }
 
 export async function loadModel(spec: string, options: LoadOptions = {}): Promise<LoadedModel> {
-  const { onProgress } = options;
-  const source = resolveSource(spec, options.base);
-  const rawConfig = await readJson(source, 'config.json', spec, true);
+  const progress = new LoadProgress(spec, options.onProgress);
+  const source = resolveSource(spec, options.base, options.hub, (message) => progress.warn(message));
+  const rawConfig = await readJson(source, 'config.json', true, progress);
   let config: LlamaConfig;
   try {
     config = parseLlamaConfig(rawConfig);
   } catch (e) {
     throw new ModelLoadError(`${source.location}: ${(e as Error).message}`);
   }
-  const generationConfig = await readJson(source, 'generation_config.json', spec, false);
-  const tokenizerJson = await readJson(source, 'tokenizer.json', spec, true);
-  const tokenizerConfig = (await readJson(source, 'tokenizer_config.json', spec, false)) ?? {};
+  const generationConfig = await readJson(source, 'generation_config.json', false, progress);
+  const tokenizerJson = await readJson(source, 'tokenizer.json', true, progress);
+  const tokenizerConfig = (await readJson(source, 'tokenizer_config.json', false, progress)) ?? {};
   const tokenizer = makeTokenizer(tokenizerJson, tokenizerConfig);
-  const { files, weights } = await readWeights(source, spec, onProgress);
+  const { files, weights } = await readWeights(source, progress);
   try {
     checkWeights(config, weights);
   } catch (e) {
     throw new ModelLoadError(`${source.location}: ${(e as Error).message}`);
+  }
+  for (const t of weights.values()) {
+    const at = firstNonFinite(files.get(t.file) as Uint8Array, t);
+    if (at >= 0) {
+      throw new ModelLoadError(
+        `${source.location}: ${t.file}: tensor ${t.name} holds a NaN or infinite value at element ${at} (the file is corrupt)`,
+      );
+    }
   }
   if (tokenizer.size > config.vocabSize) {
     throw new ModelLoadError(

@@ -9,6 +9,7 @@
 import type * as OrtModule from 'onnxruntime-common';
 import { type CausalLM, ContextLimitError, type ForwardInput } from '../engine/lm';
 import type { LlamaConfig } from './config';
+import { f16ToF32 } from './convert';
 import { ModelLoadError } from './errors';
 import {
   type BuiltGraph,
@@ -117,6 +118,18 @@ export class ModelRunner implements CausalLM {
     return this.model.config;
   }
 
+  /**
+   * Identifies this model as built here: its location, config, weight bytes, device and compute precision (records
+   * remembered per model and device, e.g. measured costs or a found skip set, are keyed by it).
+   */
+  get fingerprint(): string {
+    const c = this.model.config;
+    const text = JSON.stringify([this.model.spec, c, this.model.weightBytes, this.device, this.compute]);
+    let h = 0x811c9dc5;
+    for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+    return `${c.modelType}-${c.numLayers}x${c.hiddenSize}-${this.device}-${this.compute}-${h.toString(16)}`;
+  }
+
   /** Bytes of weights one call reads, in the compute precision (for achieved-bandwidth figures). */
   get computeWeightBytes(): number {
     let elements = 0;
@@ -134,15 +147,20 @@ export class ModelRunner implements CausalLM {
     return this.cacheLength;
   }
 
-  /** Keep only these cache slots (indices into the current cache, in order); applied inside the next call. */
+  /**
+   * Keep only these cache slots (indices into the cache as `length` sees it, in order); applied inside the next
+   * call. A second keep before that call composes with the first.
+   */
   keep(indices: ArrayLike<number>): void {
     const list = Array.from(indices);
+    const length = this.length;
     for (const i of list) {
-      if (!Number.isInteger(i) || i < 0 || i >= this.cacheLength) {
-        throw new RangeError(`keep: slot ${i} is outside the cache (length ${this.cacheLength})`);
+      if (!Number.isInteger(i) || i < 0 || i >= length) {
+        throw new RangeError(`keep: slot ${i} is outside the cache (length ${length})`);
       }
     }
-    this.pendingKeep = list;
+    const pending = this.pendingKeep;
+    this.pendingKeep = pending ? list.map((i) => pending[i] as number) : list;
   }
 
   /** Drop the whole cache (a new prompt). */
@@ -214,7 +232,9 @@ export class ModelRunner implements CausalLM {
     const read = async (t: Tensor) => {
       const data = await t.getData();
       if (data instanceof Float32Array) return data;
-      throw new Error('readCache supports fp32 caches only');
+      // An fp16 cache arrives as its bit patterns (Node 20 has no Float16Array); widening is exact.
+      if (t.type === 'float16' && data instanceof Uint16Array) return Float32Array.from(data, f16ToF32);
+      throw new Error(`readCache: unexpected ${t.type} cache`);
     };
     return {
       key: await read(this.cache[2 * layer] as Tensor),

@@ -46,6 +46,12 @@ export function parseSafetensors(file: string, bytes: Uint8Array): SafetensorsFi
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLength = Number(view.getBigUint64(0, true));
+  // Real headers are kilobytes to a few megabytes; a length past 100 MB is a damaged length field, not a short file.
+  if (headerLength > 100_000_000) {
+    throw new ModelLoadError(
+      `${file}: corrupt safetensors header (its length field says ${headerLength} bytes; the file has ${bytes.byteLength})`,
+    );
+  }
   if (8 + headerLength > bytes.byteLength) {
     throw new ModelLoadError(
       `${file}: truncated safetensors file (header says ${headerLength} bytes of JSON, file has ${bytes.byteLength - 8})`,
@@ -86,6 +92,30 @@ export function parseSafetensors(file: string, bytes: Uint8Array): SafetensorsFi
     tensors.set(name, { name, dtype, shape, file, offset: dataStart + begin, byteLength: end - begin });
   }
   return { file, bytes, tensors, metadata };
+}
+
+/**
+ * Index of the first NaN or infinite element of a float tensor (F32, F16, BF16), or -1: a corrupt weight file
+ * otherwise loads fine and produces NaN logits, i.e. garbage text. One pass over the bytes, no copy.
+ */
+export function firstNonFinite(bytes: Uint8Array, t: TensorEntry): number {
+  const view = new DataView(bytes.buffer, bytes.byteOffset + t.offset, t.byteLength);
+  if (t.dtype === 'F32') {
+    for (let i = 0; i < t.byteLength / 4; i++) if (!Number.isFinite(view.getFloat32(4 * i, true))) return i;
+    return -1;
+  }
+  if (t.dtype !== 'F16' && t.dtype !== 'BF16') return -1;
+  // All exponent bits set means infinity or NaN.
+  const exponent = t.dtype === 'F16' ? 0x7c00 : 0x7f80;
+  const aligned = (bytes.byteOffset + t.offset) % 2 === 0;
+  const n = t.byteLength / 2;
+  if (aligned) {
+    const u16 = new Uint16Array(bytes.buffer, bytes.byteOffset + t.offset, n);
+    for (let i = 0; i < n; i++) if (((u16[i] as number) & exponent) === exponent) return i;
+    return -1;
+  }
+  for (let i = 0; i < n; i++) if ((view.getUint16(2 * i, true) & exponent) === exponent) return i;
+  return -1;
 }
 
 /** Read a tensor as fp32 (a copy; used by tests and small tensors, not on the weight-loading path). */

@@ -1,18 +1,28 @@
 /**
- * Where model files come from: a local folder (a URL in the browser, a path in Node) or, when online, a Hugging Face
- * hub repository (`hf:org/name` or `hf:org/name@revision`). Fetches report progress in transformers.js's style.
+ * Where model files come from: a local folder (a URL in the browser, a path in Node) or a Hugging Face hub
+ * repository (`hf:org/name` or `hf:org/name@revision`, see hub/). Loads report progress in transformers.js's
+ * progress_callback shape: per file `initiate`, `download` (only when the bytes come from the network), `progress`,
+ * `done`, and per model `progress_total` over all its files.
  */
-import { ModelLoadError } from './errors';
+import { DownloadError, ModelLoadError } from './errors';
+import { type ByteProgress, readBody, request } from './hub/download';
+import { parseHubId } from './hub/id';
+import { exclusive, shareDownload } from './hub/shared';
+import { type HubOptions, type HubReadEvents, HubSource } from './hub/source';
 
 export interface ProgressInfo {
-  status: 'initiate' | 'progress' | 'done' | 'building' | 'ready';
+  status: 'initiate' | 'download' | 'progress' | 'progress_total' | 'done' | 'building' | 'ready' | 'warning';
   /** The model (its spec as given). */
   name: string;
   file?: string;
   loaded?: number;
   total?: number;
-  /** 0-100 for 'progress'. */
+  /** 0-100 for 'progress' and 'progress_total'. */
   progress?: number;
+  /** 'progress_total': every file of the model so far. */
+  files?: Record<string, { loaded: number; total: number }>;
+  /** 'warning': what happened (the load goes on). */
+  message?: string;
 }
 export type ProgressCallback = (info: ProgressInfo) => void;
 
@@ -20,53 +30,46 @@ export interface FileSource {
   /** Human-readable location, used in error messages. */
   readonly location: string;
   /** The whole file; `null` when it does not exist (other failures throw ModelLoadError). */
-  read(file: string, onProgress?: (loaded: number, total: number | undefined) => void): Promise<Uint8Array | null>;
+  read(file: string, events?: HubReadEvents): Promise<Uint8Array | null>;
+  /** The file's size when known before reading it (the hub lists sizes), for overall progress. */
+  size?(file: string): Promise<number | undefined>;
 }
+
+export type { HubOptions } from './hub/source';
 
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
 
 class HttpSource implements FileSource {
   constructor(readonly location: string) {}
 
-  async read(file: string, onProgress?: (loaded: number, total: number | undefined) => void) {
+  async read(file: string, events: HubReadEvents = {}) {
     const url = new URL(file, this.location.endsWith('/') ? this.location : `${this.location}/`).href;
-    let res: Response;
-    try {
-      res = await fetch(url);
-    } catch (e) {
-      throw new ModelLoadError(`cannot fetch ${url}: ${(e as Error).message}`);
+    // Two loads of one URL at once (a draft that is the target) share one download; across workers (two elements)
+    // the downloads of one URL take turns (a static server that cut several concurrent 28 MB streams short).
+    return shareDownload(url, (progress) => exclusive(url, () => this.fetch(url, file, progress)), events.progress);
+  }
+
+  private async fetch(url: string, file: string, progress: ByteProgress): Promise<Uint8Array | null> {
+    const label = `${this.location}: ${file}`;
+    const res = await request(url, {}, label);
+    if (res.status === 404) {
+      await res.body?.cancel().catch(() => {});
+      return null;
     }
-    if (res.status === 404) return null;
-    if (!res.ok) throw new ModelLoadError(`cannot fetch ${url}: HTTP ${res.status} ${res.statusText}`);
+    if (!res.ok) throw new DownloadError(`${label}: HTTP ${res.status} ${res.statusText}`, { status: res.status });
     // Single-page-app servers answer unknown paths with index.html: that is a missing file, not a model file.
-    if (res.headers.get('content-type')?.includes('text/html') && !file.endsWith('.html')) return null;
-    const header = res.headers.get('content-length');
-    const total = header ? Number(header) : undefined;
-    if (!res.body) return new Uint8Array(await res.arrayBuffer());
-    const reader = res.body.getReader();
-    const chunks: Uint8Array[] = [];
-    let loaded = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      loaded += value.byteLength;
-      onProgress?.(loaded, total);
+    if (res.headers.get('content-type')?.includes('text/html') && !file.endsWith('.html')) {
+      await res.body?.cancel().catch(() => {});
+      return null;
     }
-    const out = new Uint8Array(loaded);
-    let at = 0;
-    for (const c of chunks) {
-      out.set(c, at);
-      at += c.byteLength;
-    }
-    return out;
+    return readBody(res, label, progress);
   }
 }
 
 class FsSource implements FileSource {
   constructor(readonly location: string) {}
 
-  async read(file: string, onProgress?: (loaded: number, total: number | undefined) => void) {
+  async read(file: string, events: HubReadEvents = {}) {
     const fsName = 'node:fs/promises';
     const pathName = 'node:path';
     const fs = (await import(/* @vite-ignore */ fsName)) as typeof import('node:fs/promises');
@@ -74,7 +77,7 @@ class FsSource implements FileSource {
     const full = path.join(this.location, file);
     try {
       const buf = await fs.readFile(full);
-      onProgress?.(buf.byteLength, buf.byteLength);
+      events.progress?.(buf.byteLength, buf.byteLength);
       return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
@@ -84,14 +87,18 @@ class FsSource implements FileSource {
 }
 
 /**
- * `hf:org/name[@rev]` → the hub; `http(s)://…` → that URL; anything else is a folder: a path in Node (unless a
- * `base` URL is given), a URL relative to `base` (default: the page) in the browser.
+ * `hf:org/name[@rev]` → the hub (`hub` options: endpoint, token, cache); `http(s)://…` → that URL; anything else is
+ * a folder: a path in Node (unless a `base` URL is given), a URL relative to `base` (default: the page) in the
+ * browser. `onWarning` hears what does not stop a load (offline, cache full).
  */
-export function resolveSource(spec: string, base?: string): FileSource {
-  const hub = /^hf:([\w.-]+\/[\w.-]+)(?:@([\w.-]+))?$/.exec(spec);
-  if (hub) return new HttpSource(`https://huggingface.co/${hub[1]}/resolve/${hub[2] ?? 'main'}/`);
-  if (spec.startsWith('hf:'))
-    throw new ModelLoadError(`bad hub id "${spec}": expected hf:org/name or hf:org/name@revision`);
+export function resolveSource(
+  spec: string,
+  base?: string,
+  hub: HubOptions = {},
+  onWarning?: (message: string) => void,
+): FileSource {
+  const ref = parseHubId(spec);
+  if (ref) return new HubSource(ref.repo, ref.revision, hub, onWarning);
   if (/^https?:\/\//.test(spec)) return new HttpSource(spec);
   if (isNode && base === undefined && !/^[a-z]+:/.test(spec)) return new FsSource(spec);
   const root = base ?? (typeof document !== 'undefined' ? document.baseURI : globalThis.location?.href);
@@ -99,34 +106,73 @@ export function resolveSource(spec: string, base?: string): FileSource {
   return new HttpSource(new URL(spec, root).href);
 }
 
+/** Per-file and overall (`progress_total`) progress of one model's load, in transformers.js's shape. */
+export class LoadProgress {
+  private readonly files: Record<string, { loaded: number; total: number }> = {};
+
+  constructor(
+    readonly name: string,
+    private readonly callback?: ProgressCallback,
+  ) {}
+
+  /** A file that will be read, with its size when known: counted in the total from now on. */
+  expect(file: string, size: number | undefined): void {
+    if (size !== undefined && !this.files[file]) this.files[file] = { loaded: 0, total: size };
+  }
+
+  emit(info: Omit<ProgressInfo, 'name'>): void {
+    const cb = this.callback;
+    if (!cb) return;
+    const event = { name: this.name, ...info };
+    if (info.status === 'progress' && info.file) {
+      this.files[info.file] = { loaded: info.loaded ?? 0, total: info.total ?? info.loaded ?? 0 };
+      let loaded = 0;
+      let total = 0;
+      for (const f of Object.values(this.files)) {
+        loaded += f.loaded;
+        total += f.total;
+      }
+      cb({
+        status: 'progress_total',
+        name: this.name,
+        loaded,
+        total,
+        progress: total > 0 ? (100 * loaded) / total : 0,
+        files: structuredClone(this.files),
+      });
+    }
+    cb(event);
+  }
+
+  warn(message: string, file?: string): void {
+    this.callback?.({ status: 'warning', name: this.name, message, ...(file ? { file } : {}) });
+  }
+}
+
 /** A file with transformers.js-style progress events, or null when it does not exist. */
 export async function readOptional(
   source: FileSource,
   file: string,
-  name: string,
-  onProgress?: ProgressCallback,
+  progress?: LoadProgress,
 ): Promise<Uint8Array | null> {
-  onProgress?.({ status: 'initiate', name, file });
-  const bytes = await source.read(file, (loaded, total) =>
-    onProgress?.({
-      status: 'progress',
-      name,
-      file,
-      loaded,
-      ...(total ? { total, progress: (100 * loaded) / total } : {}),
-    }),
-  );
-  if (bytes) onProgress?.({ status: 'done', name, file });
+  progress?.emit({ status: 'initiate', file });
+  const bytes = await source.read(file, {
+    progress: (loaded, total) =>
+      progress?.emit({
+        status: 'progress',
+        file,
+        loaded,
+        ...(total ? { total, progress: (100 * loaded) / total } : {}),
+      }),
+    download: () => progress?.emit({ status: 'download', file }),
+    warning: (message) => progress?.warn(message, file),
+  });
+  if (bytes) progress?.emit({ status: 'done', file });
   return bytes;
 }
 
-export async function readRequired(
-  source: FileSource,
-  file: string,
-  name: string,
-  onProgress?: ProgressCallback,
-): Promise<Uint8Array> {
-  const bytes = await readOptional(source, file, name, onProgress);
+export async function readRequired(source: FileSource, file: string, progress?: LoadProgress): Promise<Uint8Array> {
+  const bytes = await readOptional(source, file, progress);
   if (!bytes) throw new ModelLoadError(`missing file: ${file} not found in ${source.location}`);
   return bytes;
 }
@@ -134,17 +180,17 @@ export async function readRequired(
 export async function readJson(
   source: FileSource,
   file: string,
-  name: string,
   required: true,
+  progress?: LoadProgress,
 ): Promise<Record<string, unknown>>;
 export async function readJson(
   source: FileSource,
   file: string,
-  name: string,
   required: false,
+  progress?: LoadProgress,
 ): Promise<Record<string, unknown> | null>;
-export async function readJson(source: FileSource, file: string, name: string, required: boolean) {
-  const bytes = required ? await readRequired(source, file, name) : await source.read(file);
+export async function readJson(source: FileSource, file: string, required: boolean, progress?: LoadProgress) {
+  const bytes = required ? await readRequired(source, file, progress) : await readOptional(source, file, progress);
   if (!bytes) return null;
   try {
     return JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;

@@ -4,6 +4,7 @@
  * imports it). Each also fires under its old unprefixed name, deprecated, for one release.
  */
 import type { GenerationResult, RoundEvent } from '../engine/events';
+import type { ProgressInfo } from '../model/source';
 import type { LoadInfo } from '../worker/protocol';
 
 export interface SpecDecoderErrorDetail {
@@ -20,6 +21,8 @@ export interface SpecDecoderEventMap {
   'sd-done': CustomEvent<GenerationResult>;
   /** Loading or generating failed, or the request was refused; the message is readable as it is. */
   'sd-error': CustomEvent<SpecDecoderErrorDetail>;
+  /** Loading progress, in transformers.js's progress_callback shape. */
+  'sd-progress': CustomEvent<ProgressInfo>;
 }
 
 export type SpecDecoderEventName = keyof SpecDecoderEventMap;
@@ -28,7 +31,7 @@ export type SpecDecoderEventName = keyof SpecDecoderEventMap;
  * The unprefixed names the element fired before 0.2, still fired beside the new ones.
  * @deprecated listen for the `sd-` names; these go in the next release.
  */
-export const LEGACY_EVENT_NAMES: Record<SpecDecoderEventName, string> = {
+export const LEGACY_EVENT_NAMES: Partial<Record<SpecDecoderEventName, string>> = {
   'sd-loaded': 'loaded',
   'sd-round': 'round',
   'sd-done': 'done',
@@ -37,10 +40,11 @@ export const LEGACY_EVENT_NAMES: Record<SpecDecoderEventName, string> = {
 
 type Detail<K extends SpecDecoderEventName> = SpecDecoderEventMap[K] extends CustomEvent<infer D> ? D : never;
 
-/** Fire `name` (bubbling, composed) and its deprecated unprefixed twin. */
+/** Fire `name` (bubbling, composed) and its deprecated unprefixed twin, if it has one. */
 export function fire<K extends SpecDecoderEventName>(target: EventTarget, name: K, detail: Detail<K>): void {
   target.dispatchEvent(new CustomEvent(name, { detail, bubbles: true, composed: true }));
-  target.dispatchEvent(new CustomEvent(LEGACY_EVENT_NAMES[name], { detail, bubbles: true, composed: true }));
+  const legacy = LEGACY_EVENT_NAMES[name];
+  if (legacy) target.dispatchEvent(new CustomEvent(legacy, { detail, bubbles: true, composed: true }));
 }
 
 declare global {
@@ -49,5 +53,6 @@ declare global {
     'sd-round': SpecDecoderEventMap['sd-round'];
     'sd-done': SpecDecoderEventMap['sd-done'];
     'sd-error': SpecDecoderEventMap['sd-error'];
+    'sd-progress': SpecDecoderEventMap['sd-progress'];
   }
 }

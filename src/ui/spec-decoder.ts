@@ -4,17 +4,20 @@
  * Attributes (mirrored as properties): target, draft (empty: target only; methods that need a draft model are then
  * disabled), method, max-new-tokens, temperature, top-p, top-k, seed, device ("auto" default: a hardware WebGPU
  * adapter, else wasm, with a notice saying why; "webgpu" uses even a software adapter, with a warning; "wasm"),
- * verify, prompt, group-rounds, hide-rejected, ort-base. The prompt can also come from a slotted element:
- * <span slot="prompt">…</span>.
+ * verify, prompt, group-rounds, hide-rejected, ort-base, hub-endpoint (the hub host for hf:org/name ids; a token
+ * goes in the hubToken property), mode ("text", or "chat": messages in through the target's chat template, see
+ * chat-view.ts). The prompt can also come from a slotted element: <span slot="prompt">…</span>. cachedModels() and
+ * clearCache() show and empty the hub cache.
  *
  * @event sd-loaded - CustomEvent<LoadInfo>: the models are loaded (device, fallback, adapter, model shapes)
  * @event sd-round - CustomEvent<RoundEvent>: one speculative round
  * @event sd-done - CustomEvent<GenerationResult>: a generation ended (stopReason "cancelled" after cancel())
  * @event sd-error - CustomEvent<{message}>: loading or generating failed, or the request was refused
- * The same events also fire as `loaded`, `round`, `done` and `error`: deprecated, removed in the next release.
+ * @event sd-progress - CustomEvent<ProgressInfo>: loading progress (transformers.js's progress_callback shape)
+ * The first four also fire as `loaded`, `round`, `done` and `error`: deprecated, removed in the next release.
  *
  * @csspart prompt-input, controls, method, generate, race, cancel, status, progress, fallback, device-warning,
- *   error, legend, show-rejected, stream, stats, tree, note
+ *   warning, error, legend, show-rejected, stream, stats, tree, note, chat
  * @cssproperty --sd-accepted, --sd-rejected, --sd-target (and their -bg variants), --sd-muted: see theme.ts
  */
 import { css, html, LitElement, nothing } from 'lit';
@@ -23,13 +26,17 @@ import { type ClientLoadOptions, EngineClient } from '../client/engine-client';
 import { describeNeeds, isMethod, METHOD_NAMES, METHODS, type Method, methodSpec } from '../engine/drafters/index';
 import type { GenerationResult, GenerationStats, RoundEvent } from '../engine/events';
 import { statsFromEvents } from '../engine/stats';
+import { type CachedRepo, clearCachedModels, listCachedModels } from '../model/hub/cache-admin';
 import type { ProgressInfo } from '../model/source';
+import type { ChatMessage } from '../model/tokenizer';
 import type { DeviceRequest } from '../runtime/device';
 import type { LoadInfo } from '../worker/protocol';
+import type { ChatView } from './chat-view';
 import { fire } from './events';
 import { mostInformativeRound } from './round-pick';
 import type { RaceResult } from './stats-panel';
 import { tokenColours } from './theme';
+import './chat-view';
 import './stats-panel';
 import './token-stream';
 import './tree-view';
@@ -121,7 +128,7 @@ export class SpecDecoder extends LitElement {
 
   @property() target = 'models/austen-target/';
   @property() draft = 'models/austen-draft/';
-  @property() method: Method = 'dynamic';
+  @property() method: Method = 'auto';
   @property({ type: Number, attribute: 'max-new-tokens' }) maxNewTokens = 64;
   @property({ type: Number }) temperature = 0;
   @property({ type: Number, attribute: 'top-p' }) topP = 1;
@@ -137,6 +144,12 @@ export class SpecDecoder extends LitElement {
   @property({ attribute: 'ort-base' }) ortBase = '';
   /** Verification rule under sampling: rejection (lossless) or typical (lossy). */
   @property() verify: 'rejection' | 'typical' = 'rejection';
+  /** The hub host for hf: ids (default https://huggingface.co): a mirror, or the tests' local hub. */
+  @property({ attribute: 'hub-endpoint' }) hubEndpoint = '';
+  /** Access token for gated hub models (a property only: never put a token in an attribute). */
+  @property({ attribute: false }) hubToken = '';
+  /** "text": continue a prompt; "chat": a conversation through the target's chat template. */
+  @property() mode: 'text' | 'chat' = 'text';
 
   @state() private status: Status = 'idle';
   @state() private progress = new Map<string, { loaded: number; total: number }>();
@@ -147,14 +160,14 @@ export class SpecDecoder extends LitElement {
   @state() private error = '';
   @state() private selectedRound = -1;
   @state() private shownPrompt = '';
+  @state() private warnings: string[] = [];
   @state() private cancelledAfter = 0;
-  /** From the call of generate() or raceAgainstPlain() to its end the element is busy (loading included). */
+  /** From the call of generate(), raceAgainstPlain() or chat() to its end the element is busy (loading included). */
   @state() private running = false;
   /** Between the two runs of a race the status stays "generating". */
   private racing = false;
   /** Every drafter named in this run's trees (merged drafting), in order of appearance. */
   private sources: string[] = [];
-  /** The button to give focus back to when a run that took it ends. */
 
   @query('textarea') private promptBox!: HTMLTextAreaElement;
 
@@ -163,7 +176,7 @@ export class SpecDecoder extends LitElement {
   private controller: AbortController | null = null;
 
   private get loadKey(): string {
-    return JSON.stringify([this.target, this.draft, this.device, this.ortBase]);
+    return JSON.stringify([this.target, this.draft, this.device, this.ortBase, this.hubEndpoint, this.hubToken]);
   }
 
   private slottedPrompt(): string {
@@ -184,6 +197,8 @@ export class SpecDecoder extends LitElement {
   }
 
   private onProgress = (p: ProgressInfo) => {
+    fire(this, 'sd-progress', p);
+    if (p.status === 'warning' && p.message) this.warnings = [...this.warnings, p.message];
     if (p.status !== 'progress' && p.status !== 'done') return;
     const key = `${p.name} ${p.file ?? ''}`;
     const next = new Map(this.progress);
@@ -199,12 +214,21 @@ export class SpecDecoder extends LitElement {
     this.status = 'loading';
     this.progress = new Map();
     this.loadInfo = null;
+    this.warnings = [];
     const options: ClientLoadOptions = {
       target: this.target,
       draft: this.draft,
       device: this.device,
       onProgress: this.onProgress,
       ...(this.ortBase ? { ortBase: new URL(this.ortBase, document.baseURI).href } : {}),
+      ...(this.hubEndpoint || this.hubToken
+        ? {
+            hub: {
+              ...(this.hubEndpoint ? { endpoint: this.hubEndpoint } : {}),
+              ...(this.hubToken ? { token: this.hubToken } : {}),
+            },
+          }
+        : {}),
     };
     const info = await this.client.load(options);
     this.loadedKey = this.loadKey;
@@ -214,7 +238,12 @@ export class SpecDecoder extends LitElement {
     return info;
   }
 
-  private async run(method: Method, prompt: string, live: boolean): Promise<GenerationResult> {
+  private async run(
+    method: Method,
+    prompt: string | { messages: ChatMessage[] },
+    live: boolean,
+    onRound?: (e: RoundEvent) => void,
+  ): Promise<GenerationResult> {
     // Cancel works from the start, loading included: the run then stops after its first step.
     this.controller = new AbortController();
     const { signal } = this.controller;
@@ -232,6 +261,7 @@ export class SpecDecoder extends LitElement {
       this.events = [...this.events, e];
       this.stats = statsFromEvents(this.events);
       for (const s of e.tree.sources?.slice(1) ?? []) if (!this.sources.includes(s)) this.sources.push(s);
+      onRound?.(e);
       fire(this, 'sd-round', e);
     }
     const result = await stream.result;
@@ -308,6 +338,43 @@ export class SpecDecoder extends LitElement {
     this.controller?.abort();
   }
 
+  /** Hub models kept in this browser's cache: repo, revisions, files and bytes. */
+  cachedModels(): Promise<CachedRepo[]> {
+    return listCachedModels();
+  }
+
+  /** Remove one hub model (org/name) from the cache, or all of them; resolves with what was freed. */
+  clearCache(repo?: string): Promise<{ files: number; bytes: number }> {
+    return clearCachedModels(repo);
+  }
+
+  /** Chat mode: generate the assistant's reply to `messages` (the chat view calls this). */
+  async chat(messages: ChatMessage[], view?: ChatView): Promise<GenerationResult | null> {
+    this.error = '';
+    this.events = [];
+    this.stats = null;
+    this.race = null;
+    this.selectedRound = -1;
+    this.sources = [];
+    this.running = true;
+    try {
+      const info = await this.load();
+      if (!info.target.chatTemplate) throw new Error(`${info.target.spec} has no chat template: use it in text mode`);
+      if (view) view.stopTokens = info.target.endOfTurnTokens;
+      const result = await this.run(this.method, { messages }, true, (e) => view?.addRound(e));
+      this.stats = result.stats;
+      view?.finishReply();
+      fire(this, 'sd-done', result);
+      return result;
+    } catch (e) {
+      view?.failReply();
+      this.fail((e as Error).message);
+      return null;
+    } finally {
+      this.running = false;
+    }
+  }
+
   private fail(message: string): void {
     this.error = message;
     this.status = this.client?.info ? 'ready' : 'error';
@@ -377,7 +444,9 @@ export class SpecDecoder extends LitElement {
       info?.warning
         ? html`<p class="notice" part="device-warning" role="status">Slow device: ${info.warning}</p>`
         : nothing
-    }${this.error ? html`<p class="error" part="error" role="alert">${this.error}</p>` : nothing}`;
+    }${this.warnings.map((w) => html`<p class="notice" part="warning" role="status">${w}</p>`)}${
+      this.error ? html`<p class="error" part="error" role="alert">${this.error}</p>` : nothing
+    }`;
   }
 
   private renderTreePanel(shownRound: number) {
@@ -408,10 +477,19 @@ export class SpecDecoder extends LitElement {
   override render() {
     const busy = this.busy;
     const lossy = this.verify === 'typical' && this.temperature > 0;
+    const chat = this.mode === 'chat';
     return html`
       <slot name="prompt" hidden></slot>
-      <label for="prompt"><strong>Prompt</strong></label>
-      <textarea id="prompt" part="prompt-input" .value=${this.prompt} ?disabled=${busy}></textarea>
+      ${
+        chat
+          ? html`<sd-chat
+              part="chat"
+              ?busy=${busy}
+              @sd-chat-send=${(e: CustomEvent<{ messages: ChatMessage[] }>) => void this.chat(e.detail.messages, e.target as ChatView)}
+            ></sd-chat>`
+          : html`<label for="prompt"><strong>Prompt</strong></label>
+              <textarea id="prompt" part="prompt-input" .value=${this.prompt} ?disabled=${busy}></textarea>`
+      }
       <div class="bar" part="controls">
         <label
           >Method
@@ -436,10 +514,20 @@ export class SpecDecoder extends LitElement {
             )}
           </select></label
         >
-        <button part="generate" @click=${() => void this.start('generate', () => this.generate())} ?disabled=${busy}>
+        <button
+          part="generate"
+          @click=${() => void this.start('generate', () => this.generate())}
+          ?disabled=${busy}
+          ?hidden=${chat}
+        >
           Generate
         </button>
-        <button part="race" @click=${() => void this.start('race', () => this.raceAgainstPlain())} ?disabled=${busy}>
+        <button
+          part="race"
+          @click=${() => void this.start('race', () => this.raceAgainstPlain())}
+          ?disabled=${busy}
+          ?hidden=${chat}
+        >
           Race vs plain
         </button>
         <button part="cancel" @click=${() => this.cancel()} ?disabled=${!busy}>Cancel</button>
@@ -463,13 +551,17 @@ export class SpecDecoder extends LitElement {
           show rejected drafts</label
         >
       </div>
-      <sd-token-stream
-        part="stream"
-        .prompt=${this.shownPrompt}
-        .rounds=${this.events}
-        ?group-rounds=${this.groupRounds}
-        ?hide-rejected=${this.hideRejected}
-      ></sd-token-stream>
+      ${
+        chat
+          ? nothing
+          : html`<sd-token-stream
+              part="stream"
+              .prompt=${this.shownPrompt}
+              .rounds=${this.events}
+              ?group-rounds=${this.groupRounds}
+              ?hide-rejected=${this.hideRejected}
+            ></sd-token-stream>`
+      }
       <div class="panels">
         <sd-stats-panel part="stats" .stats=${this.stats} .race=${this.race}></sd-stats-panel>
         ${this.renderTreePanel(this.shownRound())}

@@ -8,6 +8,7 @@ import { type ModelRunner, SessionCreateError } from '../model/runner';
 import type { ProgressInfo } from '../model/source';
 import { chooseDevice } from '../runtime/device';
 import { ortForWeb } from '../runtime/ort-web';
+import { IndexedDbStore } from '../runtime/store-web';
 import { probeWebGpu } from '../runtime/webgpu';
 import type { FromWorker, LoadInfo, LoadRequest, ModelInfo, ToWorker, WorkerError } from './protocol';
 
@@ -33,6 +34,8 @@ function info(r: ModelRunner): ModelInfo {
     vocab: c.vocabSize,
     weightBytes: r.model.weightBytes,
     maxPositions: c.maxPositions,
+    chatTemplate: r.model.tokenizer.hasChatTemplate,
+    endOfTurnTokens: r.model.tokenizer.endOfTurnTokens,
   };
 }
 
@@ -83,6 +86,8 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     base: req.base,
     ...(req.compute ? { compute: req.compute } : {}),
     calibration,
+    store: new IndexedDbStore(),
+    ...(req.hub ? { hub: req.hub } : {}),
     onProgress: (info: ProgressInfo) => post({ type: 'progress', id, info }),
   };
   try {
@@ -104,6 +109,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     ...(fallback ? { fallback } : {}),
     ...(warning && device === 'webgpu' ? { warning } : {}),
     ...(adapter ? { adapter } : {}),
+    timings: { ...engine.timings },
   };
   return result;
 }
@@ -113,7 +119,7 @@ async function generate(id: number, req: Extract<ToWorker, { type: 'generate' }>
   const controller = new AbortController();
   running.set(id, controller);
   try {
-    const it = engine.generate(req.prompt, {
+    const it = engine.generate(req.messages ? { messages: req.messages } : req.prompt, {
       method: req.method,
       maxNewTokens: req.maxNewTokens,
       sampling: req.sampling,

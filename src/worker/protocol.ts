@@ -1,9 +1,11 @@
 /** The typed messages between EngineClient (main thread) and the engine worker. */
 import type { Method } from '../engine/drafters/index';
+import type { EngineTimings } from '../engine/engine';
 import type { GenerationResult, RoundEvent } from '../engine/events';
 import type { SamplingParams } from '../engine/sampling';
 import type { VerifyRule } from '../engine/verify';
 import type { ProgressInfo } from '../model/source';
+import type { ChatMessage } from '../model/tokenizer';
 import type { DeviceRequest } from '../runtime/device';
 
 export type DeviceChoice = 'webgpu' | 'wasm';
@@ -21,6 +23,8 @@ export interface LoadRequest {
   base: string;
   /** Folder holding onnxruntime-web's wasm files. */
   ortBase: string;
+  /** For `hf:` ids: the hub host (default https://huggingface.co) and an access token for gated models. */
+  hub?: { endpoint?: string; token?: string };
 }
 
 export interface ModelInfo {
@@ -31,6 +35,9 @@ export interface ModelInfo {
   vocab: number;
   weightBytes: number;
   maxPositions: number;
+  /** tokenizer_config.json has a chat template; its end-of-turn tokens. */
+  chatTemplate: boolean;
+  endOfTurnTokens: number[];
 }
 
 export interface LoadInfo {
@@ -43,10 +50,14 @@ export interface LoadInfo {
   adapter?: string;
   target: ModelInfo;
   draft?: ModelInfo;
+  /** Loading, warm-up and calibration times of the engine (milliseconds). */
+  timings?: EngineTimings;
 }
 
 export interface GenerateRequest {
   prompt: string;
+  /** A chat instead of `prompt`: applied through the target's chat template. */
+  messages?: ChatMessage[];
   method: Method;
   maxNewTokens: number;
   sampling: SamplingParams;

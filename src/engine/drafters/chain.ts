@@ -6,7 +6,7 @@ import { argmax, sampleFrom } from '../sampling';
 import type { VerifyResult } from '../verify';
 import { DraftDist, DraftModelState } from './draft-model';
 import { type Drafter, type DraftRequest, type DraftTree, rootOnly } from './drafter';
-import { draftOf, type MethodSpec } from './method';
+import { type CostModel, draftOf, type MethodSpec } from './method';
 
 export interface ChainOptions {
   /** Draft length. */
@@ -58,6 +58,10 @@ export class ChainDrafter implements Drafter {
 
   accept(tree: DraftTree, result: VerifyResult): void {
     this.state.accept(tree, result);
+  }
+
+  draftCost(costs: CostModel): number {
+    return this.state.roundCost(costs);
   }
 
   reset(): void {

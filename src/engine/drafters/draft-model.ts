@@ -2,11 +2,13 @@
  * Shared machinery of the draft-model drafters: keeping the draft's KV cache in step with the committed sequence,
  * running one tree level per call, and compacting to the accepted path after verification.
  */
-import type { CausalLM } from '../lm';
+import { relativeCost } from '../calibrate';
+import { type CausalLM, checkLogits } from '../lm';
 import { gumbelTopK, isGreedy, type Rng, type SamplingParams, toProbs, topK } from '../sampling';
 import { appendBias, chainBias } from '../tree';
 import type { VerifyResult } from '../verify';
 import type { DraftTree } from './drafter';
+import type { CostModel } from './method';
 
 /**
  * The draft's distribution at one node, computed only as far as needed: under greedy decoding the drafters need
@@ -67,8 +69,18 @@ export class DraftModelState {
 
   constructor(readonly lm: CausalLM) {}
 
+  /** Widths of the draft calls made since the last sync (this round's drafting). */
+  private roundWidths: number[] = [];
+
   get calls(): number {
     return this.lm.calls;
+  }
+
+  /** This round's draft calls in single-token target calls: each call's width on the draft's curve. */
+  roundCost(costs: CostModel): number {
+    const t1 = costs.draftCurve.points[0]?.ms;
+    if (!t1) return this.roundWidths.length * costs.draftRelative;
+    return this.roundWidths.reduce((sum, w) => sum + relativeCost(costs.draftCurve, w), 0) * costs.draftRelative;
   }
 
   /** Room left in the draft's context for this round's nodes. */
@@ -94,12 +106,14 @@ export class DraftModelState {
     }
     const missing = committed.slice(common);
     const start = this.lm.length;
+    this.roundWidths = [missing.length];
     const logits = await this.lm.forward({
       tokens: missing,
       positions: missing.map((_, i) => start + i),
       bias: chainBias(start, missing.length),
       rows: [missing.length - 1],
     });
+    checkLogits(logits, this.lm.config.vocabSize, 'the draft model');
     this.cached = [...committed];
     this.roundBase = this.cached.length;
     this.slots = new Map([[0, this.roundBase - 1]]);
@@ -124,6 +138,7 @@ export class DraftModelState {
       }
       return slots;
     });
+    this.roundWidths.push(nodes.length);
     const logits = await this.lm.forward({
       tokens: nodes.map((n) => tree.tokens[n] as number),
       positions: nodes.map((n) => this.roundBase - 1 + (depths[n] as number)),

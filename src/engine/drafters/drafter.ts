@@ -11,6 +11,7 @@
  */
 import type { Rng, SamplingParams } from '../sampling';
 import type { VerifyResult, VerifyTree } from '../verify';
+import type { CostModel } from './method';
 
 export interface DraftRequest {
   /** The committed sequence; its last token is the tree's root (not yet seen by the target). */
@@ -97,6 +98,11 @@ export interface Drafter {
   reset(): void;
   /** What the drafter did this round, if it has something to say. */
   note?(): DrafterNote | null;
+  /**
+   * The cost of the last proposal's own model calls, in single-token target calls on the measured curves (none
+   * given: the drafter makes no model calls). Deterministic given the costs, so choices made from it reproduce.
+   */
+  draftCost?(costs: CostModel): number;
 }
 
 export const rootOnly = (committed: readonly number[]): DraftTree => ({

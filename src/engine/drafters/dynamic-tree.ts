@@ -177,6 +177,10 @@ export class DynamicTreeDrafter implements Drafter {
     this.budget = Math.max(8, Math.round((this.options.budget * this.depth) / this.options.depth));
   }
 
+  draftCost(costs: CostModel): number {
+    return this.state.roundCost(costs);
+  }
+
   reset(): void {
     this.state.reset();
     this.depth = this.options.depth;

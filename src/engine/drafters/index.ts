@@ -3,6 +3,7 @@
  * means writing that file and adding it to this list. Everything that lists methods reads METHODS.
  */
 import { adaptive } from './adaptive-chain';
+import { auto } from './auto';
 import { chain } from './chain';
 import type { Drafter } from './drafter';
 import { adaptiveTree, dynamic } from './dynamic-tree';
@@ -12,8 +13,9 @@ import { merged } from './merged';
 import { type DrafterResources, describeNeeds, type MethodSpec, type Requirement } from './method';
 import { ar } from './none';
 import { tree } from './static-tree';
+import { swift } from './swift';
 
-const SPECS = [ar, chain, tree, dynamic, adaptive, adaptiveTree, lookup, lookahead, merged] as const;
+const SPECS = [auto, ar, chain, tree, dynamic, adaptive, adaptiveTree, lookup, lookahead, merged, swift] as const;
 
 /** A registered method's name. */
 export type Method = (typeof SPECS)[number]['name'];
@@ -47,4 +49,11 @@ export function createDrafter(method: Method, resources: DrafterResources): Draf
 }
 
 export type { Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
-export { type CostModel, type DrafterResources, describeNeeds, type MethodSpec, type Requirement } from './method';
+export {
+  type CostModel,
+  type DrafterResources,
+  describeNeeds,
+  type MethodSpec,
+  type Requirement,
+  uses,
+} from './method';

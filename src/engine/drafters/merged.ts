@@ -75,10 +75,8 @@ export class MergedDrafter implements Drafter {
   }
 
   async propose(req: DraftRequest): Promise<DraftTree> {
-    const callsBefore = this.calls;
     this.trees = [];
     for (const s of this.sources) this.trees.push(await s.drafter.propose(req));
-    const draftCalls = this.calls - callsBefore;
     const union = this.merge(req);
     const costs = this.costs();
     const order = this.bestFirst(union);
@@ -86,7 +84,7 @@ export class MergedDrafter implements Drafter {
     const { keep, predictedSpeedup } = chooseBudget(
       order.slice(0, limit).map((i) => (union[i] as UnionNode).value),
       costs?.curve ?? null,
-      draftCalls * (costs?.draftRelative ?? 0),
+      costs ? this.draftCost(costs) : 0,
     );
     const tree = this.build(union, new Set(order.slice(0, keep)));
     const counts = this.sources.map((_, s) => this.origin.filter((o) => (o[s] as number) >= 0).length - 1);
@@ -255,6 +253,10 @@ export class MergedDrafter implements Drafter {
         table.record(bucket(conditional(own, mine)), onPath.has(i));
       }
     });
+  }
+
+  draftCost(costs: CostModel): number {
+    return this.sources.reduce((sum, s) => sum + (s.drafter.draftCost?.(costs) ?? 0), 0);
   }
 
   reset(): void {

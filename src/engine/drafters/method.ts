@@ -5,6 +5,7 @@
  */
 import type { CostCurve } from '../calibrate';
 import type { CausalLM } from '../lm';
+import type { KeyValueStore } from '../store';
 import type { Drafter } from './drafter';
 
 /**
@@ -34,6 +35,8 @@ export interface DrafterResources {
   draft?: CausalLM;
   /** The measured cost model, or null before calibration (read it each round: it may arrive later). */
   costs: () => CostModel | null;
+  /** Where a method may remember what it learned about this model and device (e.g. a found skip set). */
+  store?: KeyValueStore;
 }
 
 export interface MethodSpec<Name extends string = string> {
@@ -41,10 +44,17 @@ export interface MethodSpec<Name extends string = string> {
   /** One line for menus and --help. */
   readonly description: string;
   readonly needs: readonly Requirement[];
+  /** What the method uses when it is loaded, without needing it (auto uses a draft model if there is one). */
+  readonly optional?: readonly Requirement[];
   /** The output has exactly the target's distribution (greedy: its exact tokens) under rejection verification. */
   readonly lossless: boolean;
   /** The method reads the measured cost model; the engine calibrates before its first run where it can. */
   readonly usesCostModel: boolean;
+  /**
+   * The method keeps learning across generations (a skip-set search, per-arm statistics), so its trees, and with
+   * them a seed's sampled text, may differ from one generation to the next. Greedy output never does.
+   */
+  readonly learns?: boolean;
   readonly create: (resources: DrafterResources) => Drafter;
 }
 
@@ -58,6 +68,11 @@ const NEED_TEXT: Record<Requirement, string> = {
 /** "needs a draft model" / "needs nothing but the target". */
 export function describeNeeds(spec: MethodSpec): string {
   return spec.needs.length === 0 ? 'target only' : `needs ${spec.needs.map((n) => NEED_TEXT[n]).join(' and ')}`;
+}
+
+/** Whether a method runs the given resource when it is available (needed or optional). */
+export function uses(spec: MethodSpec, r: Requirement): boolean {
+  return spec.needs.includes(r) || (spec.optional ?? []).includes(r);
 }
 
 /** The draft model a 'draft-model' method was given (the engine checks needs before creating a drafter). */

@@ -6,7 +6,7 @@
 import type { VerifyResult } from '../verify';
 import { DraftDist, DraftModelState } from './draft-model';
 import { type Drafter, type DraftRequest, type DraftTree, rootOnly } from './drafter';
-import { draftOf, type MethodSpec } from './method';
+import { type CostModel, draftOf, type MethodSpec } from './method';
 
 /** 20 nodes, depth 6: wide near the root, a long spine down the draft's first choices. */
 export const DEFAULT_TREE_CHOICES: number[][] = [
@@ -115,6 +115,10 @@ export class StaticTreeDrafter implements Drafter {
 
   accept(tree: DraftTree, result: VerifyResult): void {
     this.state.accept(tree, result);
+  }
+
+  draftCost(costs: CostModel): number {
+    return this.state.roundCost(costs);
   }
 
   reset(): void {

@@ -3,7 +3,7 @@
  * attention bias exactly (each row's context is the cached and new tokens its bias row shows), and it checks the
  * engine's position ids against that context, so a wrong mask or position shows up as a wrong distribution.
  */
-import type { CausalLM, ForwardInput } from '../lm';
+import { type CausalLM, ContextLimitError, type ForwardInput, type LayerSkippingLM } from '../lm';
 
 export type LogitsFn = (context: readonly number[]) => Float32Array;
 
@@ -25,8 +25,11 @@ export class ToyLM implements CausalLM {
     return this.pendingKeep ? this.pendingKeep.length : this.slots.length;
   }
 
+  /** Like ModelRunner.keep: indices into the logical cache; a second keep before the next call composes. */
   keep(indices: ArrayLike<number>): void {
-    this.pendingKeep = Array.from(indices);
+    const list = Array.from(indices);
+    const pending = this.pendingKeep;
+    this.pendingKeep = pending ? list.map((i) => pending[i] as number) : list;
   }
 
   reset(): void {
@@ -44,6 +47,9 @@ export class ToyLM implements CausalLM {
     const cache = this.slots.length;
     const q = input.tokens.length;
     const width = cache + q;
+    // Like a real model: no positions beyond its context.
+    if (width > this.config.maxPositions)
+      throw new ContextLimitError(`toy: ${width} tokens exceed the maximum of ${this.config.maxPositions}`);
     if (input.bias.length !== q * width) throw new Error(`toy: bias ${input.bias.length} != ${q} x ${width}`);
     const contexts: number[][] = [];
     for (let i = 0; i < q; i++) {
@@ -95,4 +101,48 @@ export function noisyCopy(target: LogitsFn, vocab: number, seed: number, noise: 
     const b = n(context);
     return a.map((v, i) => v + (b[i] as number));
   };
+}
+
+/**
+ * A toy model with "layers" for self-speculation tests: skipping sub-layers adds noise to the logits, more for the
+ * sub-layers that matter more (importance per switch), deterministically per context and skip set. Skipping nothing
+ * is the target exactly.
+ */
+export class SkippingToyLM extends ToyLM implements LayerSkippingLM {
+  readonly fingerprint: string;
+  private skipping: Uint8Array | null = null;
+
+  constructor(
+    vocabSize: number,
+    private readonly base: LogitsFn,
+    readonly numLayers: number,
+    /** How much each sub-layer switch (attention 0..L-1, MLP 0..L-1) perturbs the logits when skipped. */
+    readonly importance: readonly number[],
+    options: { maxPositions?: number; eos?: number[] } = {},
+  ) {
+    super(vocabSize, (ctx) => this.logitsFor(ctx), options);
+    this.fingerprint = `toy:${vocabSize}:${numLayers}:${importance.join(',')}`;
+  }
+
+  private logitsFor(ctx: readonly number[]): Float32Array {
+    const out = this.base(ctx);
+    const z = this.skipping;
+    if (!z) return out;
+    let scale = 0;
+    for (let i = 0; i < z.length; i++) if (z[i]) scale += this.importance[i] ?? 0;
+    if (scale === 0) return out;
+    let seed = 7;
+    for (let i = 0; i < z.length; i++) seed = (Math.imul(seed, 31) + (z[i] as number)) >>> 0;
+    const noise = hashedLogits(this.config.vocabSize, seed, 2, 1)(ctx);
+    return out.map((v, i) => v + scale * (noise[i] as number));
+  }
+
+  async forwardSkipping(input: ForwardInput, skip: Uint8Array): Promise<Float32Array> {
+    this.skipping = skip;
+    try {
+      return await this.forward(input);
+    } finally {
+      this.skipping = null;
+    }
+  }
 }

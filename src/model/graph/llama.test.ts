@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkTreeConsistency } from '../../diagnostics/tree-check';
-import { chainBias, treeAttentionBias } from '../../engine/tree';
+import { checkTreeConsistency, type TreeCheckOptions } from '../../diagnostics/tree-check';
+import { chainBias } from '../../engine/tree';
 import { ortForNode } from '../../runtime/ort-node';
 import { ModelRunner } from '../runner';
 import { randomModel } from '../testing/random-model';
@@ -106,28 +106,42 @@ describe('tree calls and cache compaction (wasm EP)', () => {
     });
   }
 
-  it('the check can fail: a cache that skips compaction is caught', async () => {
+  it('the check can fail: the checker itself reports a runner whose compaction is skipped', async () => {
     const { model } = randomModel();
-    const runner = await ModelRunner.create(ort, model, { device: 'wasm' });
-    await runner.forward({
+    // Compaction skipped: instead of gathering the accepted slots, the cache is simply cut to the same length.
+    const skipping: NonNullable<TreeCheckOptions['createRunner']> = async (o, m, device) => {
+      const runner = await ModelRunner.create(o, m, { device });
+      const keep = runner.keep.bind(runner);
+      runner.keep = (indices) => keep(Array.from({ length: Array.from(indices).length }, (_, i) => i));
+      return runner;
+    };
+    const report = await checkTreeConsistency(ort, model, 'wasm', PROMPT, { createRunner: skipping });
+    expect(report.logitsDiff).toBeLessThan(1e-5); // the tree call itself is right
+    expect(report.compactionExact).toBe(false);
+    expect(report.compactionDiff).toBeGreaterThan(1e-3);
+  });
+
+  it('two keeps before a call compose (indices of the second are into the cache the first leaves)', async () => {
+    const { model } = randomModel();
+    const a = await ModelRunner.create(ort, model, { device: 'wasm' });
+    const b = await ModelRunner.create(ort, model, { device: 'wasm' });
+    const prefill = {
       tokens: PROMPT,
       positions: PROMPT.map((_, i) => i),
       bias: chainBias(0, PROMPT.length),
       rows: [0],
-    });
-    // Two sibling nodes, then continue as if the second were accepted but without compacting: the first stays visible.
-    await runner.forward({ tokens: [5, 9], positions: [7, 7], bias: treeAttentionBias(7, [-1, -1]), rows: [0] });
-    const wrong = await runner.forward({ tokens: [4], positions: [8], bias: treeAttentionBias(9, [-1]), rows: [0] });
-    runner.reset();
-    const seq = [...PROMPT, 9, 4];
-    const right = await runner.forward({
-      tokens: seq,
-      positions: seq.map((_, i) => i),
-      bias: chainBias(0, seq.length),
-      rows: [8],
-    });
-    expect(maxDiff(wrong, right)).toBeGreaterThan(1e-3);
-    await runner.release();
+    };
+    await a.forward(prefill);
+    await b.forward(prefill);
+    a.keep([0, 1, 3, 4, 6]);
+    a.keep([0, 2, 4]);
+    expect(a.length).toBe(3);
+    b.keep([0, 3, 6]);
+    const next = { tokens: [5], positions: [3], bias: chainBias(3, 1), rows: [0] };
+    expect(maxDiff(await a.forward(next), await b.forward(next))).toBe(0);
+    expect(() => a.keep([9])).toThrow(/outside the cache/);
+    await a.release();
+    await b.release();
   });
 
   it('fp16 compute stays close to fp32 (tested on wasm)', async () => {

@@ -36,14 +36,18 @@ export interface TensorInit {
   external?: ExternalLocation;
 }
 
-/** Attribute values: a number is an INT, `{ f }` a FLOAT, a string a STRING, number[] INTS, a tensor TENSOR. */
+/**
+ * Attribute values: a number is an INT, `{ f }` a FLOAT, a string a STRING, number[] INTS, a tensor TENSOR, a
+ * `{ graph }` a GRAPH (an If branch).
+ */
 export type AttrValue =
   | number
   | { f: number }
   | string
   | readonly number[]
   | { floats: readonly number[] }
-  | TensorInit;
+  | TensorInit
+  | { graph: OnnxBranch };
 export type Attrs = Record<string, AttrValue>;
 
 interface NodeDef {
@@ -69,8 +73,20 @@ export interface NodeOptions {
   name?: string;
 }
 
+/**
+ * A subgraph for a control-flow node (If's then_branch / else_branch): its own nodes and outputs; it reads values of
+ * the enclosing graph (weights, constants, earlier results) through the outer scope.
+ */
+export interface OnnxBranch {
+  name: string;
+  nodes: NodeDef[];
+  outputs: ValueInfo[];
+}
+
 export class OnnxGraph {
   private nodes: NodeDef[] = [];
+  /** Where node() puts nodes: this graph, or the branch being built. */
+  private sink: NodeDef[] = this.nodes;
   private inputs: ValueInfo[] = [];
   private outputs: ValueInfo[] = [];
   private initializers: TensorInit[] = [];
@@ -129,7 +145,7 @@ export class OnnxGraph {
     const outSpec = options.outputs ?? 1;
     const outputs =
       typeof outSpec === 'number' ? Array.from({ length: outSpec }, () => this.fresh(opType.toLowerCase())) : outSpec;
-    this.nodes.push({
+    this.sink.push({
       opType,
       inputs,
       outputs,
@@ -144,6 +160,33 @@ export class OnnxGraph {
   op(opType: string, inputs: readonly string[], attrs: Attrs = {}, output?: string): string {
     const [out] = this.node(opType, inputs, { attrs, outputs: output ? [output] : 1 });
     return out as string;
+  }
+
+  /**
+   * Build a branch: the nodes `build` adds go into the branch (initializers, e.g. weights and constants, still go
+   * to this graph and are read through the outer scope); `build` returns the names of the branch's outputs.
+   */
+  branch(
+    name: string,
+    outputs: { dataType: OnnxDataType; shape: readonly Dim[] }[],
+    build: () => string[],
+  ): OnnxBranch {
+    const nodes: NodeDef[] = [];
+    const outer = this.sink;
+    this.sink = nodes;
+    let names: string[];
+    try {
+      names = build();
+    } finally {
+      this.sink = outer;
+    }
+    if (names.length !== outputs.length)
+      throw new Error(`branch ${name}: ${names.length} outputs, ${outputs.length} types`);
+    return {
+      name,
+      nodes,
+      outputs: names.map((n, i) => ({ name: n, ...(outputs[i] as { dataType: OnnxDataType; shape: Dim[] }) })),
+    };
   }
 
   get nodeCount(): number {
@@ -182,6 +225,12 @@ function writeGraph(w: ProtoWriter, graph: OnnxGraph): void {
   for (const v of outputs) w.message(12, (m) => writeValueInfo(m, v));
 }
 
+function writeBranch(w: ProtoWriter, b: OnnxBranch): void {
+  for (const n of b.nodes) w.message(1, (m) => writeNode(m, n));
+  w.string(2, b.name);
+  for (const v of b.outputs) w.message(12, (m) => writeValueInfo(m, v));
+}
+
 function writeNode(w: ProtoWriter, n: NodeDef): void {
   for (const i of n.inputs) w.string(1, i);
   for (const o of n.outputs) w.string(2, o);
@@ -203,6 +252,8 @@ function writeAttr(w: ProtoWriter, name: string, value: AttrValue): void {
     w.float(2, value.f).int(20, 1);
   } else if ('floats' in value) {
     w.packedFloats(7, value.floats).int(20, 6);
+  } else if ('graph' in value) {
+    w.message(6, (g) => writeBranch(g, value.graph)).int(20, 5);
   } else {
     w.message(5, (t) => writeTensor(t, value as TensorInit)).int(20, 4);
   }

@@ -80,7 +80,14 @@ export function randomModel(
     generationConfig: null,
     weights: parsed.tensors,
     files: new Map([['model.safetensors', safetensors]]),
-    tokenizer: { encode: () => [], decode: (ids) => ids.join(' '), size: config.vocabSize },
+    tokenizer: {
+      encode: () => [],
+      decode: (ids) => ids.join(' '),
+      size: config.vocabSize,
+      hasChatTemplate: false,
+      applyChatTemplate: () => '',
+      endOfTurnTokens: [],
+    },
     vocab: {},
     weightBytes: safetensors.byteLength,
   };

@@ -1,0 +1,105 @@
+/**
+ * The npm package as a user gets it: `npm pack` of the built repository, installed into an empty folder, then used
+ * from Node (`import { SpecEngine, ortForNode } from 'spec-decoder'`: the engine, no DOM) and from a browser page
+ * (the element from the package's browser entry, served from the installed folder).
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { extname, join, resolve } from 'node:path';
+import { expect, test } from './fixtures';
+
+const ROOT = resolve(import.meta.dirname, '..');
+let app = '';
+
+test.beforeAll(() => {
+  test.setTimeout(300_000);
+  const dir = mkdtempSync(join(tmpdir(), 'spec-decoder-pkg-'));
+  // The webServer built dist/ already (npm run build): pack exactly what "files" ships.
+  const tarball = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .pop() as string;
+  app = join(dir, 'app');
+  mkdirSync(app);
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
+  // transformers.js's optional onnxruntime-node would fetch binaries from a host we cannot reach.
+  writeFileSync(join(app, '.npmrc'), 'onnxruntime-node-install=skip\n');
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', join(dir, tarball)], {
+    cwd: app,
+    env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
+    stdio: 'ignore',
+  });
+});
+
+test('the packed package works from Node: engine and model layer under the node export condition', () => {
+  const script = `
+    import { SpecEngine, ortForNode, METHOD_NAMES } from 'spec-decoder';
+    const engine = await SpecEngine.load(ortForNode(), {
+      target: ${JSON.stringify(join(ROOT, 'public/models/austen-target'))},
+      draft: ${JSON.stringify(join(ROOT, 'public/models/austen-draft'))},
+      device: 'wasm',
+    });
+    const out = {};
+    for (const method of ['ar', 'lookup', 'chain']) {
+      const it = engine.generate('She was', { method, maxNewTokens: 6, sampling: { temperature: 0, topK: 0, topP: 1, seed: 0 } });
+      let s = await it.next();
+      while (!s.done) s = await it.next();
+      out[method] = s.value.tokens;
+    }
+    await engine.release();
+    console.log(JSON.stringify({ out, methods: METHOD_NAMES, dom: typeof HTMLElement }));`;
+  const printed = execFileSync('node', ['--input-type=module', '-e', script], { cwd: app, encoding: 'utf8' });
+  const { out, methods, dom } = JSON.parse(printed.trim().split('\n').pop() as string);
+  expect(dom).toBe('undefined');
+  expect(methods).toContain('lookup');
+  expect(out.ar).toHaveLength(6);
+  expect(out.lookup).toEqual(out.ar);
+  expect(out.chain).toEqual(out.ar);
+  // Types ship with both entries.
+  const pkg = join(app, 'node_modules', 'spec-decoder');
+  expect(existsSync(join(pkg, 'dist/lib/types/node.d.ts'))).toBe(true);
+  expect(existsSync(join(pkg, 'dist/lib/types/index.d.ts'))).toBe(true);
+});
+
+const TYPES: Record<string, string> = {
+  '.js': 'text/javascript',
+  '.mjs': 'text/javascript',
+  '.wasm': 'application/wasm',
+};
+
+test('the packed package works in a browser: the element from its browser entry, served from the install', async ({
+  page,
+}) => {
+  test.setTimeout(180_000);
+  const lib = join(app, 'node_modules', 'spec-decoder', 'dist', 'lib');
+  const isolation = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
+  await page.route('**/pkg/**', (route) => {
+    const path = new URL(route.request().url()).pathname.replace(/^\/pkg\//, '');
+    if (path === 'host.html') {
+      return route.fulfill({
+        contentType: 'text/html',
+        headers: isolation,
+        body: `<!doctype html><html><head><script type="module" src="./spec-decoder.js"></script></head><body>
+<spec-decoder target="../models/austen-target/" draft="../models/austen-draft/" ort-base="./ort/" device="wasm"
+  method="chain" max-new-tokens="6" prompt="She was"></spec-decoder></body></html>`,
+      });
+    }
+    const file = join(lib, path);
+    if (!existsSync(file)) return route.fulfill({ status: 404, body: 'not found' });
+    return route.fulfill({
+      body: readFileSync(file),
+      contentType: TYPES[extname(file)] ?? 'application/octet-stream',
+      headers: isolation,
+    });
+  });
+  await page.goto('./pkg/host.html');
+  const tokens = await page.evaluate(async () => {
+    await customElements.whenDefined('spec-decoder');
+    const el = document.querySelector('spec-decoder') as HTMLElement & {
+      generate(): Promise<{ tokens: number[] } | null>;
+    };
+    return (await el.generate())?.tokens;
+  });
+  expect(tokens).toHaveLength(6);
+});

@@ -1,0 +1,124 @@
+/** The terminal front end: strict flags with one-line errors, colours only on a terminal, nothing lost at limits. */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { type CliIO, main } from './cli';
+import { parseCli, UsageError } from './cli/args';
+import { jsonResult, wantColour } from './cli/output';
+import type { GenerationResult } from './engine/events';
+
+function capture(colour = false): CliIO & { stdout: () => string; stderr: () => string } {
+  let out = '';
+  let err = '';
+  return {
+    out: (t) => {
+      out += t;
+    },
+    err: (t) => {
+      err += t;
+    },
+    colour,
+    stdout: () => out,
+    stderr: () => err,
+  };
+}
+
+describe('CLI flags', () => {
+  it('bad numbers are one line naming the flag, negative ones included', async () => {
+    const cases: [string[], RegExp][] = [
+      [['--temperature', '-1'], /^error: --temperature must be >= 0; got -1 \(see --help\)\n$/],
+      [['--max-new-tokens', '-5'], /^error: --max-new-tokens must be >= 1; got -5/],
+      [['--max-new-tokens', '0x10'], /^error: --max-new-tokens expects a whole number, got "0x10"/],
+      [['--max-new-tokens', '1e3'], /^error: --max-new-tokens expects a whole number/],
+      [['--seed', '12345678901234567890'], /^error: --seed 12345678901234567890 is too large/],
+      [['--top-p', '0.5abc'], /^error: --top-p expects a number, got "0.5abc"/],
+      [['--top-p', '1.5'], /^error: --top-p must be in \(0, 1\]; got 1.5/],
+      [['--nope'], /^error: Unknown option '--nope'/],
+    ];
+    for (const [args, expected] of cases) {
+      const io = capture();
+      expect(await main(['--prompt', 'x', ...args], io)).toBe(2);
+      expect(io.stderr()).toMatch(expected);
+      expect(io.stderr().trim().split('\n')).toHaveLength(1);
+    }
+  });
+
+  it('accepts plain decimal numbers', () => {
+    const o = parseCli(['--prompt', 'x', '--temperature', '0.7', '--seed', '-3', '--max-new-tokens', '16']);
+    expect(o.sampling).toMatchObject({ temperature: 0.7, seed: -3 });
+    expect(o.maxNewTokens).toBe(16);
+    expect(() => parseCli([])).toThrow(UsageError);
+  });
+
+  it('colour follows the terminal, NO_COLOR and FORCE_COLOR', () => {
+    expect(wantColour({}, true)).toBe(true);
+    expect(wantColour({}, false)).toBe(false);
+    expect(wantColour({}, undefined)).toBe(false);
+    expect(wantColour({ NO_COLOR: '1' }, true)).toBe(false);
+    expect(wantColour({ FORCE_COLOR: '1' }, false)).toBe(true);
+    expect(wantColour({ FORCE_COLOR: '0' }, true)).toBe(true);
+  });
+
+  it('the JSON of a failed run keeps what was generated and names the error', () => {
+    const partial = {
+      tokens: [5, 6],
+      text: ' a b',
+      stopReason: 'error',
+      stats: {
+        targetCalls: 3,
+        draftCalls: 0,
+        tau: 1,
+        wallMs: 1,
+        tokensPerSecond: 1,
+        acceptanceByDepth: [],
+        overheadShare: 0,
+      },
+    } as unknown as GenerationResult;
+    const json = JSON.parse(jsonResult(partial, [], new Error('boom')));
+    expect(json).toMatchObject({ tokens: [5, 6], text: ' a b', error: { message: 'boom' } });
+    expect(json.stats.stopReason).toBe('error');
+  });
+});
+
+describe('CLI chat flags', () => {
+  it('parses --chat and --system, and refuses --system alone', () => {
+    expect(parseCli(['--prompt', 'Hi', '--chat', '--system', 'Be brief.'])).toMatchObject({
+      chat: true,
+      system: 'Be brief.',
+    });
+    expect(parseCli(['--prompt', 'Hi'])).toMatchObject({ chat: false });
+    expect(() => parseCli(['--prompt', 'Hi', '--system', 'x'])).toThrow(/--system needs --chat/);
+  });
+
+  it('a model without a chat template gives one readable error line and exit code 2', async () => {
+    const io = capture();
+    const code = await main(['--prompt', 'Hi', '--chat', '--method', 'ar', '--max-new-tokens', '2', '--json'], io);
+    expect(code).toBe(2);
+    expect(io.stderr()).toMatch(/error: this model has no chat template \(tokenizer_config\.json chat_template\)/);
+    expect(io.stderr().trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('CLI runs (bundled models)', () => {
+  it('prints no escape codes when stdout is not a terminal, and colours when it is', async () => {
+    const plain = capture(false);
+    expect(await main(['--prompt', 'She was', '--method', 'chain', '--max-new-tokens', '8'], plain)).toBe(0);
+    expect(plain.stdout()).not.toContain('\x1b[');
+    const coloured = capture(true);
+    expect(await main(['--prompt', 'She was', '--method', 'chain', '--max-new-tokens', '8'], coloured)).toBe(0);
+    expect(coloured.stdout()).toContain('\x1b[32m');
+  });
+
+  it('a prompt near the context limit with the adaptive tree stops cleanly with everything generated', async () => {
+    const words = readFileSync('tools/data/heldout_prompts.txt', 'utf8').replace(/\s+/g, ' ');
+    const io = capture();
+    const code = await main(
+      ['--prompt', words.slice(0, 4120), '--method', 'adaptive-tree', '--max-new-tokens', '100', '--json'],
+      io,
+    );
+    expect(io.stderr()).toBe('');
+    expect(code).toBe(0);
+    const json = JSON.parse(io.stdout());
+    expect(json.stats.stopReason).toBe('context');
+    expect(json.tokens.length).toBeGreaterThan(0);
+  }, 60_000);
+});

@@ -1,0 +1,139 @@
+/**
+ * The terminal front end's flags: parsed strictly (decimal numbers only, safe integers, ranges checked), every
+ * mistake one line naming the flag.
+ */
+import { parseArgs } from 'node:util';
+import { describeNeeds, isMethod, METHOD_NAMES, METHODS, type Method } from '../engine/drafters/index';
+import type { SamplingParams } from '../engine/sampling';
+import { firstLine, joinNegativeValues } from '../util/args';
+
+export const DEFAULT_TARGET = 'public/models/austen-target';
+export const DEFAULT_DRAFT = 'public/models/austen-draft';
+
+export const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--method NAME]
+       [--max-new-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S] [--device wasm|webgpu]
+       [--verify rejection|typical] [--chat [--system TEXT]] [--json]
+
+--target/--draft take a folder or a hub id, hf:org/name[@revision] (HF_ENDPOINT, HF_TOKEN and HF_HOME as for
+huggingface_hub). --chat sends the prompt as a user message through the target's chat template.
+
+methods (--method; the draft model is loaded only for methods that need one):
+${METHODS.map((m) => `  ${m.name.padEnd(14)} ${m.description} [${describeNeeds(m)}${m.lossless ? '' : ', LOSSY'}]`).join('\n')}
+
+Colours follow the terminal: none when stdout is not a terminal or NO_COLOR is set; FORCE_COLOR=1 forces them.`;
+
+export class UsageError extends Error {}
+
+export interface CliOptions {
+  prompt: string;
+  target: string;
+  draft: string;
+  method: Method;
+  maxNewTokens: number;
+  sampling: SamplingParams;
+  device: 'wasm' | 'webgpu';
+  verify: 'rejection' | 'typical';
+  json: boolean;
+  help: boolean;
+  /** Send the prompt as a user message through the chat template (after a system message, when given). */
+  chat: boolean;
+  system?: string;
+}
+
+const VALUE_FLAGS = [
+  'prompt',
+  'target',
+  'draft',
+  'method',
+  'max-new-tokens',
+  'temperature',
+  'top-p',
+  'top-k',
+  'seed',
+  'device',
+  'verify',
+  'system',
+] as const;
+
+const INTEGER = /^[-+]?[0-9]+$/;
+const DECIMAL = /^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$/;
+
+/** A decimal number (or a safe integer), or a UsageError naming the flag. */
+function number(name: string, raw: string | undefined, fallback: number, integer = false): number {
+  if (raw === undefined) return fallback;
+  const text = raw.trim();
+  const v = Number(text);
+  if (integer) {
+    if (!INTEGER.test(text)) throw new UsageError(`--${name} expects a whole number, got "${raw}"`);
+    if (!Number.isSafeInteger(v))
+      throw new UsageError(`--${name} ${raw} is too large (at most ${Number.MAX_SAFE_INTEGER})`);
+    return v;
+  }
+  if (!DECIMAL.test(text) || !Number.isFinite(v)) throw new UsageError(`--${name} expects a number, got "${raw}"`);
+  return v;
+}
+
+export function parseCli(argv: string[]): CliOptions {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: joinNegativeValues(argv, new Set(VALUE_FLAGS.map((f) => `--${f}`))),
+      strict: true,
+      allowPositionals: false,
+      options: {
+        ...Object.fromEntries(VALUE_FLAGS.map((f) => [f, { type: 'string' as const }])),
+        json: { type: 'boolean' },
+        chat: { type: 'boolean' },
+        help: { type: 'boolean' },
+      },
+    }));
+  } catch (e) {
+    throw new UsageError(firstLine((e as Error).message));
+  }
+  const str = (k: (typeof VALUE_FLAGS)[number]) => values[k] as string | undefined;
+  const help = Boolean(values.help);
+  const prompt = str('prompt');
+  if (!help && (prompt === undefined || prompt.length === 0)) throw new UsageError('--prompt TEXT is required');
+  const method = str('method') ?? 'auto';
+  if (!isMethod(method)) throw new UsageError(`--method must be one of ${METHOD_NAMES.join(', ')}; got "${method}"`);
+  const device = str('device') ?? 'wasm';
+  if (device !== 'wasm' && device !== 'webgpu')
+    throw new UsageError(`--device must be wasm or webgpu; got "${device}"`);
+  const verify = str('verify') ?? 'rejection';
+  if (verify !== 'rejection' && verify !== 'typical')
+    throw new UsageError(`--verify must be rejection or typical; got "${verify}"`);
+  const sampling: SamplingParams = {
+    temperature: number('temperature', str('temperature'), 0),
+    topK: number('top-k', str('top-k'), 0, true),
+    topP: number('top-p', str('top-p'), 1),
+    seed: number('seed', str('seed'), 0, true),
+  };
+  if (sampling.temperature < 0) throw new UsageError(`--temperature must be >= 0; got ${sampling.temperature}`);
+  if (sampling.topK < 0) throw new UsageError(`--top-k must be >= 0; got ${sampling.topK}`);
+  if (!(sampling.topP > 0 && sampling.topP <= 1))
+    throw new UsageError(`--top-p must be in (0, 1]; got ${sampling.topP}`);
+  if (str('system') !== undefined && !values.chat) throw new UsageError('--system needs --chat');
+  const maxNewTokens = number('max-new-tokens', str('max-new-tokens'), 64, true);
+  if (maxNewTokens < 1) throw new UsageError(`--max-new-tokens must be >= 1; got ${maxNewTokens}`);
+  return {
+    prompt: prompt ?? '',
+    target: str('target') ?? DEFAULT_TARGET,
+    draft: str('draft') ?? DEFAULT_DRAFT,
+    method,
+    maxNewTokens,
+    sampling,
+    device,
+    verify,
+    json: Boolean(values.json),
+    help,
+    chat: Boolean(values.chat),
+    ...(str('system') !== undefined ? { system: str('system') as string } : {}),
+  };
+}
+
+/** The prompt as the engine takes it: text, or the chat messages. */
+export function enginePrompt(o: CliOptions) {
+  if (!o.chat) return o.prompt;
+  const system = o.system === undefined ? [] : [{ role: 'system' as const, content: o.system }];
+  return { messages: [...system, { role: 'user' as const, content: o.prompt }] };
+}

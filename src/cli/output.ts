@@ -1,0 +1,84 @@
+/** What the terminal front end prints: coloured rounds (on a terminal), the stats line, and the JSON object. */
+import type { Method } from '../engine/drafters/index';
+import type { EngineTimings } from '../engine/engine';
+import type { GenerationResult, RoundEvent } from '../engine/events';
+
+/** Colour when stdout is a terminal, unless NO_COLOR is set; FORCE_COLOR (not "0") forces it. */
+export function wantColour(env: Record<string, string | undefined>, isTTY: boolean | undefined): boolean {
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
+  return Boolean(isTTY);
+}
+
+const ansi = { green: '\x1b[32m', red: '\x1b[31;9m', blue: '\x1b[34m', dim: '\x1b[2m', reset: '\x1b[0m' };
+
+export interface Painter {
+  round(e: RoundEvent): string;
+  dim(text: string): string;
+}
+
+/** Green accepted, red struck-through rejected, blue target tokens; plain text without colour. */
+export function painter(colour: boolean): Painter {
+  const part = (code: string, text: string) => (text && colour ? `${code}${text}${ansi.reset}` : text);
+  const join = (pieces: { text: string }[]) => pieces.map((t) => t.text).join('');
+  return {
+    // Without colour rejected tokens are left out: the text reads as the output, nothing struck through.
+    round: (e) =>
+      part(ansi.green, join(e.accepted)) +
+      (colour ? part(ansi.red, join(e.rejected)) : '') +
+      part(ansi.blue, join(e.target)),
+    dim: (text) => part(ansi.dim, text),
+  };
+}
+
+export function statsLine(r: GenerationResult, method: Method): string {
+  const s = r.stats;
+  const depth = s.acceptanceByDepth.map((a) => a.toFixed(2)).join(' ') || '-';
+  return (
+    `${method}: ${s.tokens} tokens in ${s.rounds} rounds | tau ${s.tau.toFixed(2)} tokens/target call | ` +
+    `acceptance by depth ${depth} | target calls ${s.targetCalls}, draft calls ${s.draftCalls} | ` +
+    `${s.tokensPerSecond.toFixed(1)} tok/s | outside model calls ${(100 * s.overheadShare).toFixed(1)}% | stop: ${r.stopReason}`
+  );
+}
+
+export interface RoundIds {
+  accepted: number[];
+  rejected: number[];
+  target: number[];
+}
+
+export const roundIds = (e: RoundEvent): RoundIds => ({
+  accepted: e.accepted.map((t) => t.id),
+  rejected: e.rejected.map((t) => t.id),
+  target: e.target.map((t) => t.id),
+});
+
+/**
+ * The --json object; `error` is present when the run failed part-way (everything before it is kept); `timings` are
+ * the engine's load, warm-up and calibration times, apart from the generation's own.
+ */
+export function jsonResult(
+  result: GenerationResult,
+  rounds: RoundIds[],
+  error?: Error,
+  timings?: EngineTimings,
+): string {
+  const { stats } = result;
+  return JSON.stringify({
+    tokens: result.tokens,
+    text: result.text,
+    rounds,
+    stats: {
+      targetCalls: stats.targetCalls,
+      draftCalls: stats.draftCalls,
+      tau: stats.tau,
+      wallMs: stats.wallMs,
+      tokensPerSecond: stats.tokensPerSecond,
+      acceptanceByDepth: stats.acceptanceByDepth,
+      overheadShare: stats.overheadShare,
+      stopReason: result.stopReason,
+    },
+    ...(timings ? { timings } : {}),
+    ...(error ? { error: { name: error.name, message: error.message } } : {}),
+  });
+}

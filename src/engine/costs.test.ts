@@ -1,0 +1,69 @@
+/**
+ * Remembered costs, on a model whose calls cost simulated time (a fake clock): reused while they hold, measured again
+ * when single-token calls no longer cost what the record says, or when the record is for another model or too old.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { calibrateCosts } from './costs';
+import type { ForwardInput } from './lm';
+import { MemoryStore } from './store';
+import { hashedLogits, ToyLM } from './testing/toy-lm';
+
+let clock = 0;
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** A toy model whose call over q tokens takes `perToken * (1 + q / 8)` simulated milliseconds. */
+class TimedLM extends ToyLM {
+  constructor(
+    public perToken: number,
+    readonly fingerprint = 'toy-timed',
+  ) {
+    super(20, hashedLogits(20, 1));
+  }
+  override async forward(input: ForwardInput): Promise<Float32Array> {
+    clock += this.perToken * (1 + input.tokens.length / 8);
+    return super.forward(input);
+  }
+}
+
+const request = (target: TimedLM, store: MemoryStore) => ({
+  target,
+  draft: null,
+  tokens: Array.from({ length: 80 }, (_, i) => i % 20),
+  qs: [1, 2, 4, 8],
+  reps: 2,
+  warmRounds: 1,
+  store,
+});
+
+describe('remembered costs', () => {
+  it('are reused while a spot check holds, and measured again when it does not', async () => {
+    vi.spyOn(performance, 'now').mockImplementation(() => clock);
+    const store = new MemoryStore();
+    const lm = new TimedLM(1);
+    const first = await calibrateCosts(request(lm, store));
+    expect(first.source).toBe('measured');
+    expect(first.costs.curve.points.map((p) => p.relative)).toEqual([1, 10 / 9, 12 / 9, 16 / 9]);
+    const again = await calibrateCosts(request(lm, store));
+    expect(again.source).toBe('remembered');
+    expect(again.costs).toEqual(first.costs);
+    lm.perToken = 10; // the same model, ten times slower now: another machine, or a busy one
+    expect((await calibrateCosts(request(lm, store))).source).toBe('measured');
+    expect((await calibrateCosts(request(new TimedLM(10, 'another-model'), store))).source).toBe('measured');
+    expect((await calibrateCosts({ ...request(lm, store), fresh: true })).source).toBe('measured');
+  });
+
+  it('are ignored when too old or malformed', async () => {
+    vi.spyOn(performance, 'now').mockImplementation(() => clock);
+    const store = new MemoryStore();
+    const lm = new TimedLM(1);
+    await calibrateCosts(request(lm, store));
+    const key = 'costs:toy-timed:none';
+    const record = (await store.get(key)) as { savedAt: number };
+    await store.set(key, { ...record, savedAt: Date.now() - 40 * 24 * 3600 * 1000 });
+    expect((await calibrateCosts(request(lm, store))).source).toBe('measured');
+    await store.set(key, { ...record, costs: { curve: 'garbage' } });
+    expect((await calibrateCosts(request(lm, store))).source).toBe('measured');
+  });
+});

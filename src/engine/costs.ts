@@ -1,0 +1,103 @@
+/**
+ * This hardware's cost model for the engine: the target's verify-cost curve and the draft's cost per call, measured
+ * (calibrate.ts) or taken from a record remembered for the same models and device. A remembered record is checked
+ * before it is trusted: a few single-token calls must still cost what the record says (within a factor of 1.5;
+ * another machine, another browser or a busy one fails that) and it must be under 30 days old; otherwise the costs
+ * are measured again and the record replaced.
+ */
+import { type CostCurve, measureCurve } from './calibrate';
+import type { CostModel } from './drafters/method';
+import type { CausalLM } from './lm';
+import { type KeyValueStore, safeGet, safeSet } from './store';
+
+export interface CostRecord {
+  version: 1;
+  savedAt: number;
+  target: string;
+  draft: string;
+  qs: number[];
+  costs: CostModel;
+}
+
+export interface Calibration {
+  costs: CostModel;
+  source: 'measured' | 'remembered';
+  ms: number;
+}
+
+const MAX_AGE_MS = 30 * 24 * 3600 * 1000;
+
+function isCurve(c: unknown): c is CostCurve {
+  const curve = c as Partial<CostCurve> | null;
+  return (
+    typeof curve?.context === 'number' &&
+    Array.isArray(curve.points) &&
+    curve.points.every(
+      (p) => Number.isFinite(p?.q) && Number.isFinite(p?.ms) && p.ms > 0 && Number.isFinite(p?.relative),
+    )
+  );
+}
+
+function usable(record: unknown, target: string, draft: string, qs: readonly number[], now: number): CostRecord | null {
+  const r = record as Partial<CostRecord> | null;
+  if (
+    r?.version !== 1 ||
+    r.target !== target ||
+    r.draft !== draft ||
+    JSON.stringify(r.qs) !== JSON.stringify(qs) ||
+    typeof r.savedAt !== 'number' ||
+    !(now - r.savedAt < MAX_AGE_MS && now >= r.savedAt) ||
+    !isCurve(r.costs?.curve) ||
+    !isCurve(r.costs?.draftCurve) ||
+    !Number.isFinite(r.costs?.draftRelative) ||
+    r.costs.curve.points.length === 0
+  ) {
+    return null;
+  }
+  return r as CostRecord;
+}
+
+export interface CalibrationRequest {
+  target: CausalLM & { readonly fingerprint: string };
+  draft: (CausalLM & { readonly fingerprint: string }) | null;
+  tokens: readonly number[];
+  qs: readonly number[];
+  reps: number;
+  warmRounds: number;
+  store: KeyValueStore;
+  /** Measure even if a record is remembered (an explicit calibrate()). */
+  fresh?: boolean;
+}
+
+export async function calibrateCosts(req: CalibrationRequest): Promise<Calibration> {
+  const started = performance.now();
+  const key = `costs:${req.target.fingerprint}:${req.draft?.fingerprint ?? 'none'}`;
+  const draftId = req.draft?.fingerprint ?? 'none';
+  const record = req.fresh
+    ? null
+    : usable(await safeGet(req.store, key), req.target.fingerprint, draftId, req.qs, Date.now());
+  if (record) {
+    // Spot check: what one token costs now, against the record.
+    const now = await measureCurve(req.target, req.tokens, [1], 3, record.costs.curve.context, 2);
+    const t1 = now.points[0]?.ms ?? 0;
+    const then = record.costs.curve.points[0]?.ms ?? 0;
+    if (t1 > 0 && then > 0 && t1 / then < 1.5 && then / t1 < 1.5) {
+      return { costs: record.costs, source: 'remembered', ms: performance.now() - started };
+    }
+  }
+  const curve = await measureCurve(req.target, req.tokens, req.qs, req.reps, 64, req.warmRounds);
+  const draftCurve = req.draft
+    ? await measureCurve(req.draft, req.tokens, [1, 2, 4, 8], req.reps, 64, req.warmRounds)
+    : { context: 0, points: [] };
+  const t1 = curve.points[0]?.ms ?? 1;
+  const costs: CostModel = { curve, draftRelative: (draftCurve.points[0]?.ms ?? 0) / t1, draftCurve };
+  await safeSet(req.store, key, {
+    version: 1,
+    savedAt: Date.now(),
+    target: req.target.fingerprint,
+    draft: draftId,
+    qs: [...req.qs],
+    costs,
+  } satisfies CostRecord);
+  return { costs, source: 'measured', ms: performance.now() - started };
+}

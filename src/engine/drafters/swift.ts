@@ -1,0 +1,274 @@
+/**
+ * SWIFT: the target drafts for itself with some of its sub-layers skipped (Xia et al. 2024; seeds section 002).
+ * One session and one copy of the weights: draft calls are the target's own calls with a skip set, over the
+ * target's own cache; whatever they append is dropped (compaction fused into the verification call).
+ *
+ * Each round:
+ * 1. while optimising (from gamma generated tokens on): one optimisation step. A candidate skip set (random search,
+ *    Gaussian-process UCB every beta steps) is scored by matchness: the gamma latest tokens run teacher-forced
+ *    through the skipping model in ONE call, and its argmax is compared with what the target actually produced;
+ *    the best set is kept (search.ts). The search ends at its step limit, on stagnation or at matchness >= 0.95.
+ * 2. drafting with the best set: autoregressively from the root, stopping when the draft's top-1 probability falls
+ *    below epsilon; each step is widened to its top-k by confidence (the paper's 10/5/3/1 buckets under sampling,
+ *    the reference code's 10/8/5/3 under greedy) into a caterpillar tree: the top-1 spine with leaf siblings.
+ *    With measured costs, only as much of the tree is verified as pays (budget.ts).
+ * 3. verification by the round loop (greedy or lossless recursive rejection: siblings are Gumbel-top-k draws).
+ *
+ * The found set is remembered per model and device (a KeyValueStore: a file in Node, IndexedDB in the browser), so a
+ * later session starts from it; a record for another model, precision or device is ignored.
+ */
+import { bestFirstOrder, chooseBudget } from '../budget';
+import { relativeCost } from '../calibrate';
+import { isLayerSkipping, type LayerSkippingLM } from '../lm';
+import { isGreedy } from '../sampling';
+import { type KeyValueStore, MemoryStore, safeGet, safeSet } from '../store';
+import { SEARCH_DEFAULTS, type SearchOptions, type SearchPhase, SkipSearch, type SkipSet } from '../swift/search';
+import { chainBias } from '../tree';
+import { DraftDist } from './draft-model';
+import { type Drafter, type DrafterNote, type DraftRequest, type DraftTree, rootOnly } from './drafter';
+import type { CostModel, DrafterResources, MethodSpec } from './method';
+import { pruneTree } from './tree-prune';
+
+export interface SwiftOptions {
+  /** Skip ratio r (share of switchable sub-layers skipped). */
+  ratio: number;
+  /** epsilon: stop drafting once the draft's top-1 probability falls below this (reference default 0.8). */
+  epsilon: number;
+  /** N_D: longest draft (spine). */
+  maxDraft: number;
+  /** Most tree nodes verified per round. */
+  maxNodes: number;
+  search: Omit<SearchOptions, 'layers' | 'ratio'>;
+}
+
+export const SWIFT_DEFAULTS: SwiftOptions = {
+  ratio: 0.45,
+  epsilon: 0.8,
+  maxDraft: 25,
+  maxNodes: 48,
+  search: SEARCH_DEFAULTS,
+};
+
+/** Top-k per draft step by the step's confidence p (top-1 probability). */
+export function siblingsFor(p: number, greedy: boolean): number {
+  const [k1, k2, k3, k4] = greedy ? [3, 5, 8, 10] : [1, 3, 5, 10];
+  return p > 0.95 ? (k1 as number) : p > 0.8 ? (k2 as number) : p > 0.5 ? (k3 as number) : (k4 as number);
+}
+
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+export class SwiftDrafter implements Drafter {
+  readonly name = 'swift';
+  private readonly search: SkipSearch;
+  private restored: Promise<void> | null = null;
+  private draftCalls = 0;
+  /** Widths and running shares of this round's calls (the optimisation step's and the drafting's). */
+  private roundCalls: { width: number; share: number }[] = [];
+  private lastNote: DrafterNote | null = null;
+  /** Matchness of each optimisation step so far (the element plots it). */
+  readonly matchness: number[] = [];
+  /** Milliseconds spent in optimisation steps. */
+  optimisingMs = 0;
+
+  constructor(
+    private readonly target: LayerSkippingLM,
+    private readonly costs: () => CostModel | null = () => null,
+    private readonly store: KeyValueStore = new MemoryStore(),
+    private readonly options: SwiftOptions = SWIFT_DEFAULTS,
+  ) {
+    this.search = new SkipSearch({ layers: target.numLayers, ratio: options.ratio, ...options.search });
+  }
+
+  get calls(): number {
+    return this.draftCalls;
+  }
+
+  get phase(): SearchPhase {
+    return this.search.phase;
+  }
+
+  get skipSet(): SkipSet {
+    return this.search.best;
+  }
+
+  private get key(): string {
+    return `swift:${this.target.fingerprint}`;
+  }
+
+  /** Once per drafter: resume a remembered search for this model and device. */
+  private restore(): Promise<void> {
+    this.restored ??= safeGet(this.store, this.key).then((record) => {
+      this.search.restore(record, this.target.fingerprint);
+    });
+    return this.restored;
+  }
+
+  async propose(req: DraftRequest): Promise<DraftTree> {
+    await this.restore();
+    const lm = this.target;
+    const seq = req.committed;
+    const base = seq.length - 1;
+    this.roundCalls = [];
+    let matchness: number | null = null;
+    const gamma = this.search.options.gamma;
+    // 1. One optimisation step, teacher-forced over the gamma latest tokens (before the root).
+    if (this.search.phase === 'optimising' && base - gamma >= 1 && req.maxNodes >= gamma) {
+      const started = performance.now();
+      const candidate = this.search.candidate();
+      const tokens = seq.slice(base - gamma, base);
+      const logits = await lm.forwardSkipping(
+        {
+          tokens,
+          positions: tokens.map((_, i) => base - gamma + i),
+          bias: teacherForcedBias(base, base - gamma, gamma),
+          rows: range(gamma),
+        },
+        candidate,
+      );
+      this.draftCalls++;
+      this.roundCalls.push({ width: gamma, share: runningShare(candidate) });
+      lm.keep(range(base));
+      const V = lm.config.vocabSize;
+      let hits = 0;
+      for (let i = 0; i < gamma; i++) {
+        // Row i saw tokens up to position base - gamma + i: it predicts the token after it.
+        const row = logits.subarray(i * V, (i + 1) * V);
+        if (argmaxRow(row) === seq[base - gamma + i + 1]) hits++;
+      }
+      matchness = hits / gamma;
+      this.matchness.push(matchness);
+      const bestBefore = this.search.bestScore;
+      const ended = this.search.record(candidate, matchness);
+      this.optimisingMs += performance.now() - started;
+      if (ended || this.search.bestScore > bestBefore)
+        await safeSet(this.store, this.key, this.search.toRecord(lm.fingerprint));
+    }
+    // 2. Draft with the best set: a caterpillar tree.
+    const tree = await this.draft(req);
+    lm.keep(range(base)); // drop the draft's slots; the verification call compacts first
+    const chosen = this.budget(tree, req);
+    this.lastNote = {
+      text: `swift: ${this.search.phase}${matchness !== null ? `, step ${this.search.steps} matchness ${matchness.toFixed(2)}` : ''}, best ${this.search.bestScore >= 0 ? this.search.bestScore.toFixed(2) : 'unscored'}, ${chosen.tokens.length - 1} nodes; runs ${SkipSearch.describe(this.search.best, lm.numLayers)}`,
+      fields: {
+        phase: this.search.phase,
+        step: this.search.steps,
+        ...(matchness !== null ? { matchness } : {}),
+        best: this.search.bestScore,
+        skipped: Array.from(this.search.best).join(''),
+        nodes: chosen.tokens.length - 1,
+      },
+    };
+    return chosen;
+  }
+
+  private async draft(req: DraftRequest): Promise<DraftTree> {
+    const lm = this.target;
+    const tree = rootOnly(req.committed);
+    tree.values = [1];
+    const greedy = isGreedy(req.sampling);
+    const depthLimit = Math.min(this.options.maxDraft, req.maxDepth);
+    const room = Math.min(this.options.maxNodes, req.maxNodes);
+    let spine = 0;
+    let token = tree.tokens[0] as number;
+    for (let depth = 1; depth <= depthLimit && tree.tokens.length - 1 < room; depth++) {
+      const logits = await lm.forwardSkipping(
+        { tokens: [token], positions: [req.committed.length - 2 + depth], bias: chainBias(lm.length, 1), rows: [0] },
+        this.search.best,
+      );
+      this.draftCalls++;
+      this.roundCalls.push({ width: 1, share: runningShare(this.search.best) });
+      const dist = new DraftDist(logits, req.sampling);
+      // The step's confidence: the draft's top-1 probability (of its processed distribution under sampling).
+      const confidence = greedy ? dist.prob(argmaxRow(logits)) : Math.max(...(dist.verify as Float32Array));
+      const children = dist.children(siblingsFor(confidence, greedy), req.rng);
+      if (children.length === 0) break;
+      tree.draftProbs[spine] = dist.verify;
+      const parentValue = tree.values[spine] as number;
+      const first = tree.tokens.length;
+      for (const c of children) {
+        if (tree.tokens.length - 1 >= room) break;
+        tree.tokens.push(c.token);
+        tree.parents.push(spine);
+        tree.draftProbs.push(null);
+        tree.values.push(parentValue * dist.prob(c.token));
+      }
+      spine = first;
+      token = tree.tokens[spine] as number;
+      if (confidence < this.options.epsilon || req.eos.has(token)) break;
+    }
+    return tree;
+  }
+
+  /** With measured costs: verify only the best-first part of the tree that pays, the draft calls counted. */
+  private budget(tree: DraftTree, req: DraftRequest): DraftTree {
+    const costs = this.costs();
+    if (!costs || costs.curve.points.length === 0) return tree;
+    const order = bestFirstOrder(tree.parents, tree.values ?? [], () => !isGreedy(req.sampling));
+    const { keep } = chooseBudget(
+      order.map((i) => tree.values?.[i] ?? 0),
+      costs.curve,
+      this.draftCost(costs),
+    );
+    return pruneTree(tree, new Set(order.slice(0, keep))).tree;
+  }
+
+  /** This round's skipping calls: each a target call of its width, times the share of sub-layers that ran. */
+  draftCost(costs: CostModel): number {
+    return this.roundCalls.reduce((sum, c) => sum + relativeCost(costs.curve, c.width) * c.share, 0);
+  }
+
+  accept(): void {}
+
+  /** A new prompt: the search and the found set carry over (the paper's optimiser state persists). */
+  reset(): void {
+    this.lastNote = null;
+  }
+
+  note(): DrafterNote | null {
+    return this.lastNote;
+  }
+}
+
+/** The share of a call's work a skip set leaves: its running sub-layers over all (attention and MLP alike). */
+function runningShare(skip: SkipSet): number {
+  return 1 - skip.reduce((a, b) => a + b, 0) / skip.length;
+}
+
+function argmaxRow(row: Float32Array): number {
+  let best = 0;
+  for (let i = 1; i < row.length; i++) if ((row[i] as number) > (row[best] as number)) best = i;
+  return best;
+}
+
+/**
+ * Bias for re-running q cached tokens teacher-forced: row i sees cache slots [0, prefix) and rows 0..i of this call,
+ * not the slots [prefix, cacheLength) that hold the same tokens already. Row-major [q, cacheLength + q].
+ */
+export function teacherForcedBias(cacheLength: number, prefix: number, q: number): Float32Array {
+  const causal = chainBias(prefix, q); // [q, prefix + q]
+  const width = cacheLength + q;
+  const bias = new Float32Array(q * width).fill(-65504);
+  for (let i = 0; i < q; i++) {
+    bias.set(causal.subarray(i * (prefix + q), i * (prefix + q) + prefix), i * width);
+    bias.set(causal.subarray(i * (prefix + q) + prefix, (i + 1) * (prefix + q)), i * width + cacheLength);
+  }
+  return bias;
+}
+
+function swiftTarget(r: DrafterResources): LayerSkippingLM {
+  if (!isLayerSkipping(r.target)) {
+    throw new Error('method "swift" needs a target that can skip its own layers (a graph built with layer switches)');
+  }
+  return r.target;
+}
+
+export const swift = {
+  name: 'swift',
+  description:
+    'self-speculation (SWIFT): the target drafts for itself with layers skipped, the skip set searched on the fly',
+  needs: ['target-self'],
+  lossless: true,
+  usesCostModel: true,
+  learns: true,
+  create: (r) => new SwiftDrafter(swiftTarget(r), r.costs, r.store),
+} as const satisfies MethodSpec<'swift'>;

@@ -1,0 +1,94 @@
+/**
+ * The graph on WebGPU in Node (Dawn; lavapipe here, which has shader-f16, so this is where fp16 compute on a GPU
+ * backend is checked): a tree call against the independent float64 reference in fp32 and fp16, and the
+ * tree-consistency check (tree call = each path run alone; compaction keeps exactly the accepted slots).
+ */
+import { describe, expect, it } from 'vitest';
+import { checkTreeConsistency } from '../../diagnostics/tree-check';
+import { chainBias, positionIds, treeAttentionBias } from '../../engine/tree';
+import { nodeWebGpu, webGpuOrt, webGpuTitle } from '../../runtime/testing/node-webgpu';
+import { ModelRunner } from '../runner';
+import { randomModel } from '../testing/random-model';
+import { referenceForward } from '../testing/reference-llama';
+
+const PROMPT = [3, 17, 42, 8, 25, 60, 1];
+const PARENTS = [-1, 0, 0, 1, 2, 2, 4];
+const TREE = [11, 5, 33, 7, 50, 2, 19];
+
+/** Ancestors-and-self of each tree node, as a set of node indices. */
+function lineage(parents: readonly number[]): Set<number>[] {
+  return parents.map((_, n) => {
+    const s = new Set<number>();
+    for (let k = n; k >= 0; k = parents[k] as number) s.add(k);
+    return s;
+  });
+}
+
+function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
+  return m;
+}
+
+function maxAbs(a: ArrayLike<number>): number {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] as number));
+  return m;
+}
+
+/** Logits of every tree node after a prefill of PROMPT: the graph on WebGPU, and the float64 reference. */
+async function treeCall(compute: 'fp32' | 'fp16') {
+  const { model, weights } = randomModel({}, 'F16');
+  const runner = await ModelRunner.create(webGpuOrt(), model, { device: 'webgpu', compute });
+  const P = PROMPT.length;
+  try {
+    expect(runner.compute).toBe(compute);
+    await runner.forward({ tokens: PROMPT, positions: PROMPT.map((_, i) => i), bias: chainBias(0, P), rows: [0] });
+    const got = await runner.forward({
+      tokens: TREE,
+      positions: positionIds(P, PARENTS),
+      bias: treeAttentionBias(P, PARENTS),
+      rows: TREE.map((_, i) => i),
+    });
+    const lines = lineage(PARENTS);
+    const ref = referenceForward(
+      model.config,
+      weights,
+      [...PROMPT, ...TREE],
+      [...PROMPT.map((_, i) => i), ...positionIds(P, PARENTS)],
+      (i, j) => (i < P ? j <= i : j < P || (lines[i - P] as Set<number>).has(j - P)),
+    )
+      .slice(P)
+      .flatMap((r) => Array.from(r));
+    return { got, ref };
+  } finally {
+    await runner.release();
+  }
+}
+
+describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('Llama graph on WebGPU in Node'), () => {
+  it('a tree call matches the float64 reference in fp32', async () => {
+    const { got, ref } = await treeCall('fp32');
+    expect(maxDiff(got, ref)).toBeLessThan(1e-4);
+  });
+
+  it('a tree call matches the float64 reference in fp16, within fp16 tolerance', async () => {
+    const { got, ref } = await treeCall('fp16');
+    // fp16 keeps 11 significant bits: relative error about 5e-4 per op, a few ops deep.
+    const err = maxDiff(got, ref);
+    expect(err).toBeLessThan(1e-2 * Math.max(1, maxAbs(ref)));
+    expect(err).toBeGreaterThan(0); // really computed in half precision (fp32 lands within 1e-6)
+  });
+
+  it('the tree-consistency check passes in fp16 (auto picks fp16 here): paths, K/V slots, exact compaction', async () => {
+    const { model } = randomModel({}, 'F16');
+    const report = await checkTreeConsistency(webGpuOrt(), model, 'webgpu', PROMPT);
+    expect(report.compute).toBe(nodeWebGpu.ok && nodeWebGpu.adapter.shaderF16 ? 'fp16' : 'fp32');
+    expect(report.logitsDiff).toBeLessThan(1e-2);
+    expect(report.cacheDiff).toBeLessThan(1e-2);
+    expect(report.compactionExact).toBe(true);
+    expect(report.compactionDiff).toBeLessThan(1e-2);
+    expect(report.treeArgmax).toEqual(report.plainArgmax);
+  });
+});

@@ -1,0 +1,114 @@
+/**
+ * One HTTP download into memory: the request, the body read with progress, and the checks that make a download
+ * "complete and verified" before anything stores it: the byte count against Content-Length and the expected size,
+ * and the hub's checksum (sha256 for LFS files, the git blob id for the others) when it is known.
+ * Every failure is a DownloadError whose one-line message starts with `label` (the model and file).
+ */
+import { DownloadError } from '../errors';
+
+export type ByteProgress = (loaded: number, total: number | undefined) => void;
+
+export interface Expected {
+  size?: number;
+  /** LFS files: sha256 of the content. */
+  sha256?: string;
+  /** Regular files: the git blob id, sha1("blob <size>\0" + content). */
+  blobId?: string;
+}
+
+const hex = (buf: ArrayBuffer) => Array.from(new Uint8Array(buf), (b) => b.toString(16).padStart(2, '0')).join('');
+const short = (h: string) => `${h.slice(0, 12)}…`;
+
+/**
+ * fetch(), with a network failure (no answer at all) as a DownloadError marked `network`. A GET that fails before
+ * any answer is tried once more: a kept-alive connection the server has just closed fails that way.
+ */
+export async function request(url: string, init: RequestInit, label: string): Promise<Response> {
+  let failure: unknown;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      return await fetch(url, init);
+    } catch (e) {
+      failure = e;
+      if (init.signal?.aborted) break;
+    }
+  }
+  const e = failure;
+  const cause = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
+  throw new DownloadError(`${label}: cannot reach ${new URL(url).origin} (${cause})`, { network: true });
+}
+
+/** Read a response body with progress; a body that ends early or errors is a DownloadError naming the file. */
+export async function readBody(
+  res: Response,
+  label: string,
+  onProgress?: ByteProgress,
+  expectedSize?: number,
+): Promise<Uint8Array> {
+  const header = res.headers.get('content-length');
+  const announced = header !== null && /^\d+$/.test(header) ? Number(header) : undefined;
+  const total = announced ?? expectedSize;
+  let out = new Uint8Array(total ?? 0);
+  let loaded = 0;
+  const cutOff = (cause: string) =>
+    new DownloadError(
+      `${label}: download cut off after ${loaded} of ${total ?? 'unknown'} bytes (${cause}); nothing was cached, try again`,
+    );
+  if (!res.body) {
+    out = new Uint8Array(await res.arrayBuffer());
+    loaded = out.byteLength;
+  } else {
+    const reader = res.body.getReader();
+    for (;;) {
+      let step: ReadableStreamReadResult<Uint8Array>;
+      try {
+        step = await reader.read();
+      } catch (e) {
+        const err = e as Error;
+        throw cutOff((err.cause as Error | undefined)?.message ?? err.message ?? String(e));
+      }
+      if (step.done) break;
+      const chunk = step.value;
+      if (loaded + chunk.byteLength > out.byteLength) {
+        const grown = new Uint8Array(Math.max(out.byteLength * 2, loaded + chunk.byteLength, 1 << 16));
+        grown.set(out.subarray(0, loaded));
+        out = grown;
+      }
+      out.set(chunk, loaded);
+      loaded += chunk.byteLength;
+      onProgress?.(loaded, total);
+    }
+  }
+  if (total !== undefined && loaded !== total) throw cutOff('the connection closed early');
+  return loaded === out.byteLength ? out : out.subarray(0, loaded);
+}
+
+/** Check size and checksum; a mismatch means the bytes are not the file the hub described. */
+export async function verify(bytes: Uint8Array, expected: Expected, label: string): Promise<void> {
+  if (expected.size !== undefined && bytes.byteLength !== expected.size) {
+    throw new DownloadError(
+      `${label}: got ${bytes.byteLength} bytes but the hub lists ${expected.size}; nothing was cached, try again`,
+    );
+  }
+  let want: string | undefined;
+  let got: string | undefined;
+  let algo = '';
+  if (expected.sha256) {
+    algo = 'sha256';
+    want = expected.sha256;
+    got = hex(await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>));
+  } else if (expected.blobId) {
+    algo = 'git blob id';
+    want = expected.blobId;
+    const head = new TextEncoder().encode(`blob ${bytes.byteLength}\0`);
+    const all = new Uint8Array(head.byteLength + bytes.byteLength);
+    all.set(head);
+    all.set(bytes, head.byteLength);
+    got = hex(await crypto.subtle.digest('SHA-1', all));
+  }
+  if (want && got !== want) {
+    throw new DownloadError(
+      `${label}: the downloaded bytes do not match the hub's checksum (${algo} ${short(want)} expected, ${short(got as string)} received); nothing was cached, try again`,
+    );
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * Hub ids and the hub client's conventions: `hf:org/name[@revision]`; in Node HF_ENDPOINT (the host), HF_TOKEN and
+ * HF_HOME / HF_HUB_CACHE (the cache) as huggingface_hub and @huggingface/hub read them.
+ */
+import { ModelLoadError } from '../errors';
+
+export const DEFAULT_ENDPOINT = 'https://huggingface.co';
+
+export interface HubRef {
+  /** org/name */
+  repo: string;
+  /** Branch, tag or commit sha (default main). */
+  revision: string;
+}
+
+const HUB_ID = /^hf:([\w.-]+\/[\w.-]+)(?:@([\w./-]+))?$/;
+
+/** `hf:org/name[@rev]` → its parts; null for other specs; a clear error for a malformed hub id. */
+export function parseHubId(spec: string): HubRef | null {
+  if (!spec.startsWith('hf:')) return null;
+  const m = HUB_ID.exec(spec);
+  if (!m || m[1]?.includes('..') || m[2]?.includes('..')) {
+    throw new ModelLoadError(`bad hub id "${spec}": expected hf:org/name or hf:org/name@revision`);
+  }
+  return { repo: m[1] as string, revision: m[2] ?? 'main' };
+}
+
+export const isCommitSha = (revision: string) => /^[0-9a-f]{40}$/.test(revision);
+
+export const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
+
+const env = (name: string): string | undefined => (isNode ? process.env[name] || undefined : undefined);
+
+/** The hub host: the option, else HF_ENDPOINT in Node, else huggingface.co; without a trailing slash. */
+export function hubEndpoint(option?: string): string {
+  return (option || env('HF_ENDPOINT') || DEFAULT_ENDPOINT).replace(/\/+$/, '');
+}
+
+/** The access token: the option, else HF_TOKEN in Node (HUGGING_FACE_HUB_TOKEN as huggingface_hub's fallback). */
+export function hubToken(option?: string): string | undefined {
+  return option || env('HF_TOKEN') || env('HUGGING_FACE_HUB_TOKEN');
+}
+
+/** `{endpoint}/{repo}/resolve/{revision}/{file}`: the URL the hub, transformers.js and its browser cache use. */
+export function resolveUrl(endpoint: string, repo: string, revision: string, file: string): string {
+  return `${endpoint}/${repo}/resolve/${encodeURIComponent(revision)}/${file.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+export function infoUrl(endpoint: string, repo: string, revision: string): string {
+  return `${endpoint}/api/models/${repo}/revision/${encodeURIComponent(revision)}?blobs=true`;
+}

@@ -1,0 +1,41 @@
+/**
+ * The library in Node (`import { SpecEngine, ortForNode } from 'spec-decoder'` resolves here under Node's "node"
+ * export condition, or `spec-decoder/node` explicitly): the engine and the model layer, no DOM. The browser entry
+ * (the <spec-decoder> element and EngineClient) is src/index.ts.
+ */
+export {
+  type CostModel,
+  createDrafter,
+  type Drafter,
+  type DraftRequest,
+  type DraftTree,
+  describeNeeds,
+  METHOD_NAMES,
+  METHODS,
+  type Method,
+  type MethodSpec,
+  methodSpec,
+  type Requirement,
+  type TargetOutputs,
+} from './engine/drafters/index';
+export {
+  EngineBusyError,
+  type EngineGenerateOptions,
+  type EngineLoadOptions,
+  MethodUnavailableError,
+  SpecEngine,
+} from './engine/engine';
+export {
+  GenerationError,
+  type GenerationResult,
+  type GenerationStats,
+  type RoundEvent,
+  type StopReason,
+  type TokenPiece,
+} from './engine/events';
+export { type EngineParts, type GenerateOptions, generate, generateAll } from './engine/generate';
+export { type CausalLM, ContextLimitError, type ForwardInput, MASKED } from './engine/lm';
+export { GREEDY, type SamplingParams } from './engine/sampling';
+export type { NodeStatus, VerifyRule } from './engine/verify';
+export { loadModel, ModelLoadError, ModelRunner, openModel, openPair, type ProgressInfo } from './model/index';
+export { ortForNode } from './runtime/ort-node';

@@ -1,0 +1,134 @@
+#!/usr/bin/env node
+/**
+ * Builds the GPU kit: what a machine with a GPU, no network and no Node needs to run the benchmark's node-webgpu
+ * backend and the verify-cost curves (bench/gpu-kit.ts) beside this repository's tracked files:
+ *
+ *   gpu-kit/kit/bin/node                       this machine's Node binary, stripped
+ *   gpu-kit/kit/app/gpu-kit.mjs                the engine + bench bundled for Node (esbuild)
+ *   gpu-kit/kit/app/dist/linux-x64/dawn.node   Dawn's bindings (npm webgpu), stripped, where the bundle looks
+ *   gpu-kit/kit/app/ort-wasm-simd-threaded.asyncify.{wasm,mjs}   onnxruntime-web's WebGPU-EP wasm, beside the bundle
+ *   gpu-kit/kit/lib/libvulkan.so.1             the Vulkan loader (the GPU machine brings its vendor driver)
+ *   gpu-kit/kit/lib/compat/libstdc++.so.6      used only if the machine's own is too old for dawn.node
+ *   gpu-kit/kit.tar.xz                         all of the above, compressed: the one path to carry
+ *
+ * The bundle is not minified, so that errors from the GPU machine are readable. gpu-kit/ is git-ignored. The kit
+ * plus the tracked tree must fit in 64 MiB (what travels to a GPU machine); the build fails when it does not.
+ * tools/gpu-kit/run.sh runs it; tools/gpu-kit/check.mjs proves it runs here.
+ *
+ *   node tools/gpu-kit/build.mjs
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const out = join(root, 'gpu-kit');
+const kit = join(out, 'kit');
+const archive = join(out, 'kit.tar.xz');
+const LIMIT = 64 * 2 ** 20;
+const MB = (n) => `${(n / 1e6).toFixed(1)} MB`;
+
+if (process.platform !== 'linux' || process.arch !== 'x64') {
+  console.error('The kit carries linux-x64 binaries (the GPU machines are linux-x64): build it on linux-x64.');
+  process.exit(1);
+}
+
+rmSync(out, { recursive: true, force: true });
+for (const d of ['bin', 'app/dist/linux-x64', 'lib/compat']) mkdirSync(join(kit, d), { recursive: true });
+
+// The engine and the bench, one ESM file. transformers.js (only its tokenizers are used) is taken in its web
+// build: the Node build loads onnxruntime-node and sharp at import time, which the kit does not carry.
+const transformersWeb = join(root, 'node_modules/@huggingface/transformers/dist/transformers.web.js');
+await build({
+  entryPoints: [join(root, 'bench/gpu-kit.ts')],
+  outfile: join(kit, 'app/gpu-kit.mjs'),
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  // Not minified: a stack trace from the GPU machine should be readable (costs about 0.1 MB compressed).
+  minify: false,
+  legalComments: 'none',
+  logLevel: 'warning',
+  banner: {
+    js: "import { createRequire as __kitRequire } from 'node:module'; const require = __kitRequire(import.meta.url);",
+  },
+  plugins: [
+    {
+      name: 'transformers-web-build',
+      setup(b) {
+        b.onResolve({ filter: /^@huggingface\/transformers$/ }, () => ({ path: transformersWeb }));
+      },
+    },
+  ],
+});
+
+const strip = (from, to, mode) => {
+  execFileSync('strip', [mode, '-o', to, from]);
+  chmodSync(to, statSync(from).mode);
+};
+strip(process.execPath, join(kit, 'bin/node'), '--strip-all');
+strip(
+  join(root, 'node_modules/webgpu/dist/linux-x64/dawn.node'),
+  join(kit, 'app/dist/linux-x64/dawn.node'),
+  '--strip-unneeded',
+);
+// ORT in Node imports its wasm glue (.mjs) and loads the wasm from beside the bundle (import.meta.url).
+for (const f of ['ort-wasm-simd-threaded.asyncify.wasm', 'ort-wasm-simd-threaded.asyncify.mjs']) {
+  copyFileSync(join(root, 'node_modules/onnxruntime-web/dist', f), join(kit, 'app', f));
+}
+
+/** A shared library of this machine, found through the dynamic loader's cache. */
+function systemLibrary(name, hint) {
+  const line = execFileSync('ldconfig', ['-p'], { encoding: 'utf8' })
+    .split('\n')
+    .find((l) => l.includes(`${name} (`) && l.includes('x86-64'));
+  if (!line) {
+    console.error(`${name} is not installed here: ${hint}`);
+    process.exit(1);
+  }
+  return realpathSync(line.split('=>')[1].trim());
+}
+copyFileSync(
+  systemLibrary('libvulkan.so.1', 'apt-get install -y libvulkan1 (npm test installs it with lavapipe)'),
+  join(kit, 'lib/libvulkan.so.1'),
+);
+copyFileSync(systemLibrary('libstdc++.so.6', 'apt-get install -y libstdc++6'), join(kit, 'lib/compat/libstdc++.so.6'));
+
+const du = (path) => Number(execFileSync('du', ['-sb', path], { encoding: 'utf8' }).split('\t')[0]);
+console.log(`kit folder: ${MB(du(kit))}; compressing (xz)...`);
+// KIT_XZ_OPT=-1 packs in seconds while iterating (too big to carry then: the size check below says so).
+execFileSync('tar', ['-cJf', archive, '-C', out, 'kit'], {
+  env: { ...process.env, XZ_OPT: process.env.KIT_XZ_OPT ?? '-9 -T0' },
+});
+
+const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' })
+  .split('\0')
+  .filter(Boolean)
+  .reduce((sum, f) => {
+    try {
+      return sum + statSync(join(root, f)).size;
+    } catch {
+      return sum; // deleted in the work tree
+    }
+  }, 0);
+const packed = statSync(archive).size;
+for (const [what, path] of [
+  ['node', 'bin/node'],
+  ['dawn.node', 'app/dist/linux-x64/dawn.node'],
+  ['ORT wasm', 'app/ort-wasm-simd-threaded.asyncify.wasm'],
+  ['bundle', 'app/gpu-kit.mjs'],
+  ['libvulkan', 'lib/libvulkan.so.1'],
+  ['libstdc++', 'lib/compat/libstdc++.so.6'],
+]) {
+  console.log(`  ${what.padEnd(10)} ${MB(statSync(join(kit, path)).size)}`);
+}
+console.log(
+  `${archive}: ${MB(packed)}; tracked tree ${MB(tracked)}; together ${MB(packed + tracked)} of ${MB(LIMIT)} (64 MiB)`,
+);
+if (packed + tracked > LIMIT) {
+  console.error('Too big to travel with the tree: the kit plus the tracked files exceed 64 MiB.');
+  process.exit(1);
+}

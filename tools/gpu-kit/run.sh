@@ -1,0 +1,53 @@
+#!/bin/sh
+# The GPU kit's one command, on a machine with a GPU, no network and no Node, from a copy of this repository that
+# carries gpu-kit/kit.tar.xz (built by `node tools/gpu-kit/build.mjs`):
+#
+#   sh tools/gpu-kit/run.sh [--plan smoke|software|gpu] [--out DIR]
+#
+# Unpacks the kit (once), writes real-shaped random-weight models with Python (KIT_SHAPES, comma-separated, default
+# smollm2-135m,smollm2-360m,qwen2.5-0.5b; see tools/gpu-kit/write_model.py), then runs the benchmark's node-webgpu
+# backend on the bundled pair and the verify-cost curves fp32 vs fp16 of those models, and writes
+# bench/results/<date>-<gpu>.json and .md. Environment:
+#   VK_DRIVER_FILES  the Vulkan driver's ICD json; default: NVIDIA's at /usr/local/nvidia/share/vulkan/icd.d/
+#   WEBGPU_ADAPTER   a substring of the adapter's name when several exist; default NVIDIA with that driver
+#   SPEC_DECODER_WASM_TIERUP=1  let V8 optimise ORT's wasm (see src/runtime/ort-node-webgpu.ts)
+set -eu
+cd "$(dirname "$0")/../.."
+KIT=gpu-kit/kit
+NODE=$KIT/bin/node
+
+if [ ! -x "$NODE" ]; then
+  if [ ! -f gpu-kit/kit.tar.xz ]; then
+    echo "gpu-kit/kit.tar.xz is missing: build it with node tools/gpu-kit/build.mjs" >&2
+    exit 1
+  fi
+  echo "unpacking gpu-kit/kit.tar.xz"
+  if command -v xz >/dev/null 2>&1; then
+    tar -xJf gpu-kit/kit.tar.xz -C gpu-kit
+  else
+    python3 -c 'import tarfile; tarfile.open("gpu-kit/kit.tar.xz").extractall("gpu-kit")'
+  fi
+fi
+
+NVIDIA_ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$NVIDIA_ICD" ]; then
+  export VK_DRIVER_FILES="$NVIDIA_ICD"
+  export WEBGPU_ADAPTER="${WEBGPU_ADAPTER:-NVIDIA}"
+fi
+LIBS=$KIT/lib
+[ -d /usr/local/nvidia/lib64 ] && LIBS="$LIBS:/usr/local/nvidia/lib64"
+export LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# dawn.node needs GLIBCXX_3.4.30; use the carried libstdc++ only where the machine's own is older.
+if ! "$NODE" -e "require('./$KIT/app/dist/linux-x64/dawn.node')" >/dev/null 2>&1; then
+  export LD_LIBRARY_PATH="$KIT/lib/compat:$LD_LIBRARY_PATH"
+fi
+echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-} WEBGPU_ADAPTER=${WEBGPU_ADAPTER:-}"
+
+MODELS=""
+for shape in $(echo "${KIT_SHAPES-smollm2-135m,smollm2-360m,qwen2.5-0.5b}" | tr ',' ' '); do
+  dir=gpu-kit/models/$shape
+  [ -f "$dir/config.json" ] || python3 tools/gpu-kit/write_model.py --shape "$shape" --out "$dir"
+  MODELS="${MODELS:+$MODELS,}$dir"
+done
+
+exec "$NODE" "$KIT/app/gpu-kit.mjs" --models "$MODELS" "$@"
