@@ -3,7 +3,7 @@
  * one at a time, with any method. DOM-free: the same class runs in the Worker, the CLI and the benchmarks.
  */
 
-import type { ComputeType, HubOptions } from '../model/index';
+import type { ComputeType, GraphVariant, HubOptions, Precision } from '../model/index';
 import { type ModelRunner, openModel, openPair, type ProgressCallback } from '../model/index';
 import type { Device } from '../model/runner';
 import type { ChatMessage, TextTokenizer } from '../model/tokenizer';
@@ -33,6 +33,10 @@ export interface EngineLoadOptions {
   draft?: string;
   device: Device;
   compute?: ComputeType | 'auto';
+  /** Weights and arithmetic: 'fp32', 'fp16', 'int4' or 'auto' (model/precision.ts). */
+  precision?: Precision;
+  /** Graph variant: 'plain', 'fused' (onnxruntime contrib ops) or 'auto' (measured at load). */
+  graph?: GraphVariant | 'auto';
   onProgress?: ProgressCallback;
   /** Base URL for relative model folders (browser). */
   base?: string;
