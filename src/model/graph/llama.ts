@@ -140,9 +140,6 @@ export function buildLlamaGraph(
   if (!Number.isInteger(layers) || layers < 1 || layers > cfg.numLayers) {
     throw new RangeError(`probe layers ${layers} must be in [1, ${cfg.numLayers}]`);
   }
-  if (variant === 'fused' && options.interface === 'transformers') {
-    throw new RangeError('the transformers.js interface is built with the plain variant only');
-  }
   const T: 'float32' | 'float16' = compute === 'fp16' ? 'float16' : 'float32';
   const g = new OnnxGraph(`${cfg.modelType}_${options.interface ?? 'tree'}_${variant}_${weightFormat}_${compute}`);
   g.useDomain('com.microsoft', 1);
