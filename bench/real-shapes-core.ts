@@ -5,7 +5,7 @@
  * Cells are measured in groups that fit a memory budget (a wasm heap holds at most 4 GB); ratios inside a group
  * come from one interleaved run, ratios across groups do not (the report says which group each cell was in).
  */
-import { makeDrafter } from '../src/engine/drafters/index';
+import { createDrafter } from '../src/engine/drafters/index';
 import { generate } from '../src/engine/generate';
 import { GREEDY } from '../src/engine/sampling';
 import { chainBias } from '../src/engine/tree';
@@ -191,11 +191,19 @@ export async function benchShape(
     for (let r = 0; r < o.decodeRepeats; r++) {
       const order = r % 2 === 0 ? live : [...live].reverse();
       for (const { runner, report } of order) {
-        const it = generate({ target: runner, drafter: makeDrafter('ar', null), tokenizer: model.tokenizer }, prompt, {
-          maxNewTokens: o.decodeTokens,
-          sampling: GREEDY,
-          stopAtEos: false,
-        });
+        const it = generate(
+          {
+            target: runner,
+            drafter: createDrafter('ar', { target: runner, costs: () => null }),
+            tokenizer: model.tokenizer,
+          },
+          prompt,
+          {
+            maxNewTokens: o.decodeTokens,
+            sampling: GREEDY,
+            stopAtEos: false,
+          },
+        );
         let step = await it.next();
         while (!step.done) step = await it.next();
         const s = step.value.stats;

@@ -1,12 +1,13 @@
 /**
  * The peer on a real shape, in Node on the same backend as ours: transformers.js generate() (greedy) on our export
- * of the model (exported with the same weights, precision and graph variant), running on onnxruntime-web's wasm EP
- * (handed to transformers.js through its Symbol.for('onnxruntime') hook, so it does not use onnxruntime-node's
- * native kernels), against our plain decoding on the same prompts, interleaved. End-to-end tokens/s, prefill
- * included, for both.
+ * of the model (exported with the same weights, precision and graph variant), running on onnxruntime-web's wasm EP,
+ * against our plain decoding on the same prompts, interleaved. End-to-end tokens/s, prefill included, for both.
+ * transformers.js imports onnxruntime-node in Node (native kernels: not the same backend); the process must start
+ * with bench/transformers-on-wasm.mjs, which resolves that import to onnxruntime-web. The run checks it did.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { makeDrafter } from '../src/engine/drafters/index';
+import { createDrafter } from '../src/engine/drafters/index';
 import { generate } from '../src/engine/generate';
 import { GREEDY } from '../src/engine/sampling';
 import type { GraphVariant } from '../src/model/graph/llama';
@@ -45,18 +46,31 @@ const median = (xs: number[]) => {
 export async function peerOnShape(modelDir: string, o: PeerOptions): Promise<PeerResult> {
   const log = o.log ?? (() => {});
   const ort = ortForNode();
-  (globalThis as Record<symbol, unknown>)[Symbol.for('onnxruntime')] = ort;
   const name = `${o.precision}-${o.graph}`;
   await exportForTransformers(modelDir, join(o.workDir, name), {
     weights: o.precision === 'int4' ? 'int4' : 'float',
     variant: o.graph,
   });
   const { AutoModelForCausalLM, AutoTokenizer, env } = await import('@huggingface/transformers');
+  // transformers.js copies the runtime's env into env.backends.onnx: the same wasm settings object means the same runtime.
+  if ((env.backends.onnx as { wasm?: unknown }).wasm !== ort.env.wasm) {
+    throw new Error(
+      'transformers.js is not running on onnxruntime-web here: start node with --import ./bench/transformers-on-wasm.mjs',
+    );
+  }
   env.allowRemoteModels = false;
   env.allowLocalModels = true;
+  // No CDN copy of onnxruntime's wasm: the runtime loads its own files, as it does for our engine.
+  env.useWasmCache = false;
   env.localModelPath = `${o.workDir}/`;
   const tokenizer = await AutoTokenizer.from_pretrained(name);
-  const theirs = await AutoModelForCausalLM.from_pretrained(name, { dtype: 'fp32' });
+  // In Node transformers.js leaves external data to the runtime to read from disk, which onnxruntime-web cannot:
+  // hand it the bytes, as it does itself in a browser.
+  const data = new Uint8Array(readFileSync(join(o.workDir, name, 'onnx', 'model.onnx_data')));
+  const theirs = await AutoModelForCausalLM.from_pretrained(name, {
+    dtype: 'fp32',
+    session_options: { externalData: [{ path: 'model.onnx_data', data }] },
+  });
   const model = await loadModel(modelDir);
   const runner = await ModelRunner.create(ort, model, { device: 'wasm', precision: o.precision, graph: o.graph });
   const rows: { theirs: number; ours: number; same: boolean }[] = [];
@@ -75,11 +89,19 @@ export async function peerOnShape(modelDir: string, o: PeerOptions): Promise<Pee
         const tokens = (out.tolist()[0] ?? []).slice(ids.length).map(Number);
         got.theirs = { tps: (1000 * tokens.length) / (performance.now() - t), tokens };
       } else {
-        const it = generate({ target: runner, drafter: makeDrafter('ar', null), tokenizer: model.tokenizer }, ids, {
-          maxNewTokens: o.tokens,
-          sampling: GREEDY,
-          stopAtEos: false,
-        });
+        const it = generate(
+          {
+            target: runner,
+            drafter: createDrafter('ar', { target: runner, costs: () => null }),
+            tokenizer: model.tokenizer,
+          },
+          ids,
+          {
+            maxNewTokens: o.tokens,
+            sampling: GREEDY,
+            stopAtEos: false,
+          },
+        );
         let step = await it.next();
         while (!step.done) step = await it.next();
         got.ours = { tps: (1000 * step.value.tokens.length) / (performance.now() - t), tokens: step.value.tokens };

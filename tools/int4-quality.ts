@@ -95,13 +95,18 @@ const prompts = readFileSync(String(values.prompts), 'utf8')
   .split('\n')
   .filter((l) => l.trim());
 const N = Number(values.tokens);
+/** N greedy tokens after the prompt, one cached call per token. */
 async function greedy(r: ModelRunner, prompt: number[]): Promise<number[]> {
-  const seq = [...prompt];
+  r.reset();
+  const P = prompt.length;
+  let logits = await r.forward({ tokens: prompt, positions: range(P), bias: chainBias(0, P), rows: [P - 1] });
+  const out: number[] = [];
   for (let i = 0; i < N; i++) {
-    const logits = await logitsOf(r, seq);
-    seq.push(argmax(logits.subarray((seq.length - 1) * V, seq.length * V)));
+    const t = argmax(logits);
+    out.push(t);
+    if (i + 1 < N) logits = await r.forward({ tokens: [t], positions: [P + i], bias: chainBias(P + i, 1), rows: [0] });
   }
-  return seq.slice(prompt.length);
+  return out;
 }
 const along = variants.map(() => 0);
 const identical = variants.map(() => 0);

@@ -15,6 +15,7 @@
  */
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { expectedWeights, parseLlamaConfig } from '../src/model/config';
 import { f32ToBf16, f32ToF16 } from '../src/model/convert';
@@ -454,7 +455,7 @@ function main(): void {
   }
 }
 
-if (process.argv[1]?.endsWith('real-shapes.ts')) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   try {
     main();
   } catch (e) {
