@@ -4,7 +4,8 @@
  * each precision x graph variant, and optionally the transformers.js peer. Prints markdown and writes
  * bench/results/real-shapes-<date>.json (+ real-shapes-latest.md).
  *
- *   --shapes SmolLM2-135M,SmolLM2-360M   --backends node-wasm,chromium-webgpu,chromium-wasm
+ *   --shapes SmolLM2-135M,SmolLM2-360M (or none: --shapes '')   --models public/models/austen-target (any folder)
+ *   --backends node-wasm,chromium-webgpu,chromium-wasm
  *   --precisions fp32,int4   --graphs plain,fused   --qs 1,2,4,8,16,32,64 (or 1-64)   --reps 3
  *   --tokens 32 --repeats 2   --layers N (keep N layers; all backends)   --browser-layers 2 (default for Chromium)
  *   --peer (transformers.js generate() vs ours, Node wasm)   --peer-prompts 3
@@ -23,6 +24,7 @@ import { type PeerResult, peerOnShape } from './real-shapes-peer';
 const { values } = parseArgs({
   options: {
     shapes: { type: 'string', default: 'SmolLM2-135M' },
+    models: { type: 'string', default: '' },
     backends: { type: 'string', default: 'node-wasm' },
     precisions: { type: 'string', default: 'fp32,int4' },
     graphs: { type: 'string', default: 'plain,fused' },
@@ -62,11 +64,41 @@ const peers: PeerResult[] = [];
 const tables: string[] = [];
 const log = (line: string) => console.log(`  ${line}`);
 
-for (const shape of shapes) {
-  const layersOpt = values.layers === undefined ? {} : { layers: Number(values.layers) };
+/** What to measure: generated real shapes, and any model folders given with --models (e.g. the bundled target). */
+interface Target {
+  label: string;
+  /** Folder for Node. */
+  dir: () => string;
+  /** URL path for the browser (the dev server serves public/ at / and the shape cache at /real-models/). */
+  url: (browser: boolean) => string;
+}
+const layersFor = (browser: boolean) => {
+  const n = values.layers ?? (browser ? values['browser-layers'] : undefined);
+  return n === undefined || Number(n) <= 0 ? {} : { layers: Number(n) };
+};
+const targets: Target[] = [
+  ...shapes.map((shape) => ({
+    label: shape,
+    dir: () => ensureRealShape(shape, layersFor(false)),
+    url: (browser: boolean) => {
+      ensureRealShape(shape, layersFor(browser));
+      return `/real-models/${shapeFolderName(shape, layersFor(browser))}/`;
+    },
+  })),
+  ...list(values.models).map((folder) => ({
+    label: folder,
+    dir: () => folder,
+    url: () => {
+      if (!folder.startsWith('public/')) throw new Error(`--models ${folder}: the browser backends serve public/ only`);
+      return `${folder.slice('public'.length)}/`;
+    },
+  })),
+];
+
+for (const target of targets) {
   if (backends.includes('node-wasm')) {
-    const dir = ensureRealShape(shape, layersOpt);
-    console.log(`== ${shape} (${dir}), wasm in Node`);
+    const dir = target.dir();
+    console.log(`== ${dir}, wasm in Node`);
     const r = await benchShape(ortForNode(Number(values.threads)), dir, 'wasm', cells, {
       qs: parseQs(String(values.qs)),
       reps: Number(values.reps),
@@ -75,8 +107,8 @@ for (const shape of shapes) {
       prompt: promptText,
       log,
     });
-    reports[`${shape}/node-wasm`] = r;
-    tables.push(shapeMarkdown(`${shapeFolderName(shape, layersOpt)}, wasm in Node`, r));
+    reports[`${dir}/node-wasm`] = r;
+    tables.push(shapeMarkdown(`${dir.replace(/^.*\//, '')}, wasm in Node`, r));
     console.log(`\n${tables[tables.length - 1]}\n`);
     if (values.peer) {
       for (const cell of cells) {
@@ -87,7 +119,7 @@ for (const shape of shapes) {
             graph: cell.graph,
             prompts: prompts.prompts.slice(0, Number(values['peer-prompts'])).map((p) => p.text),
             tokens: Number(values['peer-tokens']),
-            workDir: `${DEFAULT_ROOT}/peer-exports/${shapeFolderName(shape, layersOpt)}`,
+            workDir: `${DEFAULT_ROOT}/peer-exports/${dir.replace(/^.*\//, '')}`,
             log,
           }),
         );
@@ -96,16 +128,13 @@ for (const shape of shapes) {
   }
   const browserBackends = backends.filter((b) => b.startsWith('chromium-'));
   if (browserBackends.length > 0) {
-    const browserLayers = values.layers === undefined ? Number(values['browser-layers']) : Number(values.layers);
-    const options = browserLayers > 0 ? { layers: browserLayers } : {};
-    ensureRealShape(shape, options);
-    const folder = shapeFolderName(shape, options);
+    const url = target.url(true);
     const { runInChromium } = await import('./real-shapes-browser');
-    console.log(`== ${folder}, ${browserBackends.join(', ')}`);
+    console.log(`== ${url}, ${browserBackends.join(', ')}`);
     const results = await runInChromium(
       DEFAULT_ROOT,
       browserBackends.map((b) => ({
-        model: `/real-models/${folder}/`,
+        model: url,
         device: b === 'chromium-webgpu' ? 'webgpu' : 'wasm',
         cells,
         options: {
@@ -120,11 +149,13 @@ for (const shape of shapes) {
     );
     results.forEach((r, i) => {
       const b = browserBackends[i] as string;
-      reports[`${shape}/${b}`] = r;
+      reports[`${url}/${b}`] = r;
       if ('cells' in r) {
-        tables.push(shapeMarkdown(`${folder}, ${b.replace('chromium-', 'Chromium ')}`, r));
+        tables.push(
+          shapeMarkdown(`${url.replace(/\/$/, '').replace(/^.*\//, '')}, ${b.replace('chromium-', 'Chromium ')}`, r),
+        );
         console.log(`\n${tables[tables.length - 1]}\n`);
-      } else console.log(`${shape} ${b}: ${r.error}`);
+      } else console.log(`${url} ${b}: ${r.error}`);
     });
   }
 }

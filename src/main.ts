@@ -60,7 +60,7 @@ async function treeCheck(): Promise<void> {
   result.textContent = `loading the bundled models and checking tree attention on ${device}…`;
   document.body.dataset.treecheck = 'running';
   try {
-    const graph = (el('tree-graph') as HTMLSelectElement).value as 'plain' | 'fused';
+    const graph = (el('tree-graph') as HTMLSelectElement).value as 'plain' | 'fused' | 'hybrid';
     const precision = (el('tree-precision') as HTMLSelectElement).value as 'auto' | 'fp32' | 'int4';
     const reports = await runTreeCheck(defaultOrtBase(document.baseURI), models, device, document.baseURI, {
       graph,

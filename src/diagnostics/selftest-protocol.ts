@@ -13,7 +13,7 @@ export type SelftestRequest =
       device: 'webgpu' | 'wasm';
       base: string;
       /** Graph variant and precision to check (default: the runner's defaults). */
-      graph?: 'plain' | 'fused';
+      graph?: 'plain' | 'fused' | 'hybrid';
       precision?: 'auto' | 'fp32' | 'fp16' | 'int4';
     };
 

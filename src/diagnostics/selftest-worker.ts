@@ -41,7 +41,7 @@ async function treeCheck(req: Extract<SelftestRequest, { kind: 'tree' }>): Promi
       ...(req.graph ? { graph: req.graph } : {}),
       ...(req.precision ? { precision: req.precision } : {}),
     };
-    reports.push(await checkTreeConsistency(ort, model, req.device, prompt, options));
+    reports.push(await checkTreeConsistency(ort, model, req.device, prompt, { runner: options }));
   }
   return reports;
 }

@@ -28,9 +28,9 @@ export interface TreeCheckReport {
   device: Device;
   /** The compute precision the runner chose for this device. */
   compute: 'fp32' | 'fp16';
-  /** Weights and arithmetic ('fp32', 'fp16', 'int4', 'int4-fp16') and the graph variant ('plain' or 'fused'). */
+  /** Weights and arithmetic ('fp32', 'fp16', 'int4', 'int4-fp16') and the graph variant. */
   precision: string;
-  variant: 'plain' | 'fused';
+  variant: 'plain' | 'fused' | 'hybrid';
   /** max |tree-call logits - plain path logits| over all nodes. */
   logitsDiff: number;
   /** max |tree-call K/V slot - plain path K/V slot| over all nodes and heads, on the first and last layer. */

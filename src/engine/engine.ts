@@ -35,7 +35,7 @@ export interface EngineLoadOptions {
   compute?: ComputeType | 'auto';
   /** Weights and arithmetic: 'fp32', 'fp16', 'int4' or 'auto' (model/precision.ts). */
   precision?: Precision;
-  /** Graph variant: 'plain', 'fused' (onnxruntime contrib ops) or 'auto' (measured at load). */
+  /** Graph variant: 'plain', 'fused', 'hybrid' (onnxruntime contrib ops) or 'auto' (default: measured at load). */
   graph?: GraphVariant | 'auto';
   onProgress?: ProgressCallback;
   /** Base URL for relative model folders (browser). */
@@ -106,7 +106,16 @@ export class SpecEngine {
   ) {}
 
   static async load(ort: Ort, options: EngineLoadOptions): Promise<SpecEngine> {
-    const { target, draft, calibration = 'auto', store = new MemoryStore(), warmup = true, ...open } = options;
+    const {
+      target,
+      draft,
+      calibration = 'auto',
+      store = new MemoryStore(),
+      warmup = true,
+      graph = 'auto',
+      ...rest
+    } = options;
+    const open = { ...rest, graph }; // the graph variant is measured on this device unless given
     const started = performance.now();
     let engine: SpecEngine;
     if (!draft) engine = new SpecEngine(await openModel(ort, target, open), null, calibration, store);

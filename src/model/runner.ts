@@ -51,8 +51,9 @@ export interface RunnerOptions {
   /** int4 quantisation: block size (default 32) and zero points (default: symmetric, none). */
   int4?: Int4Options;
   /**
-   * 'plain' (standard ONNX ops), 'fused' (onnxruntime contrib ops) or 'auto': the faster on this device, measured
-   * at load on the model's first two layers (variant.ts). Default 'plain'.
+   * 'plain' (standard ONNX ops), 'fused' (onnxruntime contrib ops), 'hybrid' (contrib ops, attention as MatMuls) or
+   * 'auto': the fastest on this device, measured at load on the model's first two layers (variant.ts). Default
+   * 'plain' here; SpecEngine.load defaults to 'auto'.
    */
   graph?: GraphVariant | 'auto';
   onProgress?: ProgressCallback;
@@ -118,11 +119,13 @@ export class ModelRunner implements CausalLM {
       );
     }
     const label = precisionLabel(precision);
-    let variant: GraphVariant = options.graph === 'fused' ? 'fused' : 'plain';
+    let variant: GraphVariant = options.graph === undefined || options.graph === 'auto' ? 'plain' : options.graph;
     let variantTimings: VariantTiming[] = [];
+    // WebGPU gathers fp16 only with shader-f16; wasm always can.
+    const embeddingType = options.device === 'webgpu' && native !== 'fp16' ? 'float32' : 'float16';
     if (options.graph === 'auto') {
       options.onProgress?.({ status: 'building', name: model.spec, file: 'choosing the graph variant' });
-      const choice = await measureVariants(ort, model, options.device, precision);
+      const choice = await measureVariants(ort, model, options.device, precision, embeddingType);
       variant = choice.variant;
       variantTimings = choice.timings;
     }
@@ -147,6 +150,7 @@ export class ModelRunner implements CausalLM {
       variant,
       ...(options.int4 ? { int4: options.int4 } : {}),
       ...(precision.weights === 'int4' ? { onQuantize } : {}),
+      embeddingType,
     });
     const { externalData } = graph;
     const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = {

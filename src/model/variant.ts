@@ -1,13 +1,14 @@
 /**
- * Choosing between the plain and the fused graph on this device by measurement. Building both full sessions would
- * hold the weights twice; instead both bodies are built for the model's first two layers (real widths, real
- * weights, no head) and timed against each other, interleaved, at q = 1 (decoding) and q = 8 (a verify call) after
- * a short context. Per-layer cost is what the variants differ in (the head and the embedding are the same in both),
- * so the probe's ratio is the full model's ratio, at a fraction of the memory and time.
+ * Choosing the graph variant on this device by measurement. Building every full session would hold the weights
+ * several times; instead each body is built for the model's first two layers (real widths, real weights, no head)
+ * and timed against the others, interleaved, at q = 1 (decoding) and q = 16 (a verify call) after a short context;
+ * the least T(1) + T(16) wins. Per-layer cost is what the variants differ in (the head and the embedding are the
+ * same in all), so the probe's ratio is the full model's ratio, at a fraction of the memory and time. The choice is
+ * remembered per device, shape and precision for the life of the page or process.
  */
 import type * as OrtModule from 'onnxruntime-common';
 import { chainBias } from '../engine/tree';
-import { buildLlamaGraph, type ComputeType, type GraphVariant, type WeightFormat } from './graph/llama';
+import { buildLlamaGraph, type ComputeType, GRAPH_VARIANTS, type GraphVariant, type WeightFormat } from './graph/llama';
 import { GRAPH_INPUTS, pastKey, pastValue, presentKey, presentValue } from './graph/signature';
 import type { LoadedModel } from './load';
 import type { Device } from './precision';
@@ -16,9 +17,9 @@ type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>;
 
 export interface VariantTiming {
   variant: GraphVariant;
-  /** Median ms of a probe call at q = 1 and q = 8, or the reason the variant could not run. */
+  /** Median ms of a probe call at q = 1 and q = 16, or the reason the variant could not run. */
   q1: number;
-  q8: number;
+  q16: number;
   error?: string;
 }
 
@@ -28,6 +29,8 @@ export interface VariantChoice {
 }
 
 const PROBE_LAYERS = 2;
+const WIDE = 16;
+const remembered = new Map<string, VariantChoice>();
 const CONTEXT = 32;
 
 const median = (xs: number[]) => {
@@ -40,8 +43,10 @@ export async function measureVariants(
   model: LoadedModel,
   device: Device,
   precision: { weights: WeightFormat; compute: ComputeType },
-  reps = 5,
+  embeddingType?: 'float16' | 'float32',
 ): Promise<VariantChoice> {
+  // A software WebGPU adapter takes a second a call: fewer rounds there (the variants differ by far more than noise).
+  const [warmups, reps] = device === 'webgpu' ? [1, 2] : [2, 5];
   const cfg = model.config;
   const layers = Math.min(PROBE_LAYERS, cfg.numLayers);
   const T = precision.compute === 'fp16' ? 'float16' : 'float32';
@@ -60,13 +65,26 @@ export async function measureVariants(
   }
   const probes: Probe[] = [];
   const timings: VariantTiming[] = [];
-  for (const variant of ['plain', 'fused'] as const) {
+  const key = [
+    device,
+    cfg.hiddenSize,
+    cfg.intermediateSize,
+    cfg.numHeads,
+    cfg.numKvHeads,
+    cfg.headDim,
+    precision.weights,
+    precision.compute,
+  ].join('/');
+  const known = remembered.get(key);
+  if (known) return known;
+  for (const variant of GRAPH_VARIANTS) {
     try {
       const graph = buildLlamaGraph(cfg, model.weights, model.files, {
         compute: precision.compute,
         weights: precision.weights,
         variant,
         probeLayers: layers,
+        ...(embeddingType ? { embeddingType } : {}),
       });
       const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = { hidden: 'cpu' };
       if (device === 'webgpu') {
@@ -101,7 +119,7 @@ export async function measureVariants(
       for (let i = 0; i < layers; i++) past.push(out[presentKey(i)] as never, out[presentValue(i)] as never);
       probes.push({ variant, session, past });
     } catch (e) {
-      timings.push({ variant, q1: Number.NaN, q8: Number.NaN, error: (e as Error).message.split('\n')[0] ?? '' });
+      timings.push({ variant, q1: Number.NaN, q16: Number.NaN, error: (e as Error).message.split('\n')[0] ?? '' });
     }
   }
   const keep = Array.from({ length: CONTEXT }, (_, i) => i);
@@ -128,9 +146,9 @@ export async function measureVariants(
     return ms;
   };
   const times = new Map<string, number[]>();
-  for (let r = -2; r < reps; r++) {
+  for (let r = -warmups; r < reps; r++) {
     for (const p of r % 2 ? probes : [...probes].reverse()) {
-      for (const q of [1, 8]) {
+      for (const q of [1, WIDE]) {
         const ms = await call(p, q);
         if (r >= 0) times.set(`${p.variant}${q}`, [...(times.get(`${p.variant}${q}`) ?? []), ms]);
       }
@@ -140,12 +158,17 @@ export async function measureVariants(
     timings.push({
       variant: p.variant,
       q1: median(times.get(`${p.variant}1`) ?? []),
-      q8: median(times.get(`${p.variant}8`) ?? []),
+      q16: median(times.get(`${p.variant}${WIDE}`) ?? []),
     });
     for (const t of p.past) if (t.location === 'gpu-buffer') t.dispose();
     await p.session.release();
   }
   const ok = timings.filter((t) => !t.error);
-  const best = ok.reduce<VariantTiming | null>((a, t) => (a && a.q1 + a.q8 <= t.q1 + t.q8 ? a : t), null);
-  return { variant: best?.variant ?? 'plain', timings: timings.sort((a, b) => a.variant.localeCompare(b.variant)) };
+  const best = ok.reduce<VariantTiming | null>((a, t) => (a && a.q1 + a.q16 <= t.q1 + t.q16 ? a : t), null);
+  const choice = {
+    variant: best?.variant ?? 'plain',
+    timings: timings.sort((a, b) => a.variant.localeCompare(b.variant)),
+  };
+  remembered.set(key, choice);
+  return choice;
 }

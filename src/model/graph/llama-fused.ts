@@ -19,7 +19,11 @@ import { pastKey, pastValue, presentKey, presentValue } from './signature';
 
 const MS = 'com.microsoft';
 
-export function buildFusedBody(ctx: GraphContext): string {
+/**
+ * attention 'gqa': GroupQueryAttention; 'matmul': the same attention as two MatMuls over a broadcast axis, with the
+ * cache gathered and concatenated by standard ops (for onnxruntime's CPU kernel, slow for many query rows).
+ */
+export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 'gqa'): string {
   const { g, cfg, store, T, inputs, cast, toT, linear } = ctx;
   const { numHeads: nh, numKvHeads: kvh, headDim: hd, intermediateSize: m } = cfg;
   const nq = nh * hd;
@@ -36,12 +40,16 @@ export function buildFusedBody(ctx: GraphContext): string {
   const local = g.op('Unsqueeze', [g.op('Range', [scalar(0), q, scalar(1)]), g.constInt64([0])]); // [1, q]
 
   // GroupQueryAttention's lengths: total = kept + q (int32 scalar) and seqlens_k = total - 1 ([1] int32).
-  const kept = keepIndices
-    ? g.op('Gather', [g.op('Shape', [keepIndices]), scalar(0)], { axis: 0 })
-    : g.op('Gather', [g.op('Shape', [pastKey(0)]), scalar(2)], { axis: 0 });
-  const total = g.op('Add', [kept, q]);
-  const totalLength = cast(total, 'int32');
-  const seqlensK = cast(g.op('Reshape', [g.op('Sub', [total, scalar(1)]), g.constInt64([1])]), 'int32');
+  let totalLength = '';
+  let seqlensK = '';
+  if (attention === 'gqa') {
+    const kept = keepIndices
+      ? g.op('Gather', [g.op('Shape', [keepIndices]), scalar(0)], { axis: 0 })
+      : g.op('Gather', [g.op('Shape', [pastKey(0)]), scalar(2)], { axis: 0 });
+    const total = g.op('Add', [kept, q]);
+    totalLength = cast(total, 'int32');
+    seqlensK = cast(g.op('Reshape', [g.op('Sub', [total, scalar(1)]), g.constInt64([1])]), 'int32');
+  }
   const bias = toT(inputs.attentionBias);
 
   const rotary = (x: string, heads: number) =>
@@ -84,16 +92,20 @@ export function buildFusedBody(ctx: GraphContext): string {
     }) as [string, string, string];
     const keptK = keepIndices ? g.op('Gather', [pastKey(i), keepIndices], { axis: 2 }) : pastKey(i);
     const keptV = keepIndices ? g.op('Gather', [pastValue(i), keepIndices], { axis: 2 }) : pastValue(i);
-    const ctxOut = `${p}.attn_out`;
-    g.node(
-      'GroupQueryAttention',
-      [rotary(q3, nh), rotary(k3, kvh), v3, keptK, keptV, seqlensK, totalLength, '', '', '', bias],
-      {
-        domain: MS,
-        attrs: { num_heads: nh, kv_num_heads: kvh },
-        outputs: [ctxOut, presentKey(i), presentValue(i)],
-      },
-    );
+    let ctxOut = `${p}.attn_out`;
+    if (attention === 'gqa') {
+      g.node(
+        'GroupQueryAttention',
+        [rotary(q3, nh), rotary(k3, kvh), v3, keptK, keptV, seqlensK, totalLength, '', '', '', bias],
+        {
+          domain: MS,
+          attrs: { num_heads: nh, kv_num_heads: kvh },
+          outputs: [ctxOut, presentKey(i), presentValue(i)],
+        },
+      );
+    } else {
+      ctxOut = matmulAttention(ctx, i, rotary(q3, nh), rotary(k3, kvh), v3, keptK, keptV, bias);
+    }
     g.output(presentKey(i), T, [1, kvh, 'total', hd]);
     g.output(presentValue(i), T, [1, kvh, 'total', hd]);
     const o = linear(g.op('Reshape', [ctxOut, as2d]), [attn('o_proj.weight')], attn('o_proj'));
@@ -110,4 +122,35 @@ export function buildFusedBody(ctx: GraphContext): string {
   }
   // h is the final-normed hidden state of every row; only the requested rows go to the head.
   return logitsRows ? g.op('Gather', [h, logitsRows], { axis: 0 }) : h;
+}
+
+/**
+ * Attention of layer i as MatMuls: q [1, q, nh*hd], k and v [1, q, kvh*hd] (rotated), the kept past [1, kvh, kept,
+ * hd]; writes present.{i}.key/value and returns the context [1, q, nh*hd]. Queries are grouped per KV head
+ * ([kvh, group, q, hd]) against keys [kvh, 1, hd, total], so K/V are never copied per query head.
+ */
+function matmulAttention(
+  ctx: GraphContext,
+  i: number,
+  q: string,
+  k: string,
+  v: string,
+  keptK: string,
+  keptV: string,
+  bias: string,
+): string {
+  const { g, cfg, toT } = ctx;
+  const { numHeads: nh, numKvHeads: kvh, headDim: hd } = cfg;
+  const heads = (x: string, n: number) => g.op('Reshape', [x, g.constInt64([1, -1, n, hd])]); // [1, q, n, hd]
+  const asCache = (x: string, n: number) => g.op('Transpose', [heads(x, n)], { perm: [0, 2, 1, 3] }); // [1, n, q, hd]
+  const presentK = g.op('Concat', [keptK, asCache(k, kvh)], { axis: 2 }, presentKey(i));
+  const presentV = g.op('Concat', [keptV, asCache(v, kvh)], { axis: 2 }, presentValue(i));
+  const scale = toT(g.constFloat32([1 / Math.sqrt(hd)], [], `scale_${i}`));
+  // [1, nh, q, hd] -> [kvh, group, q, hd]
+  const qg = g.op('Reshape', [g.op('Mul', [asCache(q, nh), scale]), g.constInt64([kvh, nh / kvh, -1, hd])]);
+  const kT = g.op('Transpose', [presentK], { perm: [1, 0, 3, 2] }); // [kvh, 1, hd, total]
+  const vT = g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] }); // [kvh, 1, total, hd]
+  const probs = g.op('Softmax', [g.op('Add', [g.op('MatMul', [qg, kT]), bias])], { axis: -1 });
+  const out = g.op('Reshape', [g.op('MatMul', [probs, vT]), g.constInt64([1, nh, -1, hd])]); // [1, nh, q, hd]
+  return g.op('Transpose', [out], { perm: [0, 2, 1, 3] }); // [1, q, nh, hd]; reshaped to [q, nh*hd] by the caller
 }

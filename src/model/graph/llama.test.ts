@@ -21,7 +21,7 @@ const PROMPT = [3, 17, 42, 8, 25, 60, 1];
 async function prefillLogits(
   variant: Record<string, unknown>,
   dtype: 'F32' | 'F16' | 'BF16',
-  graph: 'plain' | 'fused',
+  graph: 'plain' | 'fused' | 'hybrid',
 ) {
   const { model, weights } = randomModel(variant, dtype);
   const runner = await ModelRunner.create(ort, model, { device: 'wasm', graph });
@@ -43,7 +43,7 @@ async function prefillLogits(
   return { logits, ref: ref.flatMap((r) => Array.from(r)), q };
 }
 
-for (const graph of ['plain', 'fused'] as const) {
+for (const graph of ['plain', 'fused', 'hybrid'] as const) {
   describe(`Llama graph (${graph}) vs an independent float64 reference (wasm EP)`, () => {
     const variants: [string, Record<string, unknown>, 'F32' | 'F16' | 'BF16'][] = [
       ['llama, GQA, tied embeddings, F32', {}, 'F32'],

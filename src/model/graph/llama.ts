@@ -19,7 +19,8 @@
  *
  * int4 (as onnxruntime-genai's builder and transformers.js's q4 exports do): every projection and the LM head are
  * MatMulNBits (block 32, fp scales in the compute type); the embedding table stays a float Gather, stored in fp16
- * (a Gather reads only q rows, so its bytes cost memory, not bandwidth; the rows are cast to the compute type).
+ * where the device can gather fp16 (a Gather reads only q rows, so its bytes cost memory, not bandwidth; the rows
+ * are cast to the compute type).
  */
 import { expectedWeights, type LlamaConfig, ropeInvFreq } from '../config';
 import { ModelLoadError } from '../errors';
@@ -35,8 +36,13 @@ import { CONVERTED_WEIGHTS, type Int4Initializers, ONNX_DTYPE, WeightStore } fro
 export type ComputeType = 'fp32' | 'fp16';
 /** How the weights are stored in the graph: the compute precision, or blockwise int4. */
 export type WeightFormat = 'float' | 'int4';
-/** 'plain': standard ONNX ops only; 'fused': onnxruntime contrib ops (GroupQueryAttention, RotaryEmbedding, ...). */
-export type GraphVariant = 'plain' | 'fused';
+/**
+ * 'plain': standard ONNX ops only; 'fused': onnxruntime contrib ops (GroupQueryAttention, RotaryEmbedding,
+ * SkipSimplifiedLayerNormalization, stacked projections); 'hybrid': the fused graph with attention as plain MatMuls
+ * (onnxruntime's CPU GroupQueryAttention is slow for many query rows: a wide verify call on wasm).
+ */
+export type GraphVariant = 'plain' | 'fused' | 'hybrid';
+export const GRAPH_VARIANTS: readonly GraphVariant[] = ['plain', 'fused', 'hybrid'];
 
 export { CONVERTED_WEIGHTS, GRAPH_INPUTS, GRAPH_OUTPUTS, MASKED, pastKey, pastValue, presentKey, presentValue };
 
@@ -89,6 +95,11 @@ export interface BuildOptions {
   probeLayers?: number;
   /** int4 quantisation progress: fraction done, 0..1. */
   onQuantize?: (fraction: number) => void;
+  /**
+   * int4 only: the embedding table's type. Default 'float16' (half the memory; a Gather of q rows, then a cast);
+   * a WebGPU device without shader-f16 cannot gather fp16, so the runner asks for the compute type there.
+   */
+  embeddingType?: 'float16' | 'float32';
 }
 
 /** What the two bodies share: the graph, its weights and inputs, and the small helpers over them. */
@@ -170,9 +181,10 @@ export function buildLlamaGraph(
   const embed = (ids: string) => {
     const flat = g.op('Reshape', [ids, g.constInt64([-1])]);
     if (weightFormat === 'float') return g.op('Gather', [store.float('model.embed_tokens.weight'), flat], { axis: 0 });
-    const table = store.float('model.embed_tokens.weight', 'float16', 'model.embed_tokens.weight.fp16');
+    const type = options.embeddingType ?? 'float16';
+    const table = store.float('model.embed_tokens.weight', type, `model.embed_tokens.weight.${type}`);
     const rows = g.op('Gather', [table, flat], { axis: 0 });
-    return T === 'float16' ? rows : cast(rows, 'float32');
+    return type === T ? rows : cast(rows, T);
   };
   let angles: string | null = null;
   const ropeAngles = () => {
@@ -185,7 +197,8 @@ export function buildLlamaGraph(
   const ctx: GraphContext = { g, cfg, store, T, weightFormat, layers, inputs, cast, toT, linear, embed, ropeAngles };
 
   // The body: [rows, H], the final-normed hidden state of the requested rows.
-  const normed = variant === 'fused' ? buildFusedBody(ctx) : buildPlainBody(ctx);
+  const normed =
+    variant === 'plain' ? buildPlainBody(ctx) : buildFusedBody(ctx, variant === 'fused' ? 'gqa' : 'matmul');
 
   if (probe !== undefined) {
     g.op('Identity', [normed], {}, 'hidden');

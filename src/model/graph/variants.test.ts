@@ -96,13 +96,13 @@ describe('int4 weights (MatMulNBits) vs the float64 reference on the dequantised
   });
 });
 
-describe('the fused graph (contrib ops) equals the plain graph (wasm EP)', () => {
+describe('the fused and hybrid graphs (contrib ops) equal the plain graph (wasm EP)', () => {
   for (const precision of ['fp32', 'int4'] as const) {
     for (const [name, overrides] of MODELS) {
       it(`${precision}: prefill, then a tree call after a compaction: ${name}`, async () => {
         const { model } = randomModel(overrides);
         const runs: Float32Array[][] = [];
-        for (const graph of ['plain', 'fused'] as const) {
+        for (const graph of ['plain', 'fused', 'hybrid'] as const) {
           const r = await ModelRunner.create(ort, model, { device: 'wasm', precision, graph });
           expect(r.variant).toBe(graph);
           const a = await r.forward({ ...prefill, rows: range(PROMPT.length) });
@@ -119,9 +119,11 @@ describe('the fused graph (contrib ops) equals the plain graph (wasm EP)', () =>
           runs.push([a, b]);
           await r.release();
         }
-        const [plain, fused] = runs as [Float32Array[], Float32Array[]];
-        expect(maxDiff(plain[0] as Float32Array, fused[0] as Float32Array)).toBeLessThan(2e-5);
-        expect(maxDiff(plain[1] as Float32Array, fused[1] as Float32Array)).toBeLessThan(2e-5);
+        const [plain, ...others] = runs as [Float32Array[], ...Float32Array[][]];
+        for (const other of others) {
+          expect(maxDiff(plain[0] as Float32Array, other[0] as Float32Array)).toBeLessThan(2e-5);
+          expect(maxDiff(plain[1] as Float32Array, other[1] as Float32Array)).toBeLessThan(2e-5);
+        }
       });
     }
   }
@@ -146,6 +148,7 @@ describe('tree calls equal their paths run alone; compaction keeps the accepted 
       { graph: 'fused', precision: 'fp32' },
       { model_type: 'qwen2', num_key_value_heads: 1 },
     ],
+    ['hybrid, fp32, qwen2', { graph: 'hybrid', precision: 'fp32' }, { model_type: 'qwen2' }],
     ['plain, int4', { graph: 'plain', precision: 'int4' }, {}],
     ['fused, int4 with zero points', { graph: 'fused', precision: 'int4', int4: { zeroPoints: true } }, {}],
   ];
@@ -193,9 +196,9 @@ describe("graph 'auto'", () => {
     const { model } = randomModel();
     const r = await ModelRunner.create(ort, model, { device: 'wasm', graph: 'auto' });
     const timings = r.variantTimings;
-    expect(timings.map((t) => t.variant)).toEqual(['fused', 'plain']);
+    expect(timings.map((t) => t.variant)).toEqual(['fused', 'hybrid', 'plain']);
     for (const t of timings) expect(t.q1).toBeGreaterThan(0);
-    const best = [...timings].sort((x, y) => x.q1 + x.q8 - (y.q1 + y.q8))[0];
+    const best = [...timings].sort((x, y) => x.q1 + x.q16 - (y.q1 + y.q16))[0];
     expect(r.variant).toBe(best?.variant);
     await r.release();
   });
