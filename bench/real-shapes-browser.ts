@@ -42,7 +42,8 @@ export async function runInChromium(
   const server = await createServer({
     configFile: 'vite.config.ts',
     plugins: [serveRealModels(modelsRoot)],
-    server: { port: PORT, strictPort: true, host: '127.0.0.1' },
+    // No file watching or hot reload: an edit elsewhere in the repository must not reload a page mid-measurement.
+    server: { port: PORT, strictPort: true, host: '127.0.0.1', hmr: false, watch: null },
     logLevel: 'error',
   });
   await server.listen();
