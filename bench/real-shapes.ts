@@ -7,7 +7,8 @@
  *   --shapes SmolLM2-135M,SmolLM2-360M (or none: --shapes '')   --models public/models/austen-target (any folder)
  *   --backends node-wasm,chromium-webgpu,chromium-wasm
  *   --precisions fp32,int4   --graphs plain,fused   --qs 1,2,4,8,16,32,64 (or 1-64)   --reps 3
- *   --tokens 32 --repeats 2   --layers N (keep N layers; all backends)   --browser-layers 2 (default for Chromium)
+ *   --tokens 32 --repeats 2   --layers N (keep N layers; all backends)   --gpu-layers 2 (default for the software
+ *   WebGPU backends: Chromium's SwiftShader, lavapipe in Node)   --backends also takes node-webgpu (Dawn in Node)
  *   --peer (transformers.js generate() vs ours, Node wasm)   --peer-prompts 3
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -33,7 +34,7 @@ const { values } = parseArgs({
     tokens: { type: 'string', default: '32' },
     repeats: { type: 'string', default: '2' },
     layers: { type: 'string' },
-    'browser-layers': { type: 'string', default: '2' },
+    'gpu-layers': { type: 'string', default: '2' },
     'browser-tokens': { type: 'string', default: '8' },
     'browser-qs': { type: 'string', default: '1,2,4,8,16' },
     peer: { type: 'boolean', default: false },
@@ -67,19 +68,19 @@ const log = (line: string) => console.log(`  ${line}`);
 /** What to measure: generated real shapes, and any model folders given with --models (e.g. the bundled target). */
 interface Target {
   label: string;
-  /** Folder for Node. */
-  dir: () => string;
+  /** Folder for Node (gpu: sized for a software WebGPU backend). */
+  dir: (gpu: boolean) => string;
   /** URL path for the browser (the dev server serves public/ at / and the shape cache at /real-models/). */
   url: (browser: boolean) => string;
 }
-const layersFor = (browser: boolean) => {
-  const n = values.layers ?? (browser ? values['browser-layers'] : undefined);
+const layersFor = (gpu: boolean) => {
+  const n = values.layers ?? (gpu ? values['gpu-layers'] : undefined);
   return n === undefined || Number(n) <= 0 ? {} : { layers: Number(n) };
 };
 const targets: Target[] = [
   ...shapes.map((shape) => ({
     label: shape,
-    dir: () => ensureRealShape(shape, layersFor(false)),
+    dir: (gpu: boolean) => ensureRealShape(shape, layersFor(gpu)),
     url: (browser: boolean) => {
       ensureRealShape(shape, layersFor(browser));
       return `/real-models/${shapeFolderName(shape, layersFor(browser))}/`;
@@ -97,7 +98,7 @@ const targets: Target[] = [
 
 for (const target of targets) {
   if (backends.includes('node-wasm')) {
-    const dir = target.dir();
+    const dir = target.dir(false);
     console.log(`== ${dir}, wasm in Node`);
     const r = await benchShape(ortForNode(Number(values.threads)), dir, 'wasm', cells, {
       qs: parseQs(String(values.qs)),
@@ -126,6 +127,35 @@ for (const target of targets) {
       }
     }
   }
+}
+
+// WebGPU in Node after every wasm run: installing Dawn leaves V8 running ORT's wasm with Liftoff only.
+if (backends.includes('node-webgpu')) {
+  const { ortForNodeWebGpu } = await import('../src/runtime/ort-node-webgpu');
+  const gpu = await ortForNodeWebGpu();
+  for (const target of targets) {
+    const dir = target.dir(true);
+    if (!gpu.ok) {
+      reports[`${dir}/node-webgpu`] = { error: gpu.reason };
+      console.log(`node-webgpu: ${gpu.reason}`);
+      continue;
+    }
+    console.log(`== ${dir}, WebGPU in Node (${gpu.adapter.description || gpu.adapter.architecture})`);
+    const r = await benchShape(gpu.ort as never, dir, 'webgpu', cells, {
+      qs: parseQs(String(values['browser-qs'])),
+      reps: Number(values.reps),
+      decodeTokens: Number(values['browser-tokens']),
+      decodeRepeats: Number(values.repeats),
+      prompt: promptText,
+      log,
+    });
+    reports[`${dir}/node-webgpu`] = r;
+    tables.push(shapeMarkdown(`${dir.replace(/^.*\//, '')}, WebGPU in Node (${gpu.adapter.architecture})`, r));
+    console.log(`\n${tables[tables.length - 1]}\n`);
+  }
+}
+
+for (const target of targets) {
   const browserBackends = backends.filter((b) => b.startsWith('chromium-'));
   if (browserBackends.length > 0) {
     const url = target.url(true);
