@@ -48,6 +48,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       target: options.target,
       ...(uses(methodSpec(options.method), 'draft-model') ? { draft: options.draft } : {}),
       device: runtime.device,
+      precision: options.precision,
       // Measured costs and found skip sets are remembered between runs (SPEC_DECODER_CACHE moves the file).
       store: new FileStore(),
     });

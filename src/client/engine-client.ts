@@ -18,7 +18,7 @@ export class EngineError extends Error {
 }
 
 export interface ClientLoadOptions
-  extends Partial<Pick<LoadRequest, 'device' | 'compute' | 'base' | 'ortBase' | 'hub'>> {
+  extends Partial<Pick<LoadRequest, 'device' | 'compute' | 'precision' | 'base' | 'ortBase' | 'hub'>> {
   target: string;
   draft?: string;
   onProgress?: (info: ProgressInfo) => void;
@@ -96,6 +96,7 @@ export class EngineClient {
       ...(options.draft ? { draft: options.draft } : {}),
       device: options.device ?? 'webgpu',
       ...(options.compute ? { compute: options.compute } : {}),
+      ...(options.precision ? { precision: options.precision } : {}),
       base,
       ortBase: options.ortBase ?? defaultOrtBase(base),
       ...(options.hub ? { hub: options.hub } : {}),

@@ -32,6 +32,13 @@ export interface CausalLM {
   /** Append the tokens to the cache and return logits for the requested rows: [rows, vocab], row-major. */
   forward(input: ForwardInput): Promise<Float32Array>;
   /**
+   * Optional: like forward, but return only each requested row's argmax token id (the first on ties), computed where
+   * the logits are, so only q ids come back instead of q logits rows. Greedy verification needs no more.
+   */
+  forwardArgmax?(input: ForwardInput): Promise<Int32Array>;
+  /** Optional: bytes of outputs copied back from the model so far (logits rows or token ids). */
+  readonly bytesRead?: number;
+  /**
    * Keep only these cache slots (indices into the cache as `length` sees it, in order); applied before the next
    * call. A second keep before that call composes with the first.
    */

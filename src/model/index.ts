@@ -8,8 +8,9 @@ import { ModelRunner, type RunnerOptions } from './runner';
 
 export { parseLlamaConfig } from './config';
 export { DownloadError, ModelLoadError } from './errors';
-export { type ComputeType, MASKED } from './graph/llama';
+export { type ComputeType, type GraphVariant, MASKED } from './graph/llama';
 export { assertSameVocabulary, type LoadedModel, loadModel } from './load';
+export { PRECISIONS, type Precision } from './precision';
 export { ContextLimitError, type Device, type ForwardInput, ModelRunner } from './runner';
 export type { HubOptions, ProgressCallback, ProgressInfo } from './source';
 
@@ -17,8 +18,16 @@ type Ort = Parameters<typeof ModelRunner.create>[0];
 
 export interface OpenOptions extends LoadOptions, Omit<RunnerOptions, 'onProgress'> {}
 
-function runnerOptions({ device, compute, onProgress }: OpenOptions): RunnerOptions {
-  return { device, ...(compute ? { compute } : {}), ...(onProgress ? { onProgress } : {}) };
+function runnerOptions(o: OpenOptions): RunnerOptions {
+  const { device, precision, compute, int4, graph, onProgress } = o;
+  return {
+    device,
+    ...(precision ? { precision } : {}),
+    ...(compute ? { compute } : {}),
+    ...(int4 ? { int4 } : {}),
+    ...(graph ? { graph } : {}),
+    ...(onProgress ? { onProgress } : {}),
+  };
 }
 
 /** Which model an error is about (users load a target, a draft and heads side by side). */

@@ -1,6 +1,7 @@
 /**
  * <spec-decoder>: speculative decoding you can watch. Attributes (mirrored as properties): target, draft, method,
- * max-new-tokens, temperature, top-p, top-k, seed, device ("webgpu" default, "wasm" fallback), prompt,
+ * max-new-tokens, temperature, top-p, top-k, seed, device ("webgpu" default, "wasm" fallback), precision ("auto"
+ * default, "fp32", "fp16", "int4"), prompt,
  * group-rounds, ort-base, hub-endpoint (the hub host for hf:org/name ids; a token goes in the hubToken property), mode
  * ("text", or "chat": messages in through the target's chat template, see chat-view.ts). The prompt can also come from a
  * slotted element: <span slot="prompt">…</span>. cachedModels() and clearCache() show and empty the hub cache.
@@ -108,6 +109,7 @@ export class SpecDecoder extends LitElement {
   @property({ type: Number, attribute: 'top-k' }) topK = 0;
   @property({ type: Number }) seed = 0;
   @property() device: 'webgpu' | 'wasm' = 'webgpu';
+  @property() precision: 'auto' | 'fp32' | 'fp16' | 'int4' = 'auto';
   @property() prompt = '';
   @property({ type: Boolean, attribute: 'group-rounds' }) groupRounds = false;
   /** Folder with onnxruntime-web's wasm files (default: ort/ beside the page). */
@@ -139,7 +141,15 @@ export class SpecDecoder extends LitElement {
   private controller: AbortController | null = null;
 
   private get loadKey(): string {
-    return JSON.stringify([this.target, this.draft, this.device, this.ortBase, this.hubEndpoint, this.hubToken]);
+    return JSON.stringify([
+      this.target,
+      this.draft,
+      this.device,
+      this.precision,
+      this.ortBase,
+      this.hubEndpoint,
+      this.hubToken,
+    ]);
   }
 
   private slottedPrompt(): string {
@@ -186,6 +196,7 @@ export class SpecDecoder extends LitElement {
       target: this.target,
       draft: this.draft,
       device: this.device,
+      precision: this.precision,
       onProgress: this.onProgress,
       ...(this.ortBase ? { ortBase: new URL(this.ortBase, document.baseURI).href } : {}),
       ...(this.hubEndpoint || this.hubToken
@@ -401,7 +412,7 @@ export class SpecDecoder extends LitElement {
       <div class="legend" part="legend">
         <span data-kind="accepted">accepted draft</span><span data-kind="rejected">rejected draft</span
         ><span data-kind="target">target's own</span>
-        ${this.loadInfo ? html`<small>on ${this.loadInfo.device} (${this.loadInfo.compute})</small>` : nothing}
+        ${this.loadInfo ? html`<small>on ${this.loadInfo.device} (${this.loadInfo.precision ?? this.loadInfo.compute})</small>` : nothing}
       </div>
       ${
         chat

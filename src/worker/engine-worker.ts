@@ -78,6 +78,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     ...(req.draft ? { draft: req.draft } : {}),
     base: req.base,
     ...(req.compute ? { compute: req.compute } : {}),
+    ...(req.precision ? { precision: req.precision } : {}),
     calibration,
     store: new IndexedDbStore(),
     ...(req.hub ? { hub: req.hub } : {}),
@@ -97,6 +98,8 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
   const result: LoadInfo = {
     device,
     compute: engine.target.compute,
+    precision: engine.target.precision,
+    graph: engine.target.variant,
     target: info(engine.target),
     ...(engine.draft ? { draft: info(engine.draft) } : {}),
     ...(fallback ? { fallback } : {}),

@@ -15,6 +15,8 @@ export interface LoadRequest {
   /** Preferred device; the worker falls back to wasm (and says why) when WebGPU is unavailable. */
   device: DeviceChoice;
   compute?: 'fp32' | 'fp16' | 'auto';
+  /** Weights and arithmetic: 'fp32', 'fp16', 'int4' or 'auto' (default). */
+  precision?: 'fp32' | 'fp16' | 'int4' | 'auto';
   /** Base URL that relative model folders resolve against (the page). */
   base: string;
   /** Folder holding onnxruntime-web's wasm files. */
@@ -39,6 +41,9 @@ export interface ModelInfo {
 export interface LoadInfo {
   device: DeviceChoice;
   compute: 'fp32' | 'fp16';
+  /** What the target runs: 'fp32', 'fp16', 'int4' or 'int4-fp16', and the graph variant measured fastest. */
+  precision?: string;
+  graph?: string;
   /** Why the worker is not on the requested device, when it fell back. */
   fallback?: string;
   adapter?: string;
