@@ -37,6 +37,12 @@ export interface EngineLoadOptions {
   precision?: Precision;
   /** Graph variant: 'plain', 'fused', 'hybrid' (onnxruntime contrib ops) or 'auto' (default: measured at load). */
   graph?: GraphVariant | 'auto';
+  /**
+   * Build the target with layer switches so it can draft for itself with sub-layers skipped (method swift, and
+   * auto's layer-skipping arm). One graph and one copy of the weights; the plain graph with an If per sub-layer
+   * (a few percent slower per call on wasm, so off unless asked for).
+   */
+  layerSwitches?: boolean;
   onProgress?: ProgressCallback;
   /** Base URL for relative model folders (browser). */
   base?: string;

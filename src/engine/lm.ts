@@ -76,6 +76,8 @@ export function checkLogits(logits: Float32Array, vocab: number, who: string): v
  * SWIFT). One session, one copy of the weights; the skip set may change on every call.
  */
 export interface LayerSkippingLM extends CausalLM {
+  /** True when this model was built with layer switches (a runner built without them has none). */
+  readonly canSkipLayers: true;
   /** Decoder layers (each has an attention and an MLP sub-layer). */
   readonly numLayers: number;
   /** Identifies the model, its precision and its device (remembered skip sets are keyed by it). */
@@ -85,5 +87,5 @@ export interface LayerSkippingLM extends CausalLM {
 }
 
 export function isLayerSkipping(lm: CausalLM): lm is LayerSkippingLM {
-  return typeof (lm as Partial<LayerSkippingLM>).forwardSkipping === 'function';
+  return (lm as Partial<LayerSkippingLM>).canSkipLayers === true;
 }

@@ -18,10 +18,12 @@ type Ort = Parameters<typeof ModelRunner.create>[0];
 
 export interface OpenOptions extends LoadOptions, Omit<RunnerOptions, 'onProgress'> {}
 
-function runnerOptions(o: OpenOptions): RunnerOptions {
-  const { device, precision, compute, int4, graph, onProgress } = o;
+/** The runner options of one model: layer switches are the target's alone (a draft never skips its layers). */
+function runnerOptions(o: OpenOptions, role: ModelRole = 'target'): RunnerOptions {
+  const { device, precision, compute, int4, graph, onProgress, layerSwitches } = o;
   return {
     device,
+    ...(layerSwitches && role === 'target' ? { layerSwitches } : {}),
     ...(precision ? { precision } : {}),
     ...(compute ? { compute } : {}),
     ...(int4 ? { int4 } : {}),
@@ -53,7 +55,7 @@ export async function openModel(
   role: ModelRole = 'target',
 ): Promise<ModelRunner> {
   return asRole(role, spec, async () =>
-    ModelRunner.create(ort, await loadModel(spec, options), runnerOptions(options)),
+    ModelRunner.create(ort, await loadModel(spec, options), runnerOptions(options, role)),
   );
 }
 
@@ -78,7 +80,7 @@ export async function openPair(
   );
   try {
     const draft = await asRole('draft', specs.draft, () =>
-      ModelRunner.create(ort, draftModel as LoadedModel, runnerOptions(options)),
+      ModelRunner.create(ort, draftModel as LoadedModel, runnerOptions(options, 'draft')),
     );
     return { target, draft };
   } catch (e) {

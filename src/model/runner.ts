@@ -10,7 +10,7 @@
  * back. `bytesRead` counts what came back.
  */
 import type * as OrtModule from 'onnxruntime-common';
-import { type CausalLM, ContextLimitError, type ForwardInput } from '../engine/lm';
+import { type CausalLM, ContextLimitError, type ForwardInput, type LayerSkippingLM } from '../engine/lm';
 import type { LlamaConfig } from './config';
 import { f16ToF32 } from './convert';
 import { ModelLoadError } from './errors';
@@ -25,6 +25,8 @@ import {
   pastValue,
   presentKey,
   presentValue,
+  runAttention,
+  runMlp,
   type WeightFormat,
 } from './graph/llama';
 import type { LoadedModel } from './load';
@@ -56,6 +58,11 @@ export interface RunnerOptions {
    * 'plain' here; SpecEngine.load defaults to 'auto'.
    */
   graph?: GraphVariant | 'auto';
+  /**
+   * Build the target with layer switches (the plain graph with an If per sub-layer), so that it can also run with
+   * sub-layers skipped (self-speculation: SWIFT) over the same weights and cache. Implies graph 'plain'.
+   */
+  layerSwitches?: boolean;
   onProgress?: ProgressCallback;
 }
 
@@ -69,7 +76,7 @@ export class SessionCreateError extends ModelLoadError {
 const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) =>
   new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
 
-export class ModelRunner implements CausalLM {
+export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLayers'> {
   private cache: Tensor[] = [];
   private cacheLength = 0;
   private pendingKeep: number[] | null = null;
@@ -89,6 +96,18 @@ export class ModelRunner implements CausalLM {
     readonly variantTimings: VariantTiming[],
   ) {
     this.reset();
+  }
+
+  /**
+   * Built with layer switches: it can also run with sub-layers skipped (forwardSkipping). The first and last layers
+   * always run, so a model needs three layers or more for anything to be switchable.
+   */
+  get canSkipLayers(): boolean {
+    return this.graph.layerSwitches && this.config.numLayers >= 3;
+  }
+
+  get numLayers(): number {
+    return this.config.numLayers;
   }
 
   /** The arithmetic type. */
@@ -119,11 +138,13 @@ export class ModelRunner implements CausalLM {
       );
     }
     const label = precisionLabel(precision);
+    if (options.layerSwitches && options.graph !== undefined && options.graph !== 'auto' && options.graph !== 'plain')
+      throw new ModelLoadError(`${model.spec}: layer switches need the plain graph, not ${options.graph}`);
     let variant: GraphVariant = options.graph === undefined || options.graph === 'auto' ? 'plain' : options.graph;
     let variantTimings: VariantTiming[] = [];
     // WebGPU gathers fp16 only with shader-f16; wasm always can.
     const embeddingType = options.device === 'webgpu' && native !== 'fp16' ? 'float32' : 'float16';
-    if (options.graph === 'auto') {
+    if (options.graph === 'auto' && !options.layerSwitches) {
       options.onProgress?.({ status: 'building', name: model.spec, file: 'choosing the graph variant' });
       const choice = await measureVariants(ort, model, options.device, precision, embeddingType);
       variant = choice.variant;
@@ -151,6 +172,7 @@ export class ModelRunner implements CausalLM {
       ...(options.int4 ? { int4: options.int4 } : {}),
       ...(precision.weights === 'int4' ? { onQuantize } : {}),
       embeddingType,
+      ...(options.layerSwitches ? { layerSwitches: true } : {}),
     });
     const { externalData } = graph;
     const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = {
@@ -198,10 +220,12 @@ export class ModelRunner implements CausalLM {
       this.device,
       this.precision,
       this.variant,
+      this.canSkipLayers,
     ]);
     let h = 0x811c9dc5;
     for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
-    return `${c.modelType}-${c.numLayers}x${c.hiddenSize}-${this.device}-${this.precision}-${this.variant}-${h.toString(16)}`;
+    const variant = `${this.variant}${this.canSkipLayers ? '+switches' : ''}`;
+    return `${c.modelType}-${c.numLayers}x${c.hiddenSize}-${this.device}-${this.precision}-${variant}-${h.toString(16)}`;
   }
 
   /** Bytes of weights one call reads, as stored in the graph (for achieved-bandwidth figures). */
@@ -249,7 +273,24 @@ export class ModelRunner implements CausalLM {
   }
 
   async forward(input: ForwardInput): Promise<Float32Array> {
-    const out = await this.run(input, GRAPH_OUTPUTS.logits);
+    const out = await this.run(input, GRAPH_OUTPUTS.logits, null);
+    return this.logitsOf(out, input);
+  }
+
+  /**
+   * Like forward, with the sub-layers marked 1 in `skip` skipped ([attention of layer 0..L-1, MLP of 0..L-1]; the
+   * first and last layers always run). Needs a runner built with layer switches.
+   */
+  async forwardSkipping(input: ForwardInput, skip: Uint8Array): Promise<Float32Array> {
+    const L = this.config.numLayers;
+    if (!this.canSkipLayers) throw new Error(`${this.model.spec}: built without layer switches; it cannot skip layers`);
+    if (skip.length !== 2 * L) throw new RangeError(`forwardSkipping: ${skip.length} switches for ${L} layers`);
+    if (skip[0] || skip[L - 1] || skip[L] || skip[2 * L - 1])
+      throw new RangeError('forwardSkipping: the first and the last layer always run');
+    return this.logitsOf(await this.run(input, GRAPH_OUTPUTS.logits, skip), input);
+  }
+
+  private async logitsOf(out: Tensor, input: ForwardInput): Promise<Float32Array> {
     const data = (await out.getData()) as Float32Array;
     const expected = Array.from(input.rows).length * this.config.vocabSize;
     if (data.length !== expected) throw new Error(`forward: got ${data.length} logits, expected ${expected}`);
@@ -259,13 +300,13 @@ export class ModelRunner implements CausalLM {
 
   /** Like forward, but returns only the argmax token of each requested row (greedy verification needs no more). */
   async forwardArgmax(input: ForwardInput): Promise<Int32Array> {
-    const out = await this.run(input, GRAPH_OUTPUTS.argmax);
+    const out = await this.run(input, GRAPH_OUTPUTS.argmax, null);
     const data = (await out.getData()) as BigInt64Array;
     this.bytesRead += data.byteLength;
     return Int32Array.from(data, (v) => Number(v));
   }
 
-  private async run(input: ForwardInput, output: string): Promise<Tensor> {
+  private async run(input: ForwardInput, output: string, skip: Uint8Array | null): Promise<Tensor> {
     if (this.released) throw new Error(`${this.model.spec}: the model was released`);
     const q = input.tokens.length;
     const kept = this.length;
@@ -297,6 +338,14 @@ export class ModelRunner implements CausalLM {
       [GRAPH_INPUTS.keepIndices]: int64(this.ort, keepList, [keepList.length]),
       [GRAPH_INPUTS.logitsRows]: int64(this.ort, input.rows, [input.rows.length]),
     };
+    if (this.canSkipLayers) {
+      const L = this.config.numLayers;
+      const run = (on: boolean) => new this.ort.Tensor('bool', Uint8Array.of(on ? 1 : 0), []);
+      for (let i = 1; i < L - 1; i++) {
+        feeds[runAttention(i)] = run(!skip?.[i]);
+        feeds[runMlp(i)] = run(!skip?.[L + i]);
+      }
+    }
     const fetches = [output];
     for (let i = 0; i < this.config.numLayers; i++) {
       feeds[pastKey(i)] = this.cache[2 * i] as Tensor;

@@ -149,7 +149,13 @@ export class SpecDecoder extends LitElement {
       this.ortBase,
       this.hubEndpoint,
       this.hubToken,
+      this.needsLayerSwitches,
     ]);
+  }
+
+  /** The method drafts with the target's own layers: the target is built with layer switches for it. */
+  private get needsLayerSwitches(): boolean {
+    return isMethod(this.method) && methodSpec(this.method).needs.includes('target-self');
   }
 
   private slottedPrompt(): string {
@@ -197,6 +203,7 @@ export class SpecDecoder extends LitElement {
       draft: this.draft,
       device: this.device,
       precision: this.precision,
+      ...(this.needsLayerSwitches ? { layerSwitches: true } : {}),
       onProgress: this.onProgress,
       ...(this.ortBase ? { ortBase: new URL(this.ortBase, document.baseURI).href } : {}),
       ...(this.hubEndpoint || this.hubToken

@@ -82,6 +82,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     calibration,
     store: new IndexedDbStore(),
     ...(req.hub ? { hub: req.hub } : {}),
+    ...(req.layerSwitches ? { layerSwitches: true } : {}),
     onProgress: (info: ProgressInfo) => post({ type: 'progress', id, info }),
   };
   try {

@@ -23,6 +23,8 @@ export interface LoadRequest {
   ortBase: string;
   /** For `hf:` ids: the hub host (default https://huggingface.co) and an access token for gated models. */
   hub?: { endpoint?: string; token?: string };
+  /** Build the target with layer switches (self-speculation by layer skipping). */
+  layerSwitches?: boolean;
 }
 
 export interface ModelInfo {

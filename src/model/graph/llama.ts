@@ -30,7 +30,16 @@ import { buildFusedBody } from './llama-fused';
 import { buildPlainBody } from './llama-plain';
 import { MASKED } from './mask';
 import { DATA_TYPE_CODE, type Dim, type OnnxDataType, OnnxGraph } from './onnx';
-import { GRAPH_INPUTS, GRAPH_OUTPUTS, pastKey, pastValue, presentKey, presentValue } from './signature';
+import {
+  GRAPH_INPUTS,
+  GRAPH_OUTPUTS,
+  pastKey,
+  pastValue,
+  presentKey,
+  presentValue,
+  runAttention,
+  runMlp,
+} from './signature';
 import { CONVERTED_WEIGHTS, type Int4Initializers, ONNX_DTYPE, WeightStore } from './weights';
 
 export type ComputeType = 'fp32' | 'fp16';
@@ -44,7 +53,18 @@ export type WeightFormat = 'float' | 'int4';
 export type GraphVariant = 'plain' | 'fused' | 'hybrid';
 export const GRAPH_VARIANTS: readonly GraphVariant[] = ['plain', 'fused', 'hybrid'];
 
-export { CONVERTED_WEIGHTS, GRAPH_INPUTS, GRAPH_OUTPUTS, MASKED, pastKey, pastValue, presentKey, presentValue };
+export {
+  CONVERTED_WEIGHTS,
+  GRAPH_INPUTS,
+  GRAPH_OUTPUTS,
+  MASKED,
+  pastKey,
+  pastValue,
+  presentKey,
+  presentValue,
+  runAttention,
+  runMlp,
+};
 
 /** Check every expected tensor exists with the expected shape; name the first that does not. */
 export function checkWeights(cfg: LlamaConfig, weights: ReadonlyMap<string, TensorEntry>): void {
@@ -67,6 +87,8 @@ export interface BuiltGraph {
   compute: ComputeType;
   weightFormat: WeightFormat;
   variant: GraphVariant;
+  /** Built with sub-layer switches (run_attention.{i} / run_mlp.{i} inputs). */
+  layerSwitches: boolean;
   /** Bytes of weights that had to be converted or quantised (0 when all were used in place). */
   convertedBytes: number;
   /** Bytes of weights one call reads (every layer, the head, and q embedding rows). */
@@ -96,6 +118,12 @@ export interface BuildOptions {
   /** int4 quantisation progress: fraction done, 0..1. */
   onQuantize?: (fraction: number) => void;
   /**
+   * Switches that skip sub-layers (an If per attention and MLP sub-layer of every layer but the first and the
+   * last; inputs run_attention.{i} / run_mlp.{i}): one graph, one copy of the weights, serves the target and its
+   * layer-skipping self-draft. Plain body only.
+   */
+  layerSwitches?: boolean;
+  /**
    * int4 only: the embedding table's type. Default 'float16' (half the memory; a Gather of q rows, then a cast);
    * a WebGPU device without shader-f16 cannot gather fp16, so the runner asks for the compute type there.
    */
@@ -121,6 +149,8 @@ export interface GraphContext {
   embed(ids: string): string;
   /** Per-token RoPE angles [q, headDim / 2] in fp32, from the position ids. */
   ropeAngles(): string;
+  /** Whether sub-layers 1..L-2 are behind If switches (plain body). */
+  layerSwitches: boolean;
 }
 
 /** Elements the int4 build quantises (for progress reports). */
@@ -194,7 +224,23 @@ export function buildLlamaGraph(
     angles = g.op('Mul', [pos, g.constFloat32(ropeInvFreq(cfg), [1, hd / 2], 'inv_freq')]);
     return angles;
   };
-  const ctx: GraphContext = { g, cfg, store, T, weightFormat, layers, inputs, cast, toT, linear, embed, ropeAngles };
+  const layerSwitches = options.layerSwitches === true;
+  if (layerSwitches && variant !== 'plain') throw new Error(`layer switches need the plain graph, not ${variant}`);
+  const ctx: GraphContext = {
+    g,
+    cfg,
+    store,
+    T,
+    weightFormat,
+    layers,
+    inputs,
+    cast,
+    toT,
+    linear,
+    embed,
+    ropeAngles,
+    layerSwitches,
+  };
 
   // The body: [rows, H], the final-normed hidden state of the requested rows.
   const normed =
@@ -224,6 +270,7 @@ export function buildLlamaGraph(
     compute,
     weightFormat,
     variant,
+    layerSwitches,
     convertedBytes: store.convertedBytes,
     weightBytes: callWeightBytes(cfg, weightFormat, compute, layers, options.int4?.blockSize),
     nodes: g.nodeCount,
