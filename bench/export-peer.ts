@@ -5,13 +5,19 @@
  */
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildLlamaGraph } from '../src/model/graph/llama';
+import { buildLlamaGraph, type GraphVariant, type WeightFormat } from '../src/model/graph/llama';
 import { loadModel } from '../src/model/load';
 
-export async function exportForTransformers(modelDir: string, outDir: string): Promise<void> {
+export async function exportForTransformers(
+  modelDir: string,
+  outDir: string,
+  options: { weights?: WeightFormat; variant?: GraphVariant } = {},
+): Promise<void> {
   const model = await loadModel(modelDir);
   const graph = buildLlamaGraph(model.config, model.weights, model.files, {
     compute: 'fp32',
+    weights: options.weights ?? 'float',
+    variant: options.variant ?? 'plain',
     interface: 'transformers',
     weightsFile: 'model.onnx_data',
   });

@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { describeNeeds, isMethod, METHOD_NAMES, METHODS, type Method } from '../engine/drafters/index';
 import type { SamplingParams } from '../engine/sampling';
+import { PRECISIONS, type Precision } from '../model/precision';
 import { firstLine, joinNegativeValues } from '../util/args';
 
 export const DEFAULT_TARGET = 'public/models/austen-target';
@@ -12,7 +13,7 @@ export const DEFAULT_DRAFT = 'public/models/austen-draft';
 
 export const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--method NAME]
        [--max-new-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S] [--device wasm|webgpu]
-       [--verify rejection|typical] [--chat [--system TEXT]] [--json]
+       [--precision fp32|fp16|int4|auto] [--verify rejection|typical] [--chat [--system TEXT]] [--json]
 
 --target/--draft take a folder or a hub id, hf:org/name[@revision] (HF_ENDPOINT, HF_TOKEN and HF_HOME as for
 huggingface_hub). --chat sends the prompt as a user message through the target's chat template.
@@ -32,6 +33,7 @@ export interface CliOptions {
   maxNewTokens: number;
   sampling: SamplingParams;
   device: 'wasm' | 'webgpu';
+  precision: Precision;
   verify: 'rejection' | 'typical';
   json: boolean;
   help: boolean;
@@ -51,6 +53,7 @@ const VALUE_FLAGS = [
   'top-k',
   'seed',
   'device',
+  'precision',
   'verify',
   'system',
 ] as const;
@@ -99,6 +102,9 @@ export function parseCli(argv: string[]): CliOptions {
   const device = str('device') ?? 'wasm';
   if (device !== 'wasm' && device !== 'webgpu')
     throw new UsageError(`--device must be wasm or webgpu; got "${device}"`);
+  const precision = str('precision') ?? 'auto';
+  if (!(PRECISIONS as readonly string[]).includes(precision))
+    throw new UsageError(`--precision must be one of ${PRECISIONS.join(', ')}; got "${precision}"`);
   const verify = str('verify') ?? 'rejection';
   if (verify !== 'rejection' && verify !== 'typical')
     throw new UsageError(`--verify must be rejection or typical; got "${verify}"`);
@@ -123,6 +129,7 @@ export function parseCli(argv: string[]): CliOptions {
     maxNewTokens,
     sampling,
     device,
+    precision: precision as Precision,
     verify,
     json: Boolean(values.json),
     help,

@@ -18,7 +18,9 @@ export class EngineError extends Error {
 }
 
 export interface ClientLoadOptions
-  extends Partial<Pick<LoadRequest, 'device' | 'compute' | 'base' | 'ortBase' | 'hub'>> {
+  extends Partial<
+    Pick<LoadRequest, 'device' | 'compute' | 'precision' | 'base' | 'ortBase' | 'hub' | 'layerSwitches'>
+  > {
   target: string;
   draft?: string;
   onProgress?: (info: ProgressInfo) => void;
@@ -96,9 +98,11 @@ export class EngineClient {
       ...(options.draft ? { draft: options.draft } : {}),
       device: options.device ?? 'auto',
       ...(options.compute ? { compute: options.compute } : {}),
+      ...(options.precision ? { precision: options.precision } : {}),
       base,
       ortBase: options.ortBase ?? defaultOrtBase(base),
       ...(options.hub ? { hub: options.hub } : {}),
+      ...(options.layerSwitches ? { layerSwitches: true } : {}),
     };
     this.loaded = null;
     return new Promise<LoadInfo>((resolve, reject) => {

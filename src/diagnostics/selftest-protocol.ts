@@ -6,7 +6,16 @@ export type SelftestRequest =
   /** MatMul + Softmax on the webgpu EP alone and on wasm. */
   | { kind: 'ops'; ortBase: string }
   /** Load model folders and check tree attention + compaction on a device. */
-  | { kind: 'tree'; ortBase: string; models: string[]; device: 'webgpu' | 'wasm'; base: string };
+  | {
+      kind: 'tree';
+      ortBase: string;
+      models: string[];
+      device: 'webgpu' | 'wasm';
+      base: string;
+      /** Graph variant and precision to check (default: the runner's defaults). */
+      graph?: 'plain' | 'fused' | 'hybrid';
+      precision?: 'auto' | 'fp32' | 'fp16' | 'int4';
+    };
 
 export type BackendRun = { ok: true; ms: number; output: number[] } | { ok: false; error: string };
 

@@ -37,7 +37,11 @@ async function treeCheck(req: Extract<SelftestRequest, { kind: 'tree' }>): Promi
   for (const spec of req.models) {
     const model = await loadModel(spec, { base: req.base });
     const prompt = model.tokenizer.encode('It is a truth universally acknowledged, that a single man');
-    reports.push(await checkTreeConsistency(ort, model, req.device, prompt));
+    const options = {
+      ...(req.graph ? { graph: req.graph } : {}),
+      ...(req.precision ? { precision: req.precision } : {}),
+    };
+    reports.push(await checkTreeConsistency(ort, model, req.device, prompt, { runner: options }));
   }
   return reports;
 }

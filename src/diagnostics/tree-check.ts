@@ -6,16 +6,21 @@
  */
 import { chainBias, keepIndices, pathTo, positionIds, treeAttentionBias } from '../engine/tree';
 import type { LoadedModel } from '../model/load';
-import { type Device, ModelRunner } from '../model/runner';
+import { type Device, ModelRunner, type RunnerOptions } from '../model/runner';
 
 type Ort = Parameters<typeof ModelRunner.create>[0];
 
 /** What the check needs of a runner (tests substitute a faulty one to see the check fail). */
-export type CheckedRunner = Pick<ModelRunner, 'forward' | 'keep' | 'reset' | 'readCache' | 'release' | 'compute'>;
+export type CheckedRunner = Pick<
+  ModelRunner,
+  'forward' | 'keep' | 'reset' | 'readCache' | 'release' | 'compute' | 'precision' | 'variant'
+>;
 
 export interface TreeCheckOptions {
-  /** How runners are made (default: ModelRunner.create). */
+  /** How runners are made (default: ModelRunner.create with `runner`). */
   createRunner?: (ort: Ort, model: LoadedModel, device: Device) => Promise<CheckedRunner>;
+  /** Options of the default runners (precision, graph variant, int4). */
+  runner?: Omit<RunnerOptions, 'device'>;
 }
 
 export interface TreeCheckReport {
@@ -23,6 +28,9 @@ export interface TreeCheckReport {
   device: Device;
   /** The compute precision the runner chose for this device. */
   compute: 'fp32' | 'fp16';
+  /** Weights and arithmetic ('fp32', 'fp16', 'int4', 'int4-fp16') and the graph variant. */
+  precision: string;
+  variant: 'plain' | 'fused' | 'hybrid';
   /** max |tree-call logits - plain path logits| over all nodes. */
   logitsDiff: number;
   /** max |tree-call K/V slot - plain path K/V slot| over all nodes and heads, on the first and last layer. */
@@ -73,7 +81,7 @@ export async function checkTreeConsistency(
   options: TreeCheckOptions = {},
 ): Promise<TreeCheckReport> {
   const started = performance.now();
-  const create = options.createRunner ?? ((o, m, d) => ModelRunner.create(o, m, { device: d }));
+  const create = options.createRunner ?? ((o, m, d) => ModelRunner.create(o, m, { ...options.runner, device: d }));
   const V = model.config.vocabSize;
   const P = prompt.length;
   const treeTokens = TREE_PARENTS.map((_, i) => prompt[(i * 7 + 3) % P] as number);
@@ -144,6 +152,8 @@ export async function checkTreeConsistency(
       model: model.spec,
       device,
       compute: tree.compute,
+      precision: tree.precision,
+      variant: tree.variant,
       logitsDiff,
       cacheDiff,
       compactionDiff: maxDiff(after, fresh),

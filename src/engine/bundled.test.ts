@@ -26,6 +26,8 @@ beforeAll(async () => {
     target: 'public/models/austen-target',
     draft: 'public/models/austen-draft',
     device: 'wasm',
+    // With layer switches the target also drafts for itself (swift); all switches on is the plain target exactly.
+    layerSwitches: true,
   });
 });
 afterAll(async () => {

@@ -3,7 +3,7 @@
  * one at a time, with any method. DOM-free: the same class runs in the Worker, the CLI and the benchmarks.
  */
 
-import type { ComputeType, HubOptions } from '../model/index';
+import type { ComputeType, GraphVariant, HubOptions, Precision } from '../model/index';
 import { type ModelRunner, openModel, openPair, type ProgressCallback } from '../model/index';
 import type { Device } from '../model/runner';
 import type { ChatMessage, TextTokenizer } from '../model/tokenizer';
@@ -33,6 +33,16 @@ export interface EngineLoadOptions {
   draft?: string;
   device: Device;
   compute?: ComputeType | 'auto';
+  /** Weights and arithmetic: 'fp32', 'fp16', 'int4' or 'auto' (model/precision.ts). */
+  precision?: Precision;
+  /** Graph variant: 'plain', 'fused', 'hybrid' (onnxruntime contrib ops) or 'auto' (default: measured at load). */
+  graph?: GraphVariant | 'auto';
+  /**
+   * Build the target with layer switches so it can draft for itself with sub-layers skipped (method swift, and
+   * auto's layer-skipping arm). One graph and one copy of the weights; the plain graph with an If per sub-layer
+   * (a few percent slower per call on wasm, so off unless asked for).
+   */
+  layerSwitches?: boolean;
   onProgress?: ProgressCallback;
   /** Base URL for relative model folders (browser). */
   base?: string;
@@ -102,7 +112,16 @@ export class SpecEngine {
   ) {}
 
   static async load(ort: Ort, options: EngineLoadOptions): Promise<SpecEngine> {
-    const { target, draft, calibration = 'auto', store = new MemoryStore(), warmup = true, ...open } = options;
+    const {
+      target,
+      draft,
+      calibration = 'auto',
+      store = new MemoryStore(),
+      warmup = true,
+      graph = 'auto',
+      ...rest
+    } = options;
+    const open = { ...rest, graph }; // the graph variant is measured on this device unless given
     const started = performance.now();
     let engine: SpecEngine;
     if (!draft) engine = new SpecEngine(await openModel(ort, target, open), null, calibration, store);

@@ -31,7 +31,8 @@ export interface RoundEvent {
   /** The drafter's own account of this round (what it matched, chose or skipped). */
   note?: DrafterNote;
   /** Running totals. */
-  counts: { targetCalls: number; draftCalls: number; tokens: number };
+  /** targetBytes: bytes the target's verifying calls returned so far (logits rows, or token ids under greedy). */
+  counts: { targetCalls: number; draftCalls: number; tokens: number; targetBytes: number };
   timings: { draftMs: number; verifyMs: number; overheadMs: number; totalMs: number };
 }
 
@@ -61,6 +62,9 @@ export interface GenerationStats {
   overheadMs: number;
   /** Share of round time spent outside model calls. */
   overheadShare: number;
+  /** Bytes the target's verifying calls returned (what a GPU has to download), in all and per round. */
+  targetBytes: number;
+  targetBytesPerRound: number;
 }
 
 export interface GenerationResult {

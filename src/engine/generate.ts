@@ -6,14 +6,15 @@
  */
 import type { TextTokenizer } from '../model/tokenizer';
 import { IncrementalDecoder } from './decode';
-import type { Drafter, DraftTree, TargetOutputs } from './drafters';
+import type { Drafter, DraftTree } from './drafters';
 import { GenerationError, type GenerationResult, type RoundEvent, type StopReason, type TokenPiece } from './events';
-import { type CausalLM, ContextLimitError, checkLogits } from './lm';
+import { type CausalLM, ContextLimitError } from './lm';
 import { nextMacrotask } from './macrotask';
-import { checkSampling, Rng, type SamplingParams } from './sampling';
+import { checkSampling, isGreedy, Rng, type SamplingParams } from './sampling';
 import { StatsTracker } from './stats';
 import { chainBias, checkParents, childrenOf, keepIndices, positionIds, roundBias } from './tree';
-import { type VerifyResult, type VerifyRule, verify } from './verify';
+import { type VerifyResult, type VerifyRule, verify, verifyGreedyTokens } from './verify';
+import { callTarget, forwardDiscarding } from './verify-call';
 
 export interface GenerateOptions {
   maxNewTokens: number;
@@ -82,7 +83,6 @@ export async function* generate(
   }
   const rule = options.verifyRule ?? 'rejection';
   const eos = new Set(options.stopAtEos === false ? [] : [...target.config.eosTokenIds, ...(options.stopTokens ?? [])]);
-  const vocab = target.config.vocabSize;
   const rng = new Rng(sampling.seed);
   const stats = new StatsTracker();
   const decoder = new IncrementalDecoder(parts.tokenizer);
@@ -102,7 +102,7 @@ export async function* generate(
     if (prompt.length > 1) {
       const t = performance.now();
       const head = prompt.slice(0, -1);
-      await target.forward({
+      await forwardDiscarding(target, {
         tokens: head,
         positions: head.map((_, i) => i),
         bias: chainBias(0, head.length),
@@ -134,17 +134,20 @@ export async function* generate(
       const q = tree.tokens.length;
       const aux = tree.aux;
       const positions = positionIds(base, tree.parents);
-      const logits = await target.forward({
+      const input = {
         tokens: aux ? [...tree.tokens, ...aux.tokens] : tree.tokens,
         positions: aux ? [...positions, ...aux.positions] : positions,
         bias: roundBias(base, tree.parents, aux),
         rows: [...tree.tokens.keys(), ...(aux?.rows ?? []).map((r) => q + r)],
-      });
+      };
+      // Greedy rounds whose drafter reads no target logits fetch only token ids (verify-call.ts).
+      const tokensOnly = (rule === 'greedy' || isGreedy(sampling)) && drafter.readsTargetLogits !== true;
+      const call = await callTarget(target, input, q, tokensOnly, `drafter ${drafter.name}`);
       const verified = performance.now();
-      checkLogits(logits, vocab, 'the target model');
-      const row = (i: number) => logits.subarray(i * vocab, (i + 1) * vocab);
-      const outputs: TargetOutputs = { logits: row, auxLogits: (i) => row(q + i) };
-      const verdict = verify(rule, tree, row, sampling, rng);
+      const { outputs } = call;
+      const verdict = call.best
+        ? verifyGreedyTokens(tree, call.best)
+        : verify(rule, tree, outputs.logits, sampling, rng);
 
       // An accepted end-of-sequence token ends the text: nothing after it counts, not even the target's token.
       let path = verdict.path;
@@ -175,6 +178,7 @@ export async function* generate(
         produced.length,
         { draft: drafted - started, verify: verified - drafted, total },
         auxCount,
+        call.bytes,
       );
       const note = drafter.note?.();
       const text = (t: number) => parts.tokenizer.decode([t]);
@@ -197,6 +201,7 @@ export async function* generate(
           targetCalls: stats.verifyCalls + stats.prefillCalls,
           draftCalls: drafter.calls - draftCallsAtStart,
           tokens: generated.length,
+          targetBytes: stats.targetBytes,
         },
         timings: {
           draftMs: drafted - started,

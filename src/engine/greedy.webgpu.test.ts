@@ -21,7 +21,7 @@ const PROMPTS = [
 const TOKENS = 16;
 /** Top-2 logit gaps below this are ties at fp16 precision (a wide call may round them the other way). */
 const NEAR_TIE = 1e-2;
-const SHAPE = { max_position_embeddings: 256 };
+const SHAPE = { max_position_embeddings: 256, num_hidden_layers: 4 };
 
 let target: ModelRunner;
 let draft: ModelRunner;
@@ -30,7 +30,10 @@ const plain = new Map<number, number[]>();
 describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('greedy identity of every method on WebGPU in Node'), () => {
   beforeAll(async () => {
     const ort = webGpuOrt();
-    target = await ModelRunner.create(ort, randomModel(SHAPE, 'F16', 7).model, { device: 'webgpu' });
+    target = await ModelRunner.create(ort, randomModel(SHAPE, 'F16', 7).model, {
+      device: 'webgpu',
+      layerSwitches: true,
+    });
     draft = await ModelRunner.create(ort, randomModel({ ...SHAPE, num_hidden_layers: 1 }, 'F16', 7).model, {
       device: 'webgpu',
     });

@@ -32,6 +32,13 @@ export interface CausalLM {
   /** Append the tokens to the cache and return logits for the requested rows: [rows, vocab], row-major. */
   forward(input: ForwardInput): Promise<Float32Array>;
   /**
+   * Optional: like forward, but return only each requested row's argmax token id (the first on ties), computed where
+   * the logits are, so only q ids come back instead of q logits rows. Greedy verification needs no more.
+   */
+  forwardArgmax?(input: ForwardInput): Promise<Int32Array>;
+  /** Optional: bytes of outputs copied back from the model so far (logits rows or token ids). */
+  readonly bytesRead?: number;
+  /**
    * Keep only these cache slots (indices into the cache as `length` sees it, in order); applied before the next
    * call. A second keep before that call composes with the first.
    */
@@ -69,6 +76,8 @@ export function checkLogits(logits: Float32Array, vocab: number, who: string): v
  * SWIFT). One session, one copy of the weights; the skip set may change on every call.
  */
 export interface LayerSkippingLM extends CausalLM {
+  /** True when this model was built with layer switches (a runner built without them has none). */
+  readonly canSkipLayers: true;
   /** Decoder layers (each has an attention and an MLP sub-layer). */
   readonly numLayers: number;
   /** Identifies the model, its precision and its device (remembered skip sets are keyed by it). */
@@ -78,5 +87,5 @@ export interface LayerSkippingLM extends CausalLM {
 }
 
 export function isLayerSkipping(lm: CausalLM): lm is LayerSkippingLM {
-  return typeof (lm as Partial<LayerSkippingLM>).forwardSkipping === 'function';
+  return (lm as Partial<LayerSkippingLM>).canSkipLayers === true;
 }

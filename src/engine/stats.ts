@@ -15,6 +15,8 @@ export class StatsTracker {
   verifyMs = 0;
   overheadMs = 0;
   prefillMs = 0;
+  /** Bytes the verifying target calls returned. */
+  targetBytes = 0;
   private readonly started = performance.now();
 
   /** Record one round: the tree, its verification and the tokens it produced. */
@@ -24,8 +26,10 @@ export class StatsTracker {
     produced: number,
     ms: { draft: number; verify: number; total: number },
     auxNodes = 0,
+    targetBytes = 0,
   ): void {
     this.rounds++;
+    this.targetBytes += targetBytes;
     this.verifyCalls++;
     this.treeNodes += parents.length;
     this.callWidth += parents.length + auxNodes;
@@ -62,6 +66,8 @@ export class StatsTracker {
       verifyMs: this.verifyMs,
       overheadMs: this.overheadMs,
       overheadShare: roundMs > 0 ? this.overheadMs / roundMs : 0,
+      targetBytes: this.targetBytes,
+      targetBytesPerRound: this.rounds > 0 ? this.targetBytes / this.rounds : 0,
     };
   }
 }
@@ -69,7 +75,10 @@ export class StatsTracker {
 /** The same statistics rebuilt from round events (a UI's live view; prefill not included). */
 export function statsFromEvents(events: readonly RoundEvent[]): GenerationStats {
   const t = new StatsTracker();
+  let bytesSoFar = 0;
   for (const e of events) {
+    const bytes = (e.counts.targetBytes ?? bytesSoFar) - bytesSoFar;
+    bytesSoFar += bytes;
     const path = [0, ...e.tree.status.flatMap((s, i) => (s === 'accepted' ? [i] : []))];
     const result = { path, token: e.target[0]?.id ?? -1, kind: 'bonus' as const, status: e.tree.status };
     t.round(
@@ -78,6 +87,7 @@ export function statsFromEvents(events: readonly RoundEvent[]): GenerationStats 
       e.accepted.length + e.target.length,
       { draft: e.timings.draftMs, verify: e.timings.verifyMs, total: e.timings.totalMs },
       e.tree.aux?.tokens.length ?? 0,
+      bytes,
     );
   }
   const last = events[events.length - 1];

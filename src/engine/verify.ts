@@ -66,14 +66,19 @@ function finish(tree: VerifyTree, path: number[], token: number, kind: VerifyRes
 }
 
 export function verifyGreedy(tree: VerifyTree, logits: (node: number) => Float32Array): VerifyResult {
+  return verifyGreedyTokens(tree, (node) => argmax(logits(node)));
+}
+
+/** Greedy verification from each node's argmax token alone (what a model's forwardArgmax returns). */
+export function verifyGreedyTokens(tree: VerifyTree, best: (node: number) => number): VerifyResult {
   const children = childrenOf(tree.parents);
   const path = [0];
   for (;;) {
     const node = path[path.length - 1] as number;
-    const best = argmax(logits(node));
+    const token = best(node);
     const kids = children[node] as number[];
-    const match = kids.find((c) => tree.tokens[c] === best);
-    if (match === undefined) return finish(tree, path, best, kids.length > 0 ? 'correction' : 'bonus');
+    const match = kids.find((c) => tree.tokens[c] === token);
+    if (match === undefined) return finish(tree, path, token, kids.length > 0 ? 'correction' : 'bonus');
     path.push(match);
   }
 }

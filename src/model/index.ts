@@ -8,8 +8,9 @@ import { ModelRunner, type RunnerOptions } from './runner';
 
 export { parseLlamaConfig } from './config';
 export { DownloadError, ModelLoadError } from './errors';
-export { type ComputeType, MASKED } from './graph/llama';
+export { type ComputeType, type GraphVariant, MASKED } from './graph/llama';
 export { assertSameVocabulary, type LoadedModel, loadModel } from './load';
+export { PRECISIONS, type Precision } from './precision';
 export { ContextLimitError, type Device, type ForwardInput, ModelRunner } from './runner';
 export type { HubOptions, ProgressCallback, ProgressInfo } from './source';
 
@@ -17,8 +18,18 @@ type Ort = Parameters<typeof ModelRunner.create>[0];
 
 export interface OpenOptions extends LoadOptions, Omit<RunnerOptions, 'onProgress'> {}
 
-function runnerOptions({ device, compute, onProgress }: OpenOptions): RunnerOptions {
-  return { device, ...(compute ? { compute } : {}), ...(onProgress ? { onProgress } : {}) };
+/** The runner options of one model: layer switches are the target's alone (a draft never skips its layers). */
+function runnerOptions(o: OpenOptions, role: ModelRole = 'target'): RunnerOptions {
+  const { device, precision, compute, int4, graph, onProgress, layerSwitches } = o;
+  return {
+    device,
+    ...(layerSwitches && role === 'target' ? { layerSwitches } : {}),
+    ...(precision ? { precision } : {}),
+    ...(compute ? { compute } : {}),
+    ...(int4 ? { int4 } : {}),
+    ...(graph ? { graph } : {}),
+    ...(onProgress ? { onProgress } : {}),
+  };
 }
 
 /** Which model an error is about (users load a target, a draft and heads side by side). */
@@ -44,7 +55,7 @@ export async function openModel(
   role: ModelRole = 'target',
 ): Promise<ModelRunner> {
   return asRole(role, spec, async () =>
-    ModelRunner.create(ort, await loadModel(spec, options), runnerOptions(options)),
+    ModelRunner.create(ort, await loadModel(spec, options), runnerOptions(options, role)),
   );
 }
 
@@ -69,7 +80,7 @@ export async function openPair(
   );
   try {
     const draft = await asRole('draft', specs.draft, () =>
-      ModelRunner.create(ort, draftModel as LoadedModel, runnerOptions(options)),
+      ModelRunner.create(ort, draftModel as LoadedModel, runnerOptions(options, 'draft')),
     );
     return { target, draft };
   } catch (e) {

@@ -1,13 +1,16 @@
 /**
  * One loaded model over an onnxruntime-web session, holding its KV cache between calls. Each `forward` appends q
  * tokens (a chain or a flattened token tree) to the cache and returns logits for the requested rows only;
- * `keep` schedules cache compaction (the accepted path), which the next call performs inside the graph.
+ * `forwardArgmax` returns only each requested row's best token (computed in the graph: q token ids leave the
+ * device instead of q logits rows); `keep` schedules cache compaction (the accepted path), which the next call
+ * performs inside the graph.
  *
  * On WebGPU the cache never leaves the GPU (present.* are gpu-buffer outputs fed back as the next past.*; the
- * previous ones are disposed, so GPU memory does not grow across calls); only the logits rows come back.
+ * previous ones are disposed, so GPU memory does not grow across calls); only the logits rows or token ids come
+ * back. `bytesRead` counts what came back.
  */
 import type * as OrtModule from 'onnxruntime-common';
-import { type CausalLM, ContextLimitError, type ForwardInput } from '../engine/lm';
+import { type CausalLM, ContextLimitError, type ForwardInput, type LayerSkippingLM } from '../engine/lm';
 import type { LlamaConfig } from './config';
 import { f16ToF32 } from './convert';
 import { ModelLoadError } from './errors';
@@ -16,34 +19,51 @@ import {
   buildLlamaGraph,
   type ComputeType,
   GRAPH_INPUTS,
+  GRAPH_OUTPUTS,
+  type GraphVariant,
   pastKey,
   pastValue,
   presentKey,
   presentValue,
+  runAttention,
+  runMlp,
+  type WeightFormat,
 } from './graph/llama';
 import type { LoadedModel } from './load';
+import { chooseCompute, type Device, type Precision, precisionLabel, resolvePrecision } from './precision';
+import type { Int4Options } from './quant';
 import type { ProgressCallback } from './source';
+import { measureVariants, type VariantTiming } from './variant';
 
 type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>;
 type Tensor = OrtModule.Tensor;
 
-export type Device = 'wasm' | 'webgpu';
+export type { Device, Precision };
+export { chooseCompute };
 
 export interface RunnerOptions {
   device: Device;
   /**
-   * Compute precision. 'auto' (the default) picks fp16 on a WebGPU adapter with shader-f16 and fp32 otherwise;
-   * 'fp16' on WebGPU without shader-f16 fails with a clear error.
+   * Weights and arithmetic: 'fp32', 'fp16', 'int4' or 'auto' (the default; see precision.ts). 'fp16' on WebGPU
+   * without shader-f16 fails with a clear error.
    */
+  precision?: Precision;
+  /** The older name of precision's float choices ('fp32' | 'fp16' | 'auto'); `precision` wins when both are given. */
   compute?: ComputeType | 'auto';
+  /** int4 quantisation: block size (default 32) and zero points (default: symmetric, none). */
+  int4?: Int4Options;
+  /**
+   * 'plain' (standard ONNX ops), 'fused' (onnxruntime contrib ops), 'hybrid' (contrib ops, attention as MatMuls) or
+   * 'auto': the fastest on this device, measured at load on the model's first two layers (variant.ts). Default
+   * 'plain' here; SpecEngine.load defaults to 'auto'.
+   */
+  graph?: GraphVariant | 'auto';
+  /**
+   * Build the target with layer switches (the plain graph with an If per sub-layer), so that it can also run with
+   * sub-layers skipped (self-speculation: SWIFT) over the same weights and cache. Implies graph 'plain'.
+   */
+  layerSwitches?: boolean;
   onProgress?: ProgressCallback;
-}
-
-/** fp16 where the device computes it natively (WebGPU with shader-f16), fp32 everywhere else. */
-export async function chooseCompute(device: Device): Promise<ComputeType> {
-  if (device !== 'webgpu') return 'fp32';
-  const adapter = await globalThis.navigator?.gpu?.requestAdapter();
-  return adapter?.features.has('shader-f16') ? 'fp16' : 'fp32';
 }
 
 export { ContextLimitError, type ForwardInput };
@@ -56,37 +76,109 @@ export class SessionCreateError extends ModelLoadError {
 const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) =>
   new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
 
-export class ModelRunner implements CausalLM {
+export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLayers'> {
   private cache: Tensor[] = [];
   private cacheLength = 0;
   private pendingKeep: number[] | null = null;
   private released = false;
   /** Number of forward calls since creation. */
   calls = 0;
+  /** Bytes of model outputs copied back to the caller so far (logits rows or token ids). */
+  bytesRead = 0;
 
   private constructor(
     private readonly ort: Ort,
     private readonly session: OrtModule.InferenceSession,
     readonly model: LoadedModel,
     readonly device: Device,
-    readonly compute: ComputeType,
     readonly graph: BuiltGraph,
+    /** The load-time measurement behind graph 'auto' (empty when the variant was given). */
+    readonly variantTimings: VariantTiming[],
   ) {
     this.reset();
   }
 
+  /**
+   * Built with layer switches: it can also run with sub-layers skipped (forwardSkipping). The first and last layers
+   * always run, so a model needs three layers or more for anything to be switchable.
+   */
+  get canSkipLayers(): boolean {
+    return this.graph.layerSwitches && this.config.numLayers >= 3;
+  }
+
+  get numLayers(): number {
+    return this.config.numLayers;
+  }
+
+  /** The arithmetic type. */
+  get compute(): ComputeType {
+    return this.graph.compute;
+  }
+
+  get weightFormat(): WeightFormat {
+    return this.graph.weightFormat;
+  }
+
+  get variant(): GraphVariant {
+    return this.graph.variant;
+  }
+
+  /** 'fp32', 'fp16', 'int4' (fp32 compute) or 'int4-fp16'. */
+  get precision(): string {
+    return precisionLabel({ weights: this.graph.weightFormat, compute: this.graph.compute });
+  }
+
   static async create(ort: Ort, model: LoadedModel, options: RunnerOptions): Promise<ModelRunner> {
-    const requested = options.compute ?? 'auto';
-    const compute = requested === 'auto' ? await chooseCompute(options.device) : requested;
-    if (compute === 'fp16' && options.device === 'webgpu' && (await chooseCompute('webgpu')) !== 'fp16') {
+    const requested: Precision = options.precision ?? options.compute ?? 'auto';
+    const native = await chooseCompute(options.device);
+    const precision = resolvePrecision(requested, model.config, native);
+    if (precision.compute === 'fp16' && options.device === 'webgpu' && native !== 'fp16') {
       throw new ModelLoadError(
         `${model.spec}: fp16 compute needs the WebGPU feature shader-f16, which this adapter lacks`,
       );
     }
+    const label = precisionLabel(precision);
+    if (options.layerSwitches && options.graph !== undefined && options.graph !== 'auto' && options.graph !== 'plain')
+      throw new ModelLoadError(`${model.spec}: layer switches need the plain graph, not ${options.graph}`);
+    let variant: GraphVariant = options.graph === undefined || options.graph === 'auto' ? 'plain' : options.graph;
+    let variantTimings: VariantTiming[] = [];
+    // WebGPU gathers fp16 only with shader-f16; wasm always can.
+    const embeddingType = options.device === 'webgpu' && native !== 'fp16' ? 'float32' : 'float16';
+    if (options.graph === 'auto' && !options.layerSwitches) {
+      options.onProgress?.({ status: 'building', name: model.spec, file: 'choosing the graph variant' });
+      const choice = await measureVariants(ort, model, options.device, precision, embeddingType);
+      variant = choice.variant;
+      variantTimings = choice.timings;
+    }
     options.onProgress?.({ status: 'building', name: model.spec });
-    const graph = buildLlamaGraph(model.config, model.weights, model.files, { compute });
+    let reported = -1;
+    const onQuantize = (fraction: number) => {
+      const percent = Math.floor(100 * fraction);
+      if (percent === reported) return;
+      reported = percent;
+      options.onProgress?.({
+        status: 'progress',
+        name: model.spec,
+        file: 'int4 quantisation',
+        loaded: percent,
+        total: 100,
+        progress: percent,
+      });
+    };
+    const graph = buildLlamaGraph(model.config, model.weights, model.files, {
+      compute: precision.compute,
+      weights: precision.weights,
+      variant,
+      ...(options.int4 ? { int4: options.int4 } : {}),
+      ...(precision.weights === 'int4' ? { onQuantize } : {}),
+      embeddingType,
+      ...(options.layerSwitches ? { layerSwitches: true } : {}),
+    });
     const { externalData } = graph;
-    const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = { logits: 'cpu' };
+    const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = {
+      [GRAPH_OUTPUTS.logits]: 'cpu',
+      [GRAPH_OUTPUTS.argmax]: 'cpu',
+    };
     if (options.device === 'webgpu') {
       for (let i = 0; i < model.config.numLayers; i++) {
         preferredOutputLocation[presentKey(i)] = 'gpu-buffer';
@@ -106,12 +198,12 @@ export class ModelRunner implements CausalLM {
       });
     } catch (e) {
       throw new SessionCreateError(
-        `${model.spec}: could not create a ${options.device} session (${compute}): ${(e as Error).message}`,
+        `${model.spec}: could not create a ${options.device} session (${label}, ${variant} graph): ${(e as Error).message}`,
       );
     }
     options.onProgress?.({ status: 'ready', name: model.spec });
     // The session has its own copy of the weights now; keep only the graph's metadata.
-    return new ModelRunner(ort, session, model, options.device, compute, { ...graph, externalData: [] });
+    return new ModelRunner(ort, session, model, options.device, { ...graph, externalData: [] }, variantTimings);
   }
 
   get config(): LlamaConfig {
@@ -119,22 +211,29 @@ export class ModelRunner implements CausalLM {
   }
 
   /**
-   * Identifies this model as built here: its location, config, weight bytes, device and compute precision (records
+   * Identifies this model as built here: its location, config, weight bytes, device, precision and graph variant (records
    * remembered per model and device, e.g. measured costs or a found skip set, are keyed by it).
    */
   get fingerprint(): string {
     const c = this.model.config;
-    const text = JSON.stringify([this.model.spec, c, this.model.weightBytes, this.device, this.compute]);
+    const text = JSON.stringify([
+      this.model.spec,
+      c,
+      this.model.weightBytes,
+      this.device,
+      this.precision,
+      this.variant,
+      this.canSkipLayers,
+    ]);
     let h = 0x811c9dc5;
     for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
-    return `${c.modelType}-${c.numLayers}x${c.hiddenSize}-${this.device}-${this.compute}-${h.toString(16)}`;
+    const variant = `${this.variant}${this.canSkipLayers ? '+switches' : ''}`;
+    return `${c.modelType}-${c.numLayers}x${c.hiddenSize}-${this.device}-${this.precision}-${variant}-${h.toString(16)}`;
   }
 
-  /** Bytes of weights one call reads, in the compute precision (for achieved-bandwidth figures). */
+  /** Bytes of weights one call reads, as stored in the graph (for achieved-bandwidth figures). */
   get computeWeightBytes(): number {
-    let elements = 0;
-    for (const t of this.model.weights.values()) elements += t.shape.reduce((a, b) => a * b, 1);
-    return elements * (this.compute === 'fp16' ? 2 : 4);
+    return this.graph.weightBytes;
   }
 
   /** Cache slots the next call attends to (after any pending compaction). */
@@ -177,6 +276,40 @@ export class ModelRunner implements CausalLM {
   }
 
   async forward(input: ForwardInput): Promise<Float32Array> {
+    const out = await this.run(input, GRAPH_OUTPUTS.logits, null);
+    return this.logitsOf(out, input);
+  }
+
+  /**
+   * Like forward, with the sub-layers marked 1 in `skip` skipped ([attention of layer 0..L-1, MLP of 0..L-1]; the
+   * first and last layers always run). Needs a runner built with layer switches.
+   */
+  async forwardSkipping(input: ForwardInput, skip: Uint8Array): Promise<Float32Array> {
+    const L = this.config.numLayers;
+    if (!this.canSkipLayers) throw new Error(`${this.model.spec}: built without layer switches; it cannot skip layers`);
+    if (skip.length !== 2 * L) throw new RangeError(`forwardSkipping: ${skip.length} switches for ${L} layers`);
+    if (skip[0] || skip[L - 1] || skip[L] || skip[2 * L - 1])
+      throw new RangeError('forwardSkipping: the first and the last layer always run');
+    return this.logitsOf(await this.run(input, GRAPH_OUTPUTS.logits, skip), input);
+  }
+
+  private async logitsOf(out: Tensor, input: ForwardInput): Promise<Float32Array> {
+    const data = (await out.getData()) as Float32Array;
+    const expected = Array.from(input.rows).length * this.config.vocabSize;
+    if (data.length !== expected) throw new Error(`forward: got ${data.length} logits, expected ${expected}`);
+    this.bytesRead += data.byteLength;
+    return data;
+  }
+
+  /** Like forward, but returns only the argmax token of each requested row (greedy verification needs no more). */
+  async forwardArgmax(input: ForwardInput): Promise<Int32Array> {
+    const out = await this.run(input, GRAPH_OUTPUTS.argmax, null);
+    const data = (await out.getData()) as BigInt64Array;
+    this.bytesRead += data.byteLength;
+    return Int32Array.from(data, (v) => Number(v));
+  }
+
+  private async run(input: ForwardInput, output: string, skip: Uint8Array | null): Promise<Tensor> {
     if (this.released) throw new Error(`${this.model.spec}: the model was released`);
     const q = input.tokens.length;
     const kept = this.length;
@@ -208,11 +341,21 @@ export class ModelRunner implements CausalLM {
       [GRAPH_INPUTS.keepIndices]: int64(this.ort, keepList, [keepList.length]),
       [GRAPH_INPUTS.logitsRows]: int64(this.ort, input.rows, [input.rows.length]),
     };
+    if (this.canSkipLayers) {
+      const L = this.config.numLayers;
+      const run = (on: boolean) => new this.ort.Tensor('bool', Uint8Array.of(on ? 1 : 0), []);
+      for (let i = 1; i < L - 1; i++) {
+        feeds[runAttention(i)] = run(!skip?.[i]);
+        feeds[runMlp(i)] = run(!skip?.[L + i]);
+      }
+    }
+    const fetches = [output];
     for (let i = 0; i < this.config.numLayers; i++) {
       feeds[pastKey(i)] = this.cache[2 * i] as Tensor;
       feeds[pastValue(i)] = this.cache[2 * i + 1] as Tensor;
+      fetches.push(presentKey(i), presentValue(i));
     }
-    const out = await this.session.run(feeds);
+    const out = await this.session.run(feeds, fetches);
     this.calls++;
     this.disposeCache();
     this.cache = [];
@@ -221,10 +364,7 @@ export class ModelRunner implements CausalLM {
     }
     this.cacheLength = total;
     this.pendingKeep = null;
-    const logits = out.logits as Tensor;
-    const data = (await logits.getData()) as Float32Array;
-    if (data.length !== input.rows.length * vocab) throw new Error(`forward: got ${data.length} logits`);
-    return data;
+    return out[output] as Tensor;
   }
 
   /** The cache of one layer as fp32 arrays [kvHeads, length, headDim] (tests and debugging; downloads from GPU). */

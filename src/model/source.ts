@@ -76,10 +76,24 @@ class FsSource implements FileSource {
     const path = (await import(/* @vite-ignore */ pathName)) as typeof import('node:path');
     const full = path.join(this.location, file);
     try {
-      const buf = await fs.readFile(full);
-      events.progress?.(buf.byteLength, buf.byteLength);
-      return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+      // Read in chunks into one array: fs.readFile refuses files over 2 GiB (a 1.7B checkpoint is 3.4 GB).
+      const handle = await fs.open(full, 'r');
+      try {
+        const { size } = await handle.stat();
+        const out = new Uint8Array(size);
+        for (let at = 0; at < size; ) {
+          const { bytesRead } = await handle.read(out, at, Math.min(2 ** 28, size - at), at);
+          if (bytesRead === 0) throw new ModelLoadError(`cannot read ${full}: the file ended at byte ${at} of ${size}`);
+          at += bytesRead;
+          events.progress?.(at, size);
+        }
+        if (size === 0) events.progress?.(0, 0);
+        return out;
+      } finally {
+        await handle.close();
+      }
     } catch (e) {
+      if (e instanceof ModelLoadError) throw e;
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw new ModelLoadError(`cannot read ${full}: ${(e as Error).message}`);
     }

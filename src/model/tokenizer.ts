@@ -75,7 +75,11 @@ export function makeTokenizer(tokenizerJson: object, tokenizerConfig: Record<str
   const vocab = (tokenizerJson as { model?: { vocab?: Record<string, number> } }).model?.vocab ?? {};
   const added =
     (tokenizerJson as { added_tokens?: { id: number; content: string; special?: boolean }[] }).added_tokens ?? [];
-  const size = Math.max(-1, ...Object.values(vocab), ...added.map((t) => t.id)) + 1;
+  // A loop, not Math.max(...ids): spreading a 150k-entry vocabulary overflows the call stack.
+  let last = -1;
+  for (const id of Object.values(vocab)) if (id > last) last = id;
+  for (const t of added) if (t.id > last) last = t.id;
+  const size = last + 1;
   const hasChatTemplate =
     typeof tokenizerConfig.chat_template === 'string' || Array.isArray(tokenizerConfig.chat_template);
   const special = new Set(added.filter((t) => t.special !== false).map((t) => t.id));

@@ -4,10 +4,10 @@
  * Attributes (mirrored as properties): target, draft (empty: target only; methods that need a draft model are then
  * disabled), method, max-new-tokens, temperature, top-p, top-k, seed, device ("auto" default: a hardware WebGPU
  * adapter, else wasm, with a notice saying why; "webgpu" uses even a software adapter, with a warning; "wasm"),
- * verify, prompt, group-rounds, hide-rejected, ort-base, hub-endpoint (the hub host for hf:org/name ids; a token
- * goes in the hubToken property), mode ("text", or "chat": messages in through the target's chat template, see
- * chat-view.ts). The prompt can also come from a slotted element: <span slot="prompt">…</span>. cachedModels() and
- * clearCache() show and empty the hub cache.
+ * precision ("auto" default, "fp32", "fp16", "int4"), verify, prompt, group-rounds, hide-rejected, ort-base,
+ * hub-endpoint (the hub host for hf:org/name ids; a token goes in the hubToken property), mode ("text", or "chat":
+ * messages in through the target's chat template, see chat-view.ts). The prompt can also come from a slotted
+ * element: <span slot="prompt">…</span>. cachedModels() and clearCache() show and empty the hub cache.
  *
  * @event sd-loaded - CustomEvent<LoadInfo>: the models are loaded (device, fallback, adapter, model shapes)
  * @event sd-round - CustomEvent<RoundEvent>: one speculative round
@@ -136,6 +136,7 @@ export class SpecDecoder extends LitElement {
   @property({ type: Number }) seed = 0;
   /** "auto": a hardware WebGPU adapter, else wasm (a software adapter is many times slower than wasm). */
   @property() device: DeviceRequest = 'auto';
+  @property() precision: 'auto' | 'fp32' | 'fp16' | 'int4' = 'auto';
   @property() prompt = '';
   @property({ type: Boolean, attribute: 'group-rounds' }) groupRounds = false;
   /** Leave rejected draft tokens out of the text (they are kept, struck through, by default). */
@@ -176,7 +177,21 @@ export class SpecDecoder extends LitElement {
   private controller: AbortController | null = null;
 
   private get loadKey(): string {
-    return JSON.stringify([this.target, this.draft, this.device, this.ortBase, this.hubEndpoint, this.hubToken]);
+    return JSON.stringify([
+      this.target,
+      this.draft,
+      this.device,
+      this.precision,
+      this.ortBase,
+      this.hubEndpoint,
+      this.hubToken,
+      this.needsLayerSwitches,
+    ]);
+  }
+
+  /** The method drafts with the target's own layers: the target is built with layer switches for it. */
+  private get needsLayerSwitches(): boolean {
+    return isMethod(this.method) && methodSpec(this.method).needs.includes('target-self');
   }
 
   private slottedPrompt(): string {
@@ -219,6 +234,8 @@ export class SpecDecoder extends LitElement {
       target: this.target,
       draft: this.draft,
       device: this.device,
+      precision: this.precision,
+      ...(this.needsLayerSwitches ? { layerSwitches: true } : {}),
       onProgress: this.onProgress,
       ...(this.ortBase ? { ortBase: new URL(this.ortBase, document.baseURI).href } : {}),
       ...(this.hubEndpoint || this.hubToken
@@ -538,7 +555,11 @@ export class SpecDecoder extends LitElement {
       <div class="legend" part="legend">
         <span data-kind="accepted">accepted draft</span><span data-kind="rejected">rejected draft</span
         ><span data-kind="target">target's own</span>
-        ${this.loadInfo ? html`<small>on ${this.loadInfo.device} (${this.loadInfo.compute})</small>` : nothing}
+        ${
+          this.loadInfo
+            ? html`<small>on ${this.loadInfo.device} (${this.loadInfo.precision ?? this.loadInfo.compute})</small>`
+            : nothing
+        }
         <label
           ><input
             type="checkbox"

@@ -85,9 +85,11 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     ...(req.draft ? { draft: req.draft } : {}),
     base: req.base,
     ...(req.compute ? { compute: req.compute } : {}),
+    ...(req.precision ? { precision: req.precision } : {}),
     calibration,
     store: new IndexedDbStore(),
     ...(req.hub ? { hub: req.hub } : {}),
+    ...(req.layerSwitches ? { layerSwitches: true } : {}),
     onProgress: (info: ProgressInfo) => post({ type: 'progress', id, info }),
   };
   try {
@@ -104,6 +106,8 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
   const result: LoadInfo = {
     device,
     compute: engine.target.compute,
+    precision: engine.target.precision,
+    graph: engine.target.variant,
     target: info(engine.target),
     ...(engine.draft ? { draft: info(engine.draft) } : {}),
     ...(fallback ? { fallback } : {}),

@@ -19,12 +19,16 @@ export interface LoadRequest {
    */
   device: DeviceRequest;
   compute?: 'fp32' | 'fp16' | 'auto';
+  /** Weights and arithmetic: 'fp32', 'fp16', 'int4' or 'auto' (default). */
+  precision?: 'fp32' | 'fp16' | 'int4' | 'auto';
   /** Base URL that relative model folders resolve against (the page). */
   base: string;
   /** Folder holding onnxruntime-web's wasm files. */
   ortBase: string;
   /** For `hf:` ids: the hub host (default https://huggingface.co) and an access token for gated models. */
   hub?: { endpoint?: string; token?: string };
+  /** Build the target with layer switches (self-speculation by layer skipping). */
+  layerSwitches?: boolean;
 }
 
 export interface ModelInfo {
@@ -43,6 +47,9 @@ export interface ModelInfo {
 export interface LoadInfo {
   device: DeviceChoice;
   compute: 'fp32' | 'fp16';
+  /** What the target runs: 'fp32', 'fp16', 'int4' or 'int4-fp16', and the graph variant measured fastest. */
+  precision?: string;
+  graph?: string;
   /** Why the worker is not on WebGPU, when WebGPU was asked for or considered. */
   fallback?: string;
   /** A caution about the device it is on (a software WebGPU adapter). */

@@ -88,6 +88,8 @@ export interface Drafter {
   readonly name: string;
   /** Draft forward calls so far (model calls the drafter made itself; zero for model-free drafters). */
   readonly calls: number;
+  /** The drafter reads the target's logits rows after verification (so greedy rounds cannot fetch token ids only). */
+  readonly readsTargetLogits?: boolean;
   propose(request: DraftRequest): Promise<DraftTree>;
   /**
    * Called after verification, so the drafter can keep the accepted part of its cache and adapt. `outputs` are

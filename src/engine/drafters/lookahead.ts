@@ -102,6 +102,8 @@ class NgramPool {
 export class LookaheadDrafter implements Drafter {
   readonly name = 'lookahead';
   readonly calls = 0;
+  /** accept() reads the target's argmax at the root and the Jacobi rows. */
+  readonly readsTargetLogits = true;
   private readonly pool: NgramPool;
   /** levels[0]: W - 1 guesses after the root; levels[1..N-2]: W guesses each. Empty before the first round. */
   private levels: number[][] = [];

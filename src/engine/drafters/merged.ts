@@ -74,6 +74,11 @@ export class MergedDrafter implements Drafter {
     return this.sources.reduce((sum, s) => sum + s.drafter.calls, 0);
   }
 
+  /** Whether any source reads the target's logits (they are passed through to it). */
+  get readsTargetLogits(): boolean {
+    return this.sources.some((s) => s.drafter.readsTargetLogits === true);
+  }
+
   async propose(req: DraftRequest): Promise<DraftTree> {
     this.trees = [];
     for (const s of this.sources) this.trees.push(await s.drafter.propose(req));

@@ -109,6 +109,7 @@ export function noisyCopy(target: LogitsFn, vocab: number, seed: number, noise: 
  * is the target exactly.
  */
 export class SkippingToyLM extends ToyLM implements LayerSkippingLM {
+  readonly canSkipLayers = true;
   readonly fingerprint: string;
   private skipping: Uint8Array | null = null;
 

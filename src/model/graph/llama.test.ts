@@ -18,9 +18,13 @@ function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
 const causal = (i: number, j: number) => j <= i;
 const PROMPT = [3, 17, 42, 8, 25, 60, 1];
 
-async function prefillLogits(variant: Record<string, unknown>, dtype: 'F32' | 'F16' | 'BF16' = 'F32') {
+async function prefillLogits(
+  variant: Record<string, unknown>,
+  dtype: 'F32' | 'F16' | 'BF16',
+  graph: 'plain' | 'fused' | 'hybrid',
+) {
   const { model, weights } = randomModel(variant, dtype);
-  const runner = await ModelRunner.create(ort, model, { device: 'wasm' });
+  const runner = await ModelRunner.create(ort, model, { device: 'wasm', graph });
   const q = PROMPT.length;
   const logits = await runner.forward({
     tokens: PROMPT,
@@ -39,59 +43,61 @@ async function prefillLogits(variant: Record<string, unknown>, dtype: 'F32' | 'F
   return { logits, ref: ref.flatMap((r) => Array.from(r)), q };
 }
 
-describe('Llama graph vs an independent float64 reference (wasm EP)', () => {
-  const variants: [string, Record<string, unknown>, 'F32' | 'F16' | 'BF16'][] = [
-    ['llama, GQA, tied embeddings, F32', {}, 'F32'],
-    ['llama, F16 weights', {}, 'F16'],
-    ['llama, BF16 weights', {}, 'BF16'],
-    ['llama, untied lm_head', { tie_word_embeddings: false }, 'F32'],
-    ['qwen2 (q/k/v bias)', { model_type: 'qwen2' }, 'F32'],
-    [
-      'llama3 rope scaling',
-      {
-        rope_scaling: {
-          rope_type: 'llama3',
-          factor: 8,
-          low_freq_factor: 1,
-          high_freq_factor: 4,
-          original_max_position_embeddings: 16,
+for (const graph of ['plain', 'fused', 'hybrid'] as const) {
+  describe(`Llama graph (${graph}) vs an independent float64 reference (wasm EP)`, () => {
+    const variants: [string, Record<string, unknown>, 'F32' | 'F16' | 'BF16'][] = [
+      ['llama, GQA, tied embeddings, F32', {}, 'F32'],
+      ['llama, F16 weights', {}, 'F16'],
+      ['llama, BF16 weights', {}, 'BF16'],
+      ['llama, untied lm_head', { tie_word_embeddings: false }, 'F32'],
+      ['qwen2 (q/k/v bias)', { model_type: 'qwen2' }, 'F32'],
+      [
+        'llama3 rope scaling',
+        {
+          rope_scaling: {
+            rope_type: 'llama3',
+            factor: 8,
+            low_freq_factor: 1,
+            high_freq_factor: 4,
+            original_max_position_embeddings: 16,
+          },
         },
-      },
-      'F32',
-    ],
-    ['linear rope scaling, no GQA', { rope_scaling: { type: 'linear', factor: 2 }, num_key_value_heads: 4 }, 'F32'],
-    ['multi-query (1 KV head), explicit head_dim', { num_key_value_heads: 1, head_dim: 16 }, 'F32'],
-  ];
-  for (const [name, variant, dtype] of variants) {
-    it(`prefill logits match: ${name}`, async () => {
-      const { logits, ref } = await prefillLogits(variant, dtype);
-      expect(maxDiff(logits, ref)).toBeLessThan(1e-4);
-    });
-  }
+        'F32',
+      ],
+      ['linear rope scaling, no GQA', { rope_scaling: { type: 'linear', factor: 2 }, num_key_value_heads: 4 }, 'F32'],
+      ['multi-query (1 KV head), explicit head_dim', { num_key_value_heads: 1, head_dim: 16 }, 'F32'],
+    ];
+    for (const [name, variant, dtype] of variants) {
+      it(`prefill logits match: ${name}`, async () => {
+        const { logits, ref } = await prefillLogits(variant, dtype, graph);
+        expect(maxDiff(logits, ref)).toBeLessThan(1e-4);
+      });
+    }
 
-  it('returns only the requested rows, in the requested order', async () => {
-    const { model, weights } = randomModel();
-    const runner = await ModelRunner.create(ort, model, { device: 'wasm' });
-    const V = model.config.vocabSize;
-    const logits = await runner.forward({
-      tokens: PROMPT,
-      positions: PROMPT.map((_, i) => i),
-      bias: chainBias(0, PROMPT.length),
-      rows: [6, 2],
+    it('returns only the requested rows, in the requested order', async () => {
+      const { model, weights } = randomModel();
+      const runner = await ModelRunner.create(ort, model, { device: 'wasm', graph });
+      const V = model.config.vocabSize;
+      const logits = await runner.forward({
+        tokens: PROMPT,
+        positions: PROMPT.map((_, i) => i),
+        bias: chainBias(0, PROMPT.length),
+        rows: [6, 2],
+      });
+      const ref = referenceForward(
+        model.config,
+        weights,
+        PROMPT,
+        PROMPT.map((_, i) => i),
+        causal,
+      );
+      expect(logits.length).toBe(2 * V);
+      expect(maxDiff(logits.subarray(0, V), ref[6] as Float64Array)).toBeLessThan(1e-4);
+      expect(maxDiff(logits.subarray(V), ref[2] as Float64Array)).toBeLessThan(1e-4);
+      await runner.release();
     });
-    const ref = referenceForward(
-      model.config,
-      weights,
-      PROMPT,
-      PROMPT.map((_, i) => i),
-      causal,
-    );
-    expect(logits.length).toBe(2 * V);
-    expect(maxDiff(logits.subarray(0, V), ref[6] as Float64Array)).toBeLessThan(1e-4);
-    expect(maxDiff(logits.subarray(V), ref[2] as Float64Array)).toBeLessThan(1e-4);
-    await runner.release();
   });
-});
+}
 
 describe('tree calls and cache compaction (wasm EP)', () => {
   for (const variant of [{}, { model_type: 'qwen2', num_key_value_heads: 1 }]) {

@@ -6,42 +6,64 @@
  *            keep_indices int64 [kept] (cache slots kept from the past, in order: compaction fused into the call),
  *            logits_rows int64 [rows] (which of the q positions need logits),
  *            past_key_values.{i}.key / .value [1, kvHeads, past, headDim]
- *   outputs  logits float32 [1, rows, vocab], present.{i}.key / .value [1, kvHeads, kept + q, headDim]
+ *   outputs  logits float32 [1, rows, vocab], argmax int64 [rows] (each requested row's best token: fetch it alone
+ *            and only the token ids leave the device), present.{i}.key / .value [1, kvHeads, kept + q, headDim]
  *
- * Activations are kept 2-D ([q, hidden]) so that every projection is a Gemm with transB = 1 straight on the
- * checkpoint's [out, in] weights. Weights already in the compute precision stay where they are in the safetensors
- * bytes (external data, no copy); others are converted once in JS (onnxruntime does not constant-fold a Cast of an
- * fp16 initializer, so an in-graph Cast would run on every call). compute 'fp16' runs matmuls in half precision
- * but keeps RoPE angles and norm statistics in fp32.
+ * Two bodies compute the same function (llama-plain.ts: about 45 standard ONNX ops per layer; llama-fused.ts:
+ * onnxruntime's contrib ops, about 15 per layer); weights are float in the compute precision or blockwise int4
+ * (MatMulNBits). Activations are kept 2-D ([q, hidden]) so that every float projection is a Gemm with transB = 1
+ * straight on the checkpoint's [out, in] weights. Weights already in the compute precision stay where they are in
+ * the safetensors bytes (external data, no copy); others are converted once in JS (onnxruntime does not
+ * constant-fold a Cast of an fp16 initializer, so an in-graph Cast would run on every call). compute 'fp16' runs
+ * matmuls in half precision but keeps RoPE angles and norm statistics in fp32.
+ *
+ * int4 (as onnxruntime-genai's builder and transformers.js's q4 exports do): every projection and the LM head are
+ * MatMulNBits (block 32, fp scales in the compute type); the embedding table stays a float Gather, stored in fp16
+ * where the device can gather fp16 (a Gather reads only q rows, so its bytes cost memory, not bandwidth; the rows
+ * are cast to the compute type).
  */
 import { expectedWeights, type LlamaConfig, ropeInvFreq } from '../config';
-import { convertFloats, type FloatDtype } from '../convert';
 import { ModelLoadError } from '../errors';
-import type { SafetensorsDtype, TensorEntry } from '../safetensors';
+import type { Int4Options } from '../quant';
+import type { TensorEntry } from '../safetensors';
+import { buildFusedBody } from './llama-fused';
+import { buildPlainBody } from './llama-plain';
 import { MASKED } from './mask';
 import { DATA_TYPE_CODE, type Dim, type OnnxDataType, OnnxGraph } from './onnx';
+import {
+  GRAPH_INPUTS,
+  GRAPH_OUTPUTS,
+  pastKey,
+  pastValue,
+  presentKey,
+  presentValue,
+  runAttention,
+  runMlp,
+} from './signature';
+import { CONVERTED_WEIGHTS, type Int4Initializers, ONNX_DTYPE, WeightStore } from './weights';
 
 export type ComputeType = 'fp32' | 'fp16';
+/** How the weights are stored in the graph: the compute precision, or blockwise int4. */
+export type WeightFormat = 'float' | 'int4';
+/**
+ * 'plain': standard ONNX ops only; 'fused': onnxruntime contrib ops (GroupQueryAttention, RotaryEmbedding,
+ * SkipSimplifiedLayerNormalization, stacked projections); 'hybrid': the fused graph with attention as plain MatMuls
+ * (onnxruntime's CPU GroupQueryAttention is slow for many query rows: a wide verify call on wasm).
+ */
+export type GraphVariant = 'plain' | 'fused' | 'hybrid';
+export const GRAPH_VARIANTS: readonly GraphVariant[] = ['plain', 'fused', 'hybrid'];
 
-export { MASKED };
-
-export const GRAPH_INPUTS = {
-  inputIds: 'input_ids',
-  positionIds: 'position_ids',
-  attentionBias: 'attention_bias',
-  keepIndices: 'keep_indices',
-  logitsRows: 'logits_rows',
-} as const;
-
-export const pastKey = (i: number) => `past_key_values.${i}.key`;
-export const pastValue = (i: number) => `past_key_values.${i}.value`;
-export const presentKey = (i: number) => `present.${i}.key`;
-export const presentValue = (i: number) => `present.${i}.value`;
-
-const ONNX_DTYPE: Partial<Record<SafetensorsDtype, OnnxDataType>> = {
-  F32: 'float32',
-  F16: 'float16',
-  BF16: 'bfloat16',
+export {
+  CONVERTED_WEIGHTS,
+  GRAPH_INPUTS,
+  GRAPH_OUTPUTS,
+  MASKED,
+  pastKey,
+  pastValue,
+  presentKey,
+  presentValue,
+  runAttention,
+  runMlp,
 };
 
 /** Check every expected tensor exists with the expected shape; name the first that does not. */
@@ -63,12 +85,17 @@ export interface BuiltGraph {
   /** The buffers the graph's external initializers point into: pass them to ORT as `externalData`. */
   externalData: { path: string; data: Uint8Array }[];
   compute: ComputeType;
-  /** Bytes of weights that had to be converted to the compute precision (0 when all were used in place). */
+  weightFormat: WeightFormat;
+  variant: GraphVariant;
+  /** Built with sub-layer switches (run_attention.{i} / run_mlp.{i} inputs). */
+  layerSwitches: boolean;
+  /** Bytes of weights that had to be converted or quantised (0 when all were used in place). */
   convertedBytes: number;
+  /** Bytes of weights one call reads (every layer, the head, and q embedding rows). */
+  weightBytes: number;
+  /** Nodes in the graph (dispatches, roughly). */
+  nodes: number;
 }
-
-/** Name of the in-memory external-data buffer holding converted weights. */
-export const CONVERTED_WEIGHTS = 'converted-weights.bin';
 
 /**
  * 'tree' is our signature (above). 'transformers' is the interface transformers.js expects of a decoder export
@@ -80,9 +107,63 @@ export type GraphInterface = 'tree' | 'transformers';
 
 export interface BuildOptions {
   compute?: ComputeType;
+  weights?: WeightFormat;
+  int4?: Int4Options;
+  variant?: GraphVariant;
   interface?: GraphInterface;
   /** Put every weight in one external buffer of this name (an exported model.onnx_data), converted or copied. */
   weightsFile?: string;
+  /** Build only the first N layers and output the final hidden state instead of logits (a cost probe). */
+  probeLayers?: number;
+  /** int4 quantisation progress: fraction done, 0..1. */
+  onQuantize?: (fraction: number) => void;
+  /**
+   * Switches that skip sub-layers (an If per attention and MLP sub-layer of every layer but the first and the
+   * last; inputs run_attention.{i} / run_mlp.{i}): one graph, one copy of the weights, serves the target and its
+   * layer-skipping self-draft. Plain body only.
+   */
+  layerSwitches?: boolean;
+  /**
+   * int4 only: the embedding table's type. Default 'float16' (half the memory; a Gather of q rows, then a cast);
+   * a WebGPU device without shader-f16 cannot gather fp16, so the runner asks for the compute type there.
+   */
+  embeddingType?: 'float16' | 'float32';
+}
+
+/** What the two bodies share: the graph, its weights and inputs, and the small helpers over them. */
+export interface GraphContext {
+  g: OnnxGraph;
+  cfg: LlamaConfig;
+  store: WeightStore;
+  /** The compute type. */
+  T: 'float32' | 'float16';
+  weightFormat: WeightFormat;
+  layers: number;
+  inputs: CoreInputs;
+  cast(x: string, to: OnnxDataType): string;
+  /** x in the compute type (a no-op in fp32). */
+  toT(x: string): string;
+  /** x [q, K] times the stacked weights [N, K]^T (Gemm, or MatMulNBits in int4), plus the stacked biases if any. */
+  linear(x: string, names: readonly string[], as: string, biases?: readonly string[]): string;
+  /** Token embeddings [q, H] in the compute type. */
+  embed(ids: string): string;
+  /** Per-token RoPE angles [q, headDim / 2] in fp32, from the position ids. */
+  ropeAngles(): string;
+  /** Whether sub-layers 1..L-2 are behind If switches (plain body). */
+  layerSwitches: boolean;
+}
+
+/** Elements the int4 build quantises (for progress reports). */
+export function int4Elements(cfg: LlamaConfig, layers = cfg.numLayers): number {
+  let n = 0;
+  for (const [name, shape] of expectedWeights(cfg)) {
+    const layer = /^model\.layers\.(\d+)\./.exec(name);
+    if (shape.length !== 2 || name === 'model.embed_tokens.weight') continue;
+    if (layer && Number(layer[1]) >= layers) continue;
+    n += (shape[0] as number) * (shape[1] as number);
+  }
+  if (cfg.tieWordEmbeddings) n += cfg.vocabSize * cfg.hiddenSize;
+  return n;
 }
 
 export function buildLlamaGraph(
@@ -93,144 +174,135 @@ export function buildLlamaGraph(
 ): BuiltGraph {
   checkWeights(cfg, weights);
   const compute = options.compute ?? 'fp32';
-  const T: OnnxDataType = compute === 'fp16' ? 'float16' : 'float32';
-  const g = new OnnxGraph(`${cfg.modelType}_${options.interface ?? 'tree'}_${compute}`);
-  const ownFile = options.weightsFile ?? CONVERTED_WEIGHTS;
-  const usedFiles = new Set<string>();
-  const converted: { name: string; bytes: Uint8Array; offset: number }[] = [];
-  let convertedBytes = 0;
-  const { numHeads: nh, numKvHeads: kvh, headDim: hd } = cfg;
-  const group = nh / kvh;
-
+  const weightFormat = options.weights ?? 'float';
+  const variant = options.variant ?? 'plain';
+  const probe = options.probeLayers;
+  const layers = probe ?? cfg.numLayers;
+  if (!Number.isInteger(layers) || layers < 1 || layers > cfg.numLayers) {
+    throw new RangeError(`probe layers ${layers} must be in [1, ${cfg.numLayers}]`);
+  }
+  const T: 'float32' | 'float16' = compute === 'fp16' ? 'float16' : 'float32';
+  const g = new OnnxGraph(`${cfg.modelType}_${options.interface ?? 'tree'}_${variant}_${weightFormat}_${compute}`);
+  g.useDomain('com.microsoft', 1);
+  const totalInt4 = weightFormat === 'int4' ? (probe ? int4Elements(cfg, layers) : int4Elements(cfg)) : 0;
+  const store = new WeightStore(g, weights, files, T, {
+    ...(options.weightsFile ? { weightsFile: options.weightsFile } : {}),
+    ...(options.int4 ? { int4: options.int4 } : {}),
+    onQuantized: (done) => options.onQuantize?.(totalInt4 > 0 ? Math.min(1, done / totalInt4) : 1),
+  });
   const cast = (x: string, to: OnnxDataType) => g.op('Cast', [x], { to: DATA_TYPE_CODE[to] });
   const toT = (x: string) => (T === 'float32' ? x : cast(x, T));
+  const inputs = options.interface === 'transformers' ? transformersInputs(g, cfg, T) : treeInputs(g, cfg, T, layers);
 
-  /** A checkpoint tensor as an external initializer in the compute precision. */
-  const weightCache = new Set<string>();
-  const weight = (name: string): string => {
-    if (weightCache.has(name)) return name;
-    weightCache.add(name);
-    const t = weights.get(name) as TensorEntry;
-    if (ONNX_DTYPE[t.dtype] === T && !options.weightsFile) {
-      usedFiles.add(t.file);
-      return g.initializer({
-        name,
-        dataType: T,
-        dims: t.shape,
-        external: { location: t.file, offset: t.offset, length: t.byteLength },
-      });
+  const matmulNBits = (x: string, w: Int4Initializers) =>
+    g.node('MatMulNBits', w.zeroPoints ? [x, w.codes, w.scales, w.zeroPoints] : [x, w.codes, w.scales], {
+      domain: 'com.microsoft',
+      attrs: { K: w.k, N: w.n, bits: 4, block_size: w.blockSize },
+    })[0] as string;
+  const linear = (x: string, names: readonly string[], as: string, biases?: readonly string[]) => {
+    const bias = biases ? store.floatStack(biases, `${as}.bias`) : null;
+    if (weightFormat === 'int4') {
+      const y = matmulNBits(x, store.int4(names, as));
+      return bias ? g.op('Add', [y, bias]) : y;
     }
-    const file = files.get(t.file);
-    if (!file) throw new ModelLoadError(`weights: ${name} points into ${t.file}, which was not loaded`);
-    const bytes = convertFloats(
-      file.subarray(t.offset, t.offset + t.byteLength),
-      t.dtype as FloatDtype,
-      T as 'float32',
-    );
-    converted.push({ name, bytes, offset: convertedBytes });
-    const external = { location: ownFile, offset: convertedBytes, length: bytes.byteLength };
-    convertedBytes += bytes.byteLength;
-    return g.initializer({ name, dataType: T, dims: t.shape, external });
+    const w = store.floatStack(names, as);
+    return g.op('Gemm', bias ? [x, w, bias] : [x, w], { transB: 1 });
+  };
+  const embed = (ids: string) => {
+    const flat = g.op('Reshape', [ids, g.constInt64([-1])]);
+    if (weightFormat === 'float') return g.op('Gather', [store.float('model.embed_tokens.weight'), flat], { axis: 0 });
+    const type = options.embeddingType ?? 'float16';
+    const table = store.float('model.embed_tokens.weight', type, `model.embed_tokens.weight.${type}`);
+    const rows = g.op('Gather', [table, flat], { axis: 0 });
+    return type === T ? rows : cast(rows, T);
+  };
+  let angles: string | null = null;
+  const ropeAngles = () => {
+    if (angles) return angles;
+    const hd = cfg.headDim;
+    const pos = g.op('Reshape', [cast(inputs.positionIds, 'float32'), g.constInt64([-1, 1])]);
+    angles = g.op('Mul', [pos, g.constFloat32(ropeInvFreq(cfg), [1, hd / 2], 'inv_freq')]);
+    return angles;
+  };
+  const layerSwitches = options.layerSwitches === true;
+  if (layerSwitches && variant !== 'plain') throw new Error(`layer switches need the plain graph, not ${variant}`);
+  const ctx: GraphContext = {
+    g,
+    cfg,
+    store,
+    T,
+    weightFormat,
+    layers,
+    inputs,
+    cast,
+    toT,
+    linear,
+    embed,
+    ropeAngles,
+    layerSwitches,
   };
 
-  const linear = (x: string, prefix: string, bias = false) =>
-    g.op('Gemm', bias ? [x, weight(`${prefix}.weight`), weight(`${prefix}.bias`)] : [x, weight(`${prefix}.weight`)], {
-      transB: 1,
-    });
+  // The body: [rows, H], the final-normed hidden state of the requested rows.
+  const normed =
+    variant === 'plain' ? buildPlainBody(ctx) : buildFusedBody(ctx, variant === 'fused' ? 'gqa' : 'matmul');
 
-  const eps = g.constFloat32([cfg.rmsNormEps], [], 'eps');
-  const lastAxis = [-1];
-  /** RMSNorm with fp32 statistics: weight * (x / sqrt(mean(x^2) + eps)), as HF's LlamaRMSNorm. */
-  const rmsNorm = (x: string, w: string) => {
-    const xf = T === 'float32' ? x : cast(x, 'float32');
-    const ms = g.op('ReduceMean', [g.op('Mul', [xf, xf])], { axes: lastAxis, keepdims: 1 });
-    const normed = g.op('Div', [xf, g.op('Sqrt', [g.op('Add', [ms, eps])])]);
-    return g.op('Mul', [toT(normed), weight(w)]);
-  };
-
-  const { inputIds, positionIds, attentionBias, keepIndices, logitsRows } =
-    options.interface === 'transformers' ? transformersInputs(g, cfg, T) : treeInputs(g, cfg, T);
-
-  // Embedding: [q, H].
-  const flatIds = g.op('Reshape', [inputIds, g.constInt64([-1])]);
-  let x = g.op('Gather', [weight('model.embed_tokens.weight'), flatIds], { axis: 0 });
-
-  // RoPE tables from per-token positions, in fp32: cos/sin [q, hd] broadcast over heads ([heads, q, hd]).
-  const pos = g.op('Reshape', [cast(positionIds, 'float32'), g.constInt64([-1, 1])]);
-  const freqs = g.op('Mul', [pos, g.constFloat32(ropeInvFreq(cfg), [1, hd / 2], 'inv_freq')]);
-  const angles = g.node('Concat', [freqs, freqs], { attrs: { axis: -1 } })[0] as string;
-  const cos = toT(g.op('Cos', [angles]));
-  const sin = toT(g.op('Sin', [angles]));
-  const halfStart = g.constInt64([0]);
-  const halfMid = g.constInt64([hd / 2]);
-  const halfEnd = g.constInt64([hd]);
-  const axis2 = g.constInt64([2]);
-  const rope = (t: string) => {
-    const x1 = g.op('Slice', [t, halfStart, halfMid, axis2]);
-    const x2 = g.op('Slice', [t, halfMid, halfEnd, axis2]);
-    const rotated = g.op('Concat', [g.op('Neg', [x2]), x1], { axis: 2 });
-    return g.op('Add', [g.op('Mul', [t, cos]), g.op('Mul', [rotated, sin])]);
-  };
-
-  const bias = toT(attentionBias); // [1, 1, q, total] broadcasts over [kvh, group, q, total]
-  const scale = toT(g.constFloat32([1 / Math.sqrt(hd)], [], 'scale'));
-  const headsShape = (heads: number) => g.constInt64([0, heads, hd]);
-  const toHeads = (t: string, heads: number) =>
-    g.op('Transpose', [g.op('Reshape', [t, headsShape(heads)])], { perm: [1, 0, 2] });
-  const groupedShape = g.constInt64([kvh, group, -1, hd]);
-  const mergedShape = g.constInt64([nh, -1, hd]);
-  const flatShape = g.constInt64([0, -1]);
-  const asPast = g.constInt64([0]); // Unsqueeze axes: [kvh, q, hd] -> [1, kvh, q, hd]
-
-  for (let i = 0; i < cfg.numLayers; i++) {
-    const p = `model.layers.${i}`;
-    const h = rmsNorm(x, `${p}.input_layernorm.weight`);
-    const q = rope(toHeads(linear(h, `${p}.self_attn.q_proj`, cfg.qkvBias), nh)); // [nh, q, hd]
-    const k = rope(toHeads(linear(h, `${p}.self_attn.k_proj`, cfg.qkvBias), kvh)); // [kvh, q, hd]
-    const v = toHeads(linear(h, `${p}.self_attn.v_proj`, cfg.qkvBias), kvh);
-    // Cache: keep the selected past slots, append this call's keys and values.
-    const keptK = keepIndices ? g.op('Gather', [pastKey(i), keepIndices], { axis: 2 }) : pastKey(i);
-    const keptV = keepIndices ? g.op('Gather', [pastValue(i), keepIndices], { axis: 2 }) : pastValue(i);
-    const presentK = g.op('Concat', [keptK, g.op('Unsqueeze', [k, asPast])], { axis: 2 }, presentKey(i));
-    const presentV = g.op('Concat', [keptV, g.op('Unsqueeze', [v, asPast])], { axis: 2 }, presentValue(i));
-    g.output(presentKey(i), T, [1, kvh, 'total', hd]);
-    g.output(presentValue(i), T, [1, kvh, 'total', hd]);
-    // Grouped-query attention without copying K/V per head: queries [kvh, group, q, hd] against
-    // keys [kvh, 1, hd, total] (the cache's batch axis moved into the broadcast axis).
-    const qg = g.op('Reshape', [g.op('Mul', [q, scale]), groupedShape]);
-    const kT = g.op('Transpose', [presentK], { perm: [1, 0, 3, 2] });
-    const vT = g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] });
-    const scores = g.op('Add', [g.op('MatMul', [qg, kT]), bias]);
-    const probs = g.op('Softmax', [scores], { axis: -1 });
-    const ctx = g.op('Reshape', [g.op('MatMul', [probs, vT]), mergedShape]); // [nh, q, hd]
-    const ctxFlat = g.op('Reshape', [g.op('Transpose', [ctx], { perm: [1, 0, 2] }), flatShape]); // [q, nh*hd]
-    x = g.op('Add', [x, linear(ctxFlat, `${p}.self_attn.o_proj`)]);
-    // SwiGLU MLP.
-    const h2 = rmsNorm(x, `${p}.post_attention_layernorm.weight`);
-    const gate = linear(h2, `${p}.mlp.gate_proj`);
-    const act = g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), linear(h2, `${p}.mlp.up_proj`)]);
-    x = g.op('Add', [x, linear(act, `${p}.mlp.down_proj`)]);
+  if (probe !== undefined) {
+    g.op('Identity', [normed], {}, 'hidden');
+    g.output('hidden', T, ['rows', cfg.hiddenSize]);
+  } else {
+    const head = cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
+    let logits =
+      weightFormat === 'int4'
+        ? linear(normed, [head], 'lm_head')
+        : g.op('Gemm', [normed, store.float(head)], { transB: 1 });
+    if (T !== 'float32') logits = cast(logits, 'float32');
+    g.op('Unsqueeze', [logits, g.constInt64([0])], {}, GRAPH_OUTPUTS.logits);
+    g.output(GRAPH_OUTPUTS.logits, 'float32', [1, inputs.logitsRows ? 'rows' : 'q', cfg.vocabSize]);
+    if (options.interface !== 'transformers') {
+      g.op('ArgMax', [logits], { axis: -1, keepdims: 0 }, GRAPH_OUTPUTS.argmax);
+      g.output(GRAPH_OUTPUTS.argmax, 'int64', ['rows']);
+    }
   }
 
-  // Logits for the requested rows only.
-  const rowsX = logitsRows ? g.op('Gather', [x, logitsRows], { axis: 0 }) : x;
-  const normed = rmsNorm(rowsX, 'model.norm.weight');
-  const head = cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
-  let logits = g.op('Gemm', [normed, weight(head)], { transB: 1 });
-  if (T !== 'float32') logits = cast(logits, 'float32');
-  g.op('Unsqueeze', [logits, g.constInt64([0])], {}, 'logits');
-  g.output('logits', 'float32', [1, logitsRows ? 'rows' : 'q', cfg.vocabSize]);
-
-  const externalData = [...usedFiles].map((path) => ({ path, data: files.get(path) as Uint8Array }));
-  if (converted.length > 0) {
-    const data = new Uint8Array(convertedBytes);
-    for (const c of converted) data.set(c.bytes, c.offset);
-    externalData.push({ path: ownFile, data });
-  }
-  return { model: g.toBytes(), externalData, compute, convertedBytes };
+  return {
+    model: g.toBytes(),
+    externalData: store.externalData(),
+    compute,
+    weightFormat,
+    variant,
+    layerSwitches,
+    convertedBytes: store.convertedBytes,
+    weightBytes: callWeightBytes(cfg, weightFormat, compute, layers, options.int4?.blockSize),
+    nodes: g.nodeCount,
+  };
 }
 
-interface CoreInputs {
+/** Bytes one call reads from the weights (for achieved-bandwidth figures): every projection, norms, the head. */
+export function callWeightBytes(
+  cfg: LlamaConfig,
+  format: WeightFormat,
+  compute: ComputeType,
+  layers = cfg.numLayers,
+  blockSize = 32,
+): number {
+  const floatBytes = compute === 'fp16' ? 2 : 4;
+  let bytes = 0;
+  for (const [name, shape] of expectedWeights(cfg)) {
+    const layer = /^model\.layers\.(\d+)\./.exec(name);
+    if (layer && Number(layer[1]) >= layers) continue;
+    const n = shape.reduce((a, b) => a * b, 1);
+    if (name === 'model.embed_tokens.weight') continue; // a gather of q rows
+    if (shape.length === 2 && format === 'int4') bytes += n / 2 + (n / blockSize) * floatBytes;
+    else bytes += n * floatBytes;
+  }
+  if (cfg.tieWordEmbeddings) {
+    const n = cfg.vocabSize * cfg.hiddenSize;
+    bytes += format === 'int4' ? n / 2 + (n / blockSize) * floatBytes : n * floatBytes;
+  }
+  return bytes;
+}
+
+export interface CoreInputs {
   inputIds: string;
   positionIds: string;
   /** float32 [1, 1, q, total] */
@@ -241,14 +313,14 @@ interface CoreInputs {
   logitsRows: string | null;
 }
 
-function pastInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType, batch: Dim, past: Dim): void {
-  for (let i = 0; i < cfg.numLayers; i++) {
+function pastInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType, batch: Dim, past: Dim, layers: number): void {
+  for (let i = 0; i < layers; i++) {
     g.input(pastKey(i), T, [batch, cfg.numKvHeads, past, cfg.headDim]);
     g.input(pastValue(i), T, [batch, cfg.numKvHeads, past, cfg.headDim]);
   }
 }
 
-function treeInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType): CoreInputs {
+function treeInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType, layers: number): CoreInputs {
   const inputs: CoreInputs = {
     inputIds: g.input(GRAPH_INPUTS.inputIds, 'int64', [1, 'q']),
     positionIds: g.input(GRAPH_INPUTS.positionIds, 'int64', [1, 'q']),
@@ -256,7 +328,7 @@ function treeInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType): CoreInputs
     keepIndices: g.input(GRAPH_INPUTS.keepIndices, 'int64', ['kept']),
     logitsRows: g.input(GRAPH_INPUTS.logitsRows, 'int64', ['rows']),
   };
-  pastInputs(g, cfg, T, 1, 'past');
+  pastInputs(g, cfg, T, 1, 'past', layers);
   return inputs;
 }
 
@@ -265,7 +337,7 @@ function transformersInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType): Co
   const inputIds = g.input('input_ids', 'int64', ['batch_size', 'sequence_length']);
   const mask = g.input('attention_mask', 'int64', ['batch_size', 'total_sequence_length']);
   const positionIds = g.input('position_ids', 'int64', ['batch_size', 'sequence_length']);
-  pastInputs(g, cfg, T, 'batch_size', 'past_sequence_length');
+  pastInputs(g, cfg, T, 'batch_size', 'past_sequence_length', cfg.numLayers);
   const scalar = (v: number) => g.constInt64([v], []);
   const dim = (t: string, axis: number) => g.op('Gather', [g.op('Shape', [t]), scalar(axis)], { axis: 0 });
   const q = dim(inputIds, 1);

@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { checkTreeConsistency } from '../../diagnostics/tree-check';
 import { chainBias, positionIds, treeAttentionBias } from '../../engine/tree';
 import { nodeWebGpu, webGpuOrt, webGpuTitle } from '../../runtime/testing/node-webgpu';
-import { ModelRunner } from '../runner';
+import { ModelRunner, type RunnerOptions } from '../runner';
+import { int4Reference } from '../testing/int4-reference';
 import { randomModel } from '../testing/random-model';
 import { referenceForward } from '../testing/reference-llama';
 
@@ -38,10 +39,13 @@ function maxAbs(a: ArrayLike<number>): number {
 }
 
 /** Logits of every tree node after a prefill of PROMPT: the graph on WebGPU, and the float64 reference. */
-async function treeCall(compute: 'fp32' | 'fp16') {
-  const { model, weights } = randomModel({}, 'F16');
-  const runner = await ModelRunner.create(webGpuOrt(), model, { device: 'webgpu', compute });
+async function treeCall(compute: 'fp32' | 'fp16', options: Omit<RunnerOptions, 'device' | 'compute'> = {}) {
+  const { model, weights: stored } = randomModel({}, 'F16');
+  const runner = await ModelRunner.create(webGpuOrt(), model, { device: 'webgpu', compute, ...options });
   const P = PROMPT.length;
+  // int4: the reference computes with the dequantised weights.
+  const { cfg, weights } =
+    options.precision === 'int4' ? int4Reference(model.config, stored) : { cfg: model.config, weights: stored };
   try {
     expect(runner.compute).toBe(compute);
     await runner.forward({ tokens: PROMPT, positions: PROMPT.map((_, i) => i), bias: chainBias(0, P), rows: [0] });
@@ -53,7 +57,7 @@ async function treeCall(compute: 'fp32' | 'fp16') {
     });
     const lines = lineage(PARENTS);
     const ref = referenceForward(
-      model.config,
+      cfg,
       weights,
       [...PROMPT, ...TREE],
       [...PROMPT.map((_, i) => i), ...positionIds(P, PARENTS)],
@@ -80,6 +84,35 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('Llama graph on WebGPU in Node'), ()
     expect(err).toBeLessThan(1e-2 * Math.max(1, maxAbs(ref)));
     expect(err).toBeGreaterThan(0); // really computed in half precision (fp32 lands within 1e-6)
   });
+
+  for (const graph of ['fused', 'hybrid'] as const) {
+    it(`the ${graph} graph (onnxruntime contrib ops on the WebGPU EP): a tree call matches the reference in fp32`, async () => {
+      const { got, ref } = await treeCall('fp32', { graph });
+      expect(maxDiff(got, ref)).toBeLessThan(1e-4);
+    });
+  }
+
+  it('int4 weights (MatMulNBits; fp16 compute where the adapter has shader-f16): a tree call matches the reference on the dequantised weights', async () => {
+    const compute = nodeWebGpu.ok && nodeWebGpu.adapter.shaderF16 ? 'fp16' : 'fp32';
+    const { got, ref } = await treeCall(compute, { precision: 'int4', graph: 'fused' });
+    expect(maxDiff(got, ref)).toBeLessThan(compute === 'fp16' ? 1e-2 * Math.max(1, maxAbs(ref)) : 1e-4);
+  });
+
+  for (const runner of [
+    { graph: 'fused', precision: 'int4' },
+    { graph: 'hybrid', precision: 'fp32' },
+  ] as const) {
+    it(`the tree-consistency check passes with the ${runner.graph} graph and ${runner.precision} weights`, async () => {
+      const { model } = randomModel({}, 'F16');
+      const report = await checkTreeConsistency(webGpuOrt(), model, 'webgpu', PROMPT, { runner });
+      expect(report.variant).toBe(runner.graph);
+      expect(report.logitsDiff).toBeLessThan(1e-2);
+      expect(report.cacheDiff).toBeLessThan(1e-2);
+      expect(report.compactionExact).toBe(true);
+      expect(report.compactionDiff).toBeLessThan(1e-2);
+      expect(report.treeArgmax).toEqual(report.plainArgmax);
+    });
+  }
 
   it('the tree-consistency check passes in fp16 (auto picks fp16 here): paths, K/V slots, exact compaction', async () => {
     const { model } = randomModel({}, 'F16');

@@ -36,13 +36,17 @@ function rope(v: Float64Array, heads: number, hd: number, pos: number, invFreq: 
   }
 }
 
-/** Logits [n][vocab] for every position of the sequence; token i attends to j where visible(i, j). */
+/**
+ * Logits [n][vocab] for every position of the sequence; token i attends to j where visible(i, j). `skip` removes
+ * sub-layers (their residual branch is left out), as self-speculation's layer switches do.
+ */
 export function referenceForward(
   cfg: LlamaConfig,
   W: Weights,
   tokens: readonly number[],
   positions: readonly number[],
   visible: (i: number, j: number) => boolean,
+  skip: { attention?: readonly number[]; mlp?: readonly number[] } = {},
 ): Float64Array[] {
   const { hiddenSize: H, numHeads: nh, numKvHeads: kvh, headDim: hd, intermediateSize: M, vocabSize: V } = cfg;
   const n = tokens.length;
@@ -52,6 +56,8 @@ export function referenceForward(
   const bias = (name: string) => (cfg.qkvBias ? W(name) : undefined);
   for (let l = 0; l < cfg.numLayers; l++) {
     const p = `model.layers.${l}`;
+    const skipAttention = skip.attention?.includes(l) ?? false;
+    const skipMlp = skip.mlp?.includes(l) ?? false;
     const hs = xs.map((x) => rmsNorm(x, W(`${p}.input_layernorm.weight`), cfg.rmsNormEps));
     const qs = hs.map((h) =>
       matvec(W(`${p}.self_attn.q_proj.weight`), h, nh * hd, H, bias(`${p}.self_attn.q_proj.bias`)),
@@ -92,7 +98,13 @@ export function referenceForward(
         });
       }
       const o = matvec(W(`${p}.self_attn.o_proj.weight`), ctx, H, nh * hd);
-      const x = (xs[i] as Float64Array).map((v, c) => v + (o[c] as number));
+      const x = skipAttention
+        ? Float64Array.from(xs[i] as Float64Array)
+        : (xs[i] as Float64Array).map((v, c) => v + (o[c] as number));
+      if (skipMlp) {
+        next.push(x);
+        continue;
+      }
       const h2 = rmsNorm(x, W(`${p}.post_attention_layernorm.weight`), cfg.rmsNormEps);
       const gate = matvec(W(`${p}.mlp.gate_proj.weight`), h2, M, H);
       const up = matvec(W(`${p}.mlp.up_proj.weight`), h2, M, H);

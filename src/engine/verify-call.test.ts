@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import type { Drafter } from './drafters/drafter';
+import { createDrafter, METHOD_NAMES, type Method } from './drafters/index';
+import type { GenerationResult, RoundEvent } from './events';
+import { generateAll } from './generate';
+import type { ForwardInput } from './lm';
+import { argmax, GREEDY } from './sampling';
+import { statsFromEvents } from './stats';
+import { hashedLogits, noisyCopy, ToyLM } from './testing/toy-lm';
+
+const VOCAB = 50;
+const tokenizer = { decode: (ids: readonly number[]) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join('') };
+const fn = hashedLogits(VOCAB, 1, 2, 3);
+
+/** A toy target that, like ModelRunner, can return argmax ids only, and counts what it returns. */
+class ArgmaxToyLM extends ToyLM {
+  bytesRead = 0;
+  logitsCalls = 0;
+  argmaxCalls = 0;
+
+  override async forward(input: ForwardInput): Promise<Float32Array> {
+    this.logitsCalls++;
+    const out = await super.forward(input);
+    this.bytesRead += out.byteLength;
+    return out;
+  }
+
+  async forwardArgmax(input: ForwardInput): Promise<Int32Array> {
+    this.argmaxCalls++;
+    const logits = await super.forward(input);
+    const rows = logits.length / VOCAB;
+    this.bytesRead += rows * 8;
+    return Int32Array.from({ length: rows }, (_, r) => argmax(logits.subarray(r * VOCAB, (r + 1) * VOCAB)));
+  }
+}
+
+async function run(target: ToyLM, method: Method, temperature = 0, drafterPatch?: Partial<Drafter>) {
+  const draft = new ToyLM(VOCAB, noisyCopy(fn, VOCAB, 2, 1.5));
+  const drafter = Object.assign(createDrafter(method, { target, draft, costs: () => null }), drafterPatch ?? {});
+  const events: RoundEvent[] = [];
+  const sampling = temperature === 0 ? GREEDY : { temperature, topK: 0, topP: 1, seed: 7 };
+  const result: GenerationResult = await generateAll(
+    { target, drafter, tokenizer },
+    [3, 14, 15, 9],
+    { maxNewTokens: 24, sampling },
+    (e) => events.push(e),
+  );
+  return { result, events };
+}
+
+describe('verification that reads less', () => {
+  for (const method of METHOD_NAMES) {
+    it(`greedy, ${method}: only token ids come back (8 bytes a row) unless the drafter reads logits; same text`, async () => {
+      const withIds = new ArgmaxToyLM(VOCAB, fn);
+      const fromLogits = new ToyLM(VOCAB, fn);
+      const a = await run(withIds, method);
+      const b = await run(fromLogits, method);
+      expect(a.result.tokens).toEqual(b.result.tokens);
+      const { stats } = a.result;
+      if (method === 'lookahead') {
+        // Lookahead reads the target's rows (its Jacobi window), so its rounds fetch them.
+        expect(withIds.logitsCalls).toBe(stats.rounds);
+        return;
+      }
+      expect(withIds.logitsCalls).toBe(0);
+      expect(withIds.argmaxCalls).toBe(stats.targetCalls);
+      expect(stats.targetBytesPerRound).toBeCloseTo(8 * stats.meanTreeSize, 6);
+      expect(stats.targetBytesPerRound).toBeLessThanOrEqual(1024);
+      expect(statsFromEvents(a.events).targetBytes).toBe(stats.targetBytes);
+      // A target without the capability still works, and reports no bytes (it does not count them).
+      expect(b.result.stats.targetBytes).toBe(0);
+    });
+  }
+
+  it('sampling reads whole logits rows (and gives the same tokens as a target without forwardArgmax)', async () => {
+    const target = new ArgmaxToyLM(VOCAB, fn);
+    const a = await run(target, 'dynamic', 1);
+    const b = await run(new ToyLM(VOCAB, fn), 'dynamic', 1);
+    expect(a.result.tokens).toEqual(b.result.tokens);
+    expect(target.logitsCalls).toBe(a.result.stats.rounds);
+    expect(a.result.stats.targetBytesPerRound).toBeCloseTo(4 * VOCAB * a.result.stats.meanTreeSize, 6);
+  });
+
+  it('a drafter that reads the target logits gets them under greedy too', async () => {
+    const target = new ArgmaxToyLM(VOCAB, fn);
+    const a = await run(target, 'chain', 0, { readsTargetLogits: true });
+    expect(target.logitsCalls).toBe(a.result.stats.rounds);
+    expect(a.result.stats.targetBytesPerRound).toBeCloseTo(4 * VOCAB * a.result.stats.meanTreeSize, 6);
+  });
+});

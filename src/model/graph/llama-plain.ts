@@ -1,0 +1,136 @@
+/**
+ * The plain body of the Llama graph: standard ONNX ops only (about 45 per layer), so it runs on every execution
+ * provider. RMSNorm with fp32 statistics, RoPE by slicing and rotating halves, grouped-query attention as two
+ * MatMuls over a broadcast axis (no K/V copy per head), SwiGLU. Returns the final-normed rows [rows, H].
+ */
+import type { GraphContext } from './llama';
+import { pastKey, pastValue, presentKey, presentValue, runAttention, runMlp } from './signature';
+
+export function buildPlainBody(ctx: GraphContext): string {
+  const { g, cfg, store, T, inputs, cast, toT, linear } = ctx;
+  const { numHeads: nh, numKvHeads: kvh, headDim: hd } = cfg;
+  const group = nh / kvh;
+  const { keepIndices, logitsRows } = inputs;
+
+  const eps = g.constFloat32([cfg.rmsNormEps], [], 'eps');
+  const lastAxis = [-1];
+  /** RMSNorm with fp32 statistics: weight * (x / sqrt(mean(x^2) + eps)), as HF's LlamaRMSNorm. */
+  const rmsNorm = (x: string, w: string) => {
+    const xf = T === 'float32' ? x : cast(x, 'float32');
+    const ms = g.op('ReduceMean', [g.op('Mul', [xf, xf])], { axes: lastAxis, keepdims: 1 });
+    const normed = g.op('Div', [xf, g.op('Sqrt', [g.op('Add', [ms, eps])])]);
+    return g.op('Mul', [toT(normed), store.float(w)]);
+  };
+
+  // Embedding: [q, H].
+  let x = ctx.embed(inputs.inputIds);
+
+  // RoPE tables from per-token positions, in fp32: cos/sin [q, hd] broadcast over heads ([heads, q, hd]).
+  const freqs = ctx.ropeAngles();
+  const angles = g.node('Concat', [freqs, freqs], { attrs: { axis: -1 } })[0] as string;
+  const cos = toT(g.op('Cos', [angles]));
+  const sin = toT(g.op('Sin', [angles]));
+  const halfStart = g.constInt64([0]);
+  const halfMid = g.constInt64([hd / 2]);
+  const halfEnd = g.constInt64([hd]);
+  const axis2 = g.constInt64([2]);
+  const rope = (t: string) => {
+    const x1 = g.op('Slice', [t, halfStart, halfMid, axis2]);
+    const x2 = g.op('Slice', [t, halfMid, halfEnd, axis2]);
+    const rotated = g.op('Concat', [g.op('Neg', [x2]), x1], { axis: 2 });
+    return g.op('Add', [g.op('Mul', [t, cos]), g.op('Mul', [rotated, sin])]);
+  };
+
+  const bias = toT(inputs.attentionBias); // [1, 1, q, total] broadcasts over [kvh, group, q, total]
+  const scale = toT(g.constFloat32([1 / Math.sqrt(hd)], [], 'scale'));
+  const headsShape = (heads: number) => g.constInt64([0, heads, hd]);
+  const toHeads = (t: string, heads: number) =>
+    g.op('Transpose', [g.op('Reshape', [t, headsShape(heads)])], { perm: [1, 0, 2] });
+  const groupedShape = g.constInt64([kvh, group, -1, hd]);
+  const mergedShape = g.constInt64([nh, -1, hd]);
+  const flatShape = g.constInt64([0, -1]);
+  const asPast = g.constInt64([0]); // Unsqueeze axes: [kvh, q, hd] -> [1, kvh, q, hd]
+  const bias3 = (p: string, n: string) => (cfg.qkvBias ? [`${p}.self_attn.${n}_proj.bias`] : undefined);
+
+  /** Attention sub-layer of layer i: returns [x + attention, present K, present V] (K/V named by the caller). */
+  const attention = (i: number, x0: string, keptK: string, keptV: string, names: [string, string] | null) => {
+    const p = `model.layers.${i}`;
+    const w = (n: string) => [`${p}.${n}.weight`];
+    const h = rmsNorm(x0, `${p}.input_layernorm.weight`);
+    const q = rope(toHeads(linear(h, w('self_attn.q_proj'), `${p}.self_attn.q_proj`, bias3(p, 'q')), nh));
+    const k = rope(toHeads(linear(h, w('self_attn.k_proj'), `${p}.self_attn.k_proj`, bias3(p, 'k')), kvh));
+    const v = toHeads(linear(h, w('self_attn.v_proj'), `${p}.self_attn.v_proj`, bias3(p, 'v')), kvh);
+    // Cache: the kept past slots, then this call's keys and values.
+    const presentK = g.op('Concat', [keptK, g.op('Unsqueeze', [k, asPast])], { axis: 2 }, names?.[0]);
+    const presentV = g.op('Concat', [keptV, g.op('Unsqueeze', [v, asPast])], { axis: 2 }, names?.[1]);
+    // Grouped-query attention without copying K/V per head: queries [kvh, group, q, hd] against
+    // keys [kvh, 1, hd, total] (the cache's batch axis moved into the broadcast axis).
+    const qg = g.op('Reshape', [g.op('Mul', [q, scale]), groupedShape]);
+    const kT = g.op('Transpose', [presentK], { perm: [1, 0, 3, 2] });
+    const vT = g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] });
+    const scores = g.op('Add', [g.op('MatMul', [qg, kT]), bias]);
+    const probs = g.op('Softmax', [scores], { axis: -1 });
+    const ctxHeads = g.op('Reshape', [g.op('MatMul', [probs, vT]), mergedShape]); // [nh, q, hd]
+    const ctxFlat = g.op('Reshape', [g.op('Transpose', [ctxHeads], { perm: [1, 0, 2] }), flatShape]); // [q, nh*hd]
+    return [g.op('Add', [x0, linear(ctxFlat, w('self_attn.o_proj'), `${p}.self_attn.o_proj`)]), presentK, presentV];
+  };
+  /** SwiGLU MLP sub-layer of layer i: x + mlp(norm(x)). */
+  const mlp = (i: number, x0: string) => {
+    const p = `model.layers.${i}`;
+    const w = (n: string) => [`${p}.${n}.weight`];
+    const h2 = rmsNorm(x0, `${p}.post_attention_layernorm.weight`);
+    const gate = linear(h2, w('mlp.gate_proj'), `${p}.mlp.gate_proj`);
+    const up = linear(h2, w('mlp.up_proj'), `${p}.mlp.up_proj`);
+    const act = g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), up]);
+    return g.op('Add', [x0, linear(act, w('mlp.down_proj'), `${p}.mlp.down_proj`)]);
+  };
+
+  // With layer switches, a skipped attention sub-layer still writes this call's cache slots (zeros), so every
+  // layer's cache keeps the same length; those slots belong to draft tokens and are dropped before verification.
+  let zeroKv = '';
+  if (ctx.layerSwitches) {
+    const q = g.op('Slice', [g.op('Shape', [inputs.inputIds]), g.constInt64([1]), g.constInt64([2])]);
+    const shape = g.op('Concat', [g.constInt64([1, kvh]), q, g.constInt64([hd])], { axis: 0 });
+    const zero = { name: 'zero', dataType: T, dims: [1], raw: new Uint8Array(T === 'float16' ? 2 : 4) };
+    zeroKv = g.op('ConstantOfShape', [shape], { value: zero });
+  }
+  const residual = [{ dataType: T, shape: ['q', cfg.hiddenSize] }];
+  const cacheType = { dataType: T, shape: [1, kvh, 'total', hd] };
+
+  for (let i = 0; i < ctx.layers; i++) {
+    const keptK = keepIndices ? g.op('Gather', [pastKey(i), keepIndices], { axis: 2 }) : pastKey(i);
+    const keptV = keepIndices ? g.op('Gather', [pastValue(i), keepIndices], { axis: 2 }) : pastValue(i);
+    g.output(presentKey(i), T, [1, kvh, 'total', hd]);
+    g.output(presentValue(i), T, [1, kvh, 'total', hd]);
+    const switched = ctx.layerSwitches && i > 0 && i < ctx.layers - 1;
+    if (!switched) {
+      [x] = attention(i, x, keptK, keptV, [presentKey(i), presentValue(i)]) as [string];
+      x = mlp(i, x);
+      continue;
+    }
+    const x0 = x;
+    const runs = g.branch(`attention_${i}`, [...residual, cacheType, cacheType], () =>
+      attention(i, x0, keptK, keptV, null),
+    );
+    const skips = g.branch(`skip_attention_${i}`, [...residual, cacheType, cacheType], () => [
+      g.op('Identity', [x0]),
+      g.op('Concat', [keptK, zeroKv], { axis: 2 }),
+      g.op('Concat', [keptV, zeroKv], { axis: 2 }),
+    ]);
+    [x] = g.node('If', [g.input(runAttention(i), 'bool', [])], {
+      attrs: { then_branch: { graph: runs }, else_branch: { graph: skips } },
+      outputs: [`${`model.layers.${i}`}.attention_out`, presentKey(i), presentValue(i)],
+    }) as [string];
+    const x1 = x;
+    const mlpRuns = g.branch(`mlp_${i}`, residual, () => [mlp(i, x1)]);
+    const mlpSkips = g.branch(`skip_mlp_${i}`, residual, () => [g.op('Identity', [x1])]);
+    [x] = g.node('If', [g.input(runMlp(i), 'bool', [])], {
+      attrs: { then_branch: { graph: mlpRuns }, else_branch: { graph: mlpSkips } },
+      outputs: 1,
+    }) as [string];
+  }
+
+  // Only the requested rows go through the final norm and the head.
+  const rowsX = logitsRows ? g.op('Gather', [x, logitsRows], { axis: 0 }) : x;
+  return rmsNorm(rowsX, 'model.norm.weight');
+}

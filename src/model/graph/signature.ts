@@ -1,0 +1,23 @@
+/** The names in the graph's signature (inputs, outputs, the cache), shared by the builders and the runner. */
+
+export const GRAPH_INPUTS = {
+  inputIds: 'input_ids',
+  positionIds: 'position_ids',
+  attentionBias: 'attention_bias',
+  keepIndices: 'keep_indices',
+  logitsRows: 'logits_rows',
+} as const;
+
+export const GRAPH_OUTPUTS = { logits: 'logits', argmax: 'argmax' } as const;
+
+export const pastKey = (i: number) => `past_key_values.${i}.key`;
+export const pastValue = (i: number) => `past_key_values.${i}.value`;
+export const presentKey = (i: number) => `present.${i}.key`;
+export const presentValue = (i: number) => `present.${i}.value`;
+
+/**
+ * Layer switches (graphs built with layerSwitches): a scalar bool per sub-layer of every decoder layer but the first
+ * and the last; false skips it (self-speculation runs the target with some of them off).
+ */
+export const runAttention = (i: number) => `run_attention.${i}`;
+export const runMlp = (i: number) => `run_mlp.${i}`;

@@ -1,0 +1,106 @@
+/**
+ * Layer switches (self-speculation over one set of weights): switching nothing off gives exactly the target's
+ * logits; switching sub-layers off gives what the float64 reference computes with those sub-layers removed; and the
+ * cache after a skipping call plus compaction is the target's cache exactly.
+ */
+import { describe, expect, it } from 'vitest';
+import { chainBias, keepIndices, treeAttentionBias } from '../../engine/tree';
+import { ortForNode } from '../../runtime/ort-node';
+import { ModelRunner } from '../runner';
+import { randomModel } from '../testing/random-model';
+import { referenceForward } from '../testing/reference-llama';
+
+const ort = ortForNode();
+const PROMPT = [3, 17, 42, 8, 25, 60, 1];
+const LAYERS = 4;
+
+function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
+  return m;
+}
+
+const prefill = (tokens: number[]) => ({
+  tokens,
+  positions: tokens.map((_, i) => i),
+  bias: chainBias(0, tokens.length),
+  rows: tokens.map((_, i) => i),
+});
+
+describe('layer switches', () => {
+  it('all on equals the target; some off equals the float64 reference without those sub-layers', async () => {
+    const { model, weights } = randomModel({ num_hidden_layers: LAYERS });
+    const plain = await ModelRunner.create(ort, model, { device: 'wasm' });
+    const switched = await ModelRunner.create(ort, model, { device: 'wasm', layerSwitches: true });
+    expect(switched.canSkipLayers).toBe(true);
+    expect(plain.canSkipLayers).toBe(false);
+    const a = await plain.forward(prefill(PROMPT));
+    const b = await switched.forward(prefill(PROMPT));
+    expect(maxDiff(a, b)).toBe(0);
+    switched.reset();
+    const none = await switched.forwardSkipping(prefill(PROMPT), new Uint8Array(2 * LAYERS));
+    expect(maxDiff(a, none)).toBe(0);
+    // Skip the attention of layer 1 and the MLP of layer 2.
+    const skip = new Uint8Array(2 * LAYERS);
+    skip[1] = 1;
+    skip[LAYERS + 2] = 1;
+    switched.reset();
+    const skipped = await switched.forwardSkipping(prefill(PROMPT), skip);
+    const ref = referenceForward(
+      model.config,
+      weights,
+      PROMPT,
+      PROMPT.map((_, i) => i),
+      (i, j) => j <= i,
+      { attention: [1], mlp: [2] },
+    );
+    for (let r = 0; r < PROMPT.length; r++) {
+      const row = skipped.subarray(r * model.config.vocabSize, (r + 1) * model.config.vocabSize);
+      expect(maxDiff(row, ref[r] as Float64Array)).toBeLessThan(1e-4);
+    }
+    expect(maxDiff(a, skipped)).toBeGreaterThan(1e-3); // it did skip something
+    await plain.release();
+    await switched.release();
+  });
+
+  it("the target's cache is unchanged after a skipping call and compaction", async () => {
+    const { model } = randomModel({ num_hidden_layers: LAYERS });
+    const runner = await ModelRunner.create(ort, model, { device: 'wasm', layerSwitches: true });
+    await runner.forward({ ...prefill(PROMPT), rows: [PROMPT.length - 1] });
+    const before = await Promise.all(Array.from({ length: LAYERS }, (_, l) => runner.readCache(l)));
+    const skip = new Uint8Array(2 * LAYERS);
+    skip[1] = 1;
+    skip[LAYERS + 1] = 1;
+    // Two draft calls with layers off, then drop their slots; the next target call compacts first.
+    await runner.forwardSkipping({ tokens: [5], positions: [7], bias: chainBias(7, 1), rows: [0] }, skip);
+    await runner.forwardSkipping({ tokens: [9], positions: [8], bias: chainBias(8, 1), rows: [0] }, skip);
+    runner.keep(keepIndices(7, []).slice(0, 7));
+    await runner.forward({ tokens: [4], positions: [7], bias: treeAttentionBias(7, [-1]), rows: [0] });
+    for (let l = 0; l < LAYERS; l++) {
+      const after = await runner.readCache(l);
+      expect(after.length).toBe(8);
+      const { numKvHeads: kvh, headDim: hd } = model.config;
+      for (let h = 0; h < kvh; h++) {
+        const was = before[l] as Awaited<ReturnType<ModelRunner['readCache']>>;
+        const a = after.key.subarray(h * 8 * hd, (h * 8 + 7) * hd);
+        const b = was.key.subarray(h * 7 * hd, (h * 7 + 7) * hd);
+        expect(maxDiff(a, b)).toBe(0);
+      }
+    }
+    await runner.release();
+  });
+
+  it('refuses to skip the first or last layer, and a runner without switches refuses to skip at all', async () => {
+    const { model } = randomModel({ num_hidden_layers: LAYERS });
+    const switched = await ModelRunner.create(ort, model, { device: 'wasm', layerSwitches: true });
+    const first = new Uint8Array(2 * LAYERS);
+    first[0] = 1;
+    await expect(switched.forwardSkipping(prefill(PROMPT), first)).rejects.toThrow(/first and the last layer/);
+    const plain = await ModelRunner.create(ort, model, { device: 'wasm' });
+    await expect(plain.forwardSkipping(prefill(PROMPT), new Uint8Array(2 * LAYERS))).rejects.toThrow(
+      /without layer switches/,
+    );
+    await switched.release();
+    await plain.release();
+  });
+});

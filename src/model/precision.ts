@@ -1,0 +1,63 @@
+/**
+ * What `precision` means for a model on a device: how the weights are stored (float or blockwise int4) and what
+ * type the arithmetic runs in (fp32, or fp16 where the device computes it natively).
+ *
+ *   fp32  float weights, fp32 compute
+ *   fp16  float weights, fp16 compute (WebGPU needs shader-f16; on wasm it is emulated and slow, for tests)
+ *   int4  int4 weights (MatMulNBits), fp16 compute on a WebGPU adapter with shader-f16, fp32 elsewhere
+ *   auto  the compute type the device does best (fp16 on WebGPU with shader-f16, else fp32); float weights unless
+ *         they would not fit (more than AUTO_INT4_BYTES in that type: a wasm heap is 4 GB at most, and browsers
+ *         cap single GPU buffers and tabs well below a 1.7B model in fp32), then int4
+ */
+import { expectedWeights, type LlamaConfig } from './config';
+import type { ComputeType, WeightFormat } from './graph/llama';
+
+export type Precision = 'fp32' | 'fp16' | 'int4' | 'auto';
+export const PRECISIONS: readonly Precision[] = ['fp32', 'fp16', 'int4', 'auto'];
+
+export type Device = 'wasm' | 'webgpu';
+
+export interface ResolvedPrecision {
+  weights: WeightFormat;
+  compute: ComputeType;
+}
+
+/** Float weights above this many bytes make `auto` choose int4. */
+export const AUTO_INT4_BYTES = 2 * 2 ** 30;
+
+/** fp16 where the device computes it natively (WebGPU with shader-f16), fp32 everywhere else. */
+export async function chooseCompute(device: Device): Promise<ComputeType> {
+  if (device !== 'webgpu') return 'fp32';
+  const adapter = await globalThis.navigator?.gpu?.requestAdapter();
+  return adapter?.features.has('shader-f16') ? 'fp16' : 'fp32';
+}
+
+export function parameterCount(cfg: LlamaConfig): number {
+  let n = 0;
+  for (const shape of expectedWeights(cfg).values()) n += shape.reduce((a, b) => a * b, 1);
+  return n;
+}
+
+/** Resolve a requested precision; `native` is what chooseCompute says for the device. */
+export function resolvePrecision(requested: Precision, cfg: LlamaConfig, native: ComputeType): ResolvedPrecision {
+  switch (requested) {
+    case 'fp32':
+      return { weights: 'float', compute: 'fp32' };
+    case 'fp16':
+      return { weights: 'float', compute: 'fp16' };
+    case 'int4':
+      return { weights: 'int4', compute: native };
+    case 'auto': {
+      const bytes = parameterCount(cfg) * (native === 'fp16' ? 2 : 4);
+      return { weights: bytes > AUTO_INT4_BYTES ? 'int4' : 'float', compute: native };
+    }
+    default:
+      throw new RangeError(`precision "${String(requested)}" is not one of ${PRECISIONS.join(', ')}`);
+  }
+}
+
+/** The label of a resolved precision: 'fp32', 'fp16', 'int4' (fp32 compute) or 'int4-fp16'. */
+export function precisionLabel(p: ResolvedPrecision): string {
+  if (p.weights === 'float') return p.compute;
+  return p.compute === 'fp16' ? 'int4-fp16' : 'int4';
+}
