@@ -1,7 +1,9 @@
 /**
- * The fixture every browser test uses: a page whose console and errors are watched. The test fails on any console
- * message containing "WebGPU validation error" (the JSEP build hides failures there) and on any uncaught error, in
- * the page or in its workers. `adapterArchitecture()` reads the page's WebGPU adapter.
+ * The fixture every browser test uses: a page whose console, requests and errors are watched. The test fails on any
+ * console error (a WebGPU validation error, a library's log line, a failed resource load such as a missing
+ * favicon), on any "WebGPU validation error" whatever its level (the JSEP build hides failures there), on any HTTP
+ * response of 400 or more, and on any uncaught error, in the page or in its workers. A test that provokes an
+ * error on purpose names it with `allowProblems(/pattern/)`. `expectWebGpuAdapter()` checks the page's adapter.
  */
 import { test as base, expect, type Page } from '@playwright/test';
 import { EXPECTED_ADAPTER } from './chromium';
@@ -13,8 +15,13 @@ export function watchPage(page: Page): string[] {
   const problems: string[] = [];
   page.on('console', (msg) => {
     const text = msg.text();
+    const where = msg.location().url;
     if (text.includes('WebGPU validation error')) problems.push(`console: ${text}`);
     else if (msg.type() === 'error' && /\bUncaught\b/.test(text)) problems.push(`uncaught (console): ${text}`);
+    else if (msg.type() === 'error') problems.push(`console.error: ${text}${where ? ` (${where})` : ''}`);
+  });
+  page.on('response', (response) => {
+    if (response.status() >= 400) problems.push(`HTTP ${response.status()}: ${response.url()}`);
   });
   page.on('pageerror', (err) => problems.push(`uncaught: ${err.message}`));
   return problems;
@@ -30,11 +37,24 @@ export async function adapterArchitecture(page: Page): Promise<string | null> {
 export const test = base.extend<{
   /** Asserts the page has a WebGPU adapter of the expected architecture (EXPECT_ADAPTER, default swiftshader). */
   expectWebGpuAdapter: () => Promise<void>;
+  /** Problems this test provokes on purpose (matched against the problem's text); everything else fails it. */
+  allowProblems: (pattern: RegExp) => void;
+  allowed: RegExp[];
 }>({
-  page: async ({ page }, use) => {
+  // biome-ignore lint/correctness/noEmptyPattern: Playwright fixtures destructure their first argument
+  allowed: async ({}, use) => {
+    await use([]);
+  },
+  allowProblems: async ({ allowed }, use) => {
+    await use((pattern) => {
+      allowed.push(pattern);
+    });
+  },
+  page: async ({ page, allowed }, use) => {
     const problems = watchPage(page);
     await use(page);
-    expect(problems, 'WebGPU validation errors or uncaught errors during the test').toEqual([]);
+    const unexpected = problems.filter((p) => !allowed.some((a) => a.test(p)));
+    expect(unexpected, 'console errors, failed requests or uncaught errors during the test').toEqual([]);
   },
   expectWebGpuAdapter: async ({ page }, use) => {
     await use(async () => {

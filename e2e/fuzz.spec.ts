@@ -23,8 +23,11 @@ interface Outcome {
 
 test('20 fuzzed target and draft folders through the element and its worker: named errors, no hangs', async ({
   page,
+  allowProblems,
 }) => {
   test.setTimeout(300_000);
+  // These folders have no generation_config.json, an optional file the loader asks for.
+  allowProblems(/^HTTP 404: \S*\/fuzz\/[\w-]+\/generation_config\.json$/);
   const folders = new Map<string, ModelFiles>();
   folders.set('good-target', tinyFolder(tokenizer, 1));
   folders.set('good-draft', tinyFolder(tokenizer, 2));

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { METHODS } from '../src/engine/drafters/index';
+import { METHOD_NAMES } from '../src/engine/drafters/index';
 import type { GenerationResult } from '../src/engine/events';
 import { expect, test } from './fixtures';
 
@@ -25,7 +25,7 @@ test('on WebGPU every method gives plain greedy decoding token for token', async
   const el = page.locator('spec-decoder');
   for (const prompt of PROMPTS) {
     const expected = plainGreedy(prompt);
-    for (const method of METHODS) {
+    for (const method of METHOD_NAMES) {
       const result = await el.evaluate(
         async (e, [p, m]) => {
           const host = e as HTMLElement & {

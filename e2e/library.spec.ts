@@ -1,7 +1,7 @@
 import { expect, test } from './fixtures';
 
 // A host page that knows nothing of this project but the library build (dist/lib): one script tag and the tag.
-const HOST = `<!doctype html><html><head><script type="module" src="./spec-decoder.js"></script></head><body>
+const HOST = `<!doctype html><html><head><link rel="icon" href="data:,"><script type="module" src="./spec-decoder.js"></script></head><body>
 <spec-decoder target="../models/austen-target/" draft="../models/austen-draft/" ort-base="./ort/" device="wasm"
   method="chain" max-new-tokens="6" prompt="She was"></spec-decoder></body></html>`;
 

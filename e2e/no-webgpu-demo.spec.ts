@@ -8,8 +8,8 @@ test('without WebGPU the element says it fell back to wasm, and still generates'
   await page.locator('#settings [name="max-new-tokens"]').fill('6');
   await page.evaluate(() => {
     const w = window as unknown as { done?: GenerationResult };
-    document.querySelector('spec-decoder')?.addEventListener('done', (e) => {
-      w.done = (e as CustomEvent<GenerationResult>).detail;
+    document.querySelector('spec-decoder')?.addEventListener('sd-done', (e) => {
+      w.done = e.detail;
     });
   });
   await el.locator('button[part="generate"]').click();

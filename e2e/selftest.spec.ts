@@ -32,13 +32,15 @@ test('a module worker runs MatMul + Softmax on the webgpu EP alone, equal to was
   for (const url of ortRequests) expect(url.startsWith('http://127.0.0.1:')).toBe(true);
 });
 
-test('negative control: the fixture sees validation errors and uncaught errors, in the page and in a worker', async ({
+test('negative control: the fixture sees validation errors, console errors, failed requests and uncaught errors, in the page and in a worker', async ({
   browser,
 }) => {
   const page = await browser.newPage();
   const problems = watchPage(page);
   await page.goto('./');
-  await page.evaluate(() => {
+  await page.evaluate(async () => {
+    console.error('synthetic console error');
+    await fetch('./no-such-file.txt');
     console.warn('An uncaught WebGPU validation error was raised: (synthetic, from the page)');
     setTimeout(() => {
       throw new Error('synthetic page error');
@@ -47,7 +49,9 @@ test('negative control: the fixture sees validation errors and uncaught errors, 
       'console.error("An uncaught WebGPU validation error was raised: (synthetic, from a worker)"); throw new Error("synthetic worker error");';
     new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })));
   });
-  await expect.poll(() => problems.length).toBeGreaterThanOrEqual(4);
+  await expect.poll(() => problems.length).toBeGreaterThanOrEqual(6);
+  expect(problems.join('\n')).toContain('console.error: synthetic console error');
+  expect(problems.join('\n')).toMatch(/HTTP 404: \S*no-such-file\.txt/);
   expect(problems.join('\n')).toContain('from the page');
   expect(problems.join('\n')).toContain('from a worker');
   expect(problems.join('\n')).toContain('synthetic page error');

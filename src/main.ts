@@ -7,6 +7,7 @@ import './ui/model-picker';
 import { runSelftest, runTreeCheck } from './diagnostics/selftest';
 import type { SelftestReport } from './diagnostics/selftest-protocol';
 import type { TreeCheckReport } from './diagnostics/tree-check';
+import { type Method, methodSpec } from './engine/drafters/index';
 import { defaultOrtBase } from './runtime/ort-base';
 import { describeAdapter, probeWebGpu } from './runtime/webgpu';
 
@@ -81,17 +82,34 @@ async function treeCheck(): Promise<void> {
   }
 }
 
-/** Mirror the settings form onto the element's attributes. */
+type Demo = HTMLElement & { method: Method; draft: string };
+
+/** The draft model of the pair picked (the bundled one at first); "Draft model: none" sets it aside. */
+let pairDraft = '';
+
+/** Target only or with the pair's draft; a method that needs a draft model gives way to prompt lookup. */
+function applyDraft(demo: Demo): void {
+  const choice = document.querySelector<HTMLSelectElement>('#settings [name="draft-model"]')?.value;
+  demo.setAttribute('draft', choice === 'none' ? '' : pairDraft);
+  if (!demo.draft && methodSpec(demo.method)?.needs.includes('draft-model')) demo.method = 'lookup';
+}
+
+/**
+ * Mirror the settings form onto the element's attributes (fields marked data-manual are handled apart). With no
+ * draft model the element disables the methods that need one.
+ */
 function bindSettings(): void {
   const form = document.getElementById('settings') as HTMLFormElement;
-  const demo = document.getElementById('demo') as HTMLElement;
+  const demo = document.getElementById('demo') as Demo;
+  pairDraft = demo.draft;
   const apply = () => {
     for (const input of Array.from(form.elements) as (HTMLInputElement | HTMLSelectElement)[]) {
-      if (!input.name) continue;
+      if (!input.name || input.dataset.manual !== undefined) continue;
       if (input instanceof HTMLInputElement && input.type === 'checkbox')
         demo.toggleAttribute(input.name, input.checked);
       else demo.setAttribute(input.name, input.value);
     }
+    applyDraft(demo);
   };
   form.addEventListener('input', apply);
   form.addEventListener('submit', (e) => e.preventDefault());
@@ -101,17 +119,18 @@ function bindSettings(): void {
 /** The model picker sets the element's models (and chat mode for chat pairs); a load refreshes its cache view. */
 function bindPicker(): void {
   const picker = document.getElementById('picker') as HTMLElementTagNameMap['sd-model-picker'];
-  const demo = document.getElementById('demo') as HTMLElement;
+  const demo = document.getElementById('demo') as Demo;
   const mode = document.querySelector<HTMLSelectElement>('#settings [name="mode"]');
   picker.addEventListener('sd-model-change', (e) => {
     demo.setAttribute('target', e.detail.target);
-    demo.setAttribute('draft', e.detail.draft);
+    pairDraft = e.detail.draft;
+    applyDraft(demo);
     if (mode) {
       mode.value = e.detail.chat ? 'chat' : 'text';
       mode.dispatchEvent(new Event('input', { bubbles: true }));
     }
   });
-  demo.addEventListener('loaded', () => void picker.refresh());
+  demo.addEventListener('sd-loaded', () => void picker.refresh());
 }
 
 async function main(): Promise<void> {

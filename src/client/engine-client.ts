@@ -96,7 +96,7 @@ export class EngineClient {
     const request: LoadRequest = {
       target: options.target,
       ...(options.draft ? { draft: options.draft } : {}),
-      device: options.device ?? 'webgpu',
+      device: options.device ?? 'auto',
       ...(options.compute ? { compute: options.compute } : {}),
       ...(options.precision ? { precision: options.precision } : {}),
       base,

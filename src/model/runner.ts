@@ -190,6 +190,9 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       session = await ort.InferenceSession.create(graph.model, {
         executionProviders: [options.device],
         graphOptimizationLevel: 'all',
+        // Errors only: at warning level ORT reports, for every session, that shape ops were placed on the CPU
+        // (expected for these graphs), as ANSI-coloured console errors in the browser.
+        logSeverityLevel: 3,
         externalData,
         preferredOutputLocation,
       });

@@ -18,7 +18,8 @@ export function ortForWeb(wasmBase: string): Ort {
   }
   if (configuredBase === undefined) {
     ort.env.wasm.wasmPaths = wasmBase.endsWith('/') ? wasmBase : `${wasmBase}/`;
-    ort.env.logLevel = 'warning';
+    // Errors only: ORT's warnings (e.g. shape ops placed on the CPU, as expected) reach the console as errors.
+    ort.env.logLevel = 'error';
     configuredBase = wasmBase;
   }
   return ort;

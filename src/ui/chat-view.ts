@@ -40,12 +40,12 @@ export class ChatView extends LitElement {
         border-radius: 6px;
       }
       .turn[data-role='user'] {
-        background: color-mix(in srgb, var(--sd-muted) 12%, transparent);
+        background: color-mix(in srgb, var(--_sd-muted) 12%, transparent);
         white-space: pre-wrap;
       }
       .role {
         font-size: 0.75rem;
-        color: var(--sd-muted);
+        color: var(--_sd-muted);
         text-transform: uppercase;
       }
       textarea {

@@ -1,13 +1,24 @@
 /**
- * <spec-decoder>: speculative decoding you can watch. Attributes (mirrored as properties): target, draft, method,
- * max-new-tokens, temperature, top-p, top-k, seed, device ("webgpu" default, "wasm" fallback), precision ("auto"
- * default, "fp32", "fp16", "int4"), prompt,
- * group-rounds, ort-base, hub-endpoint (the hub host for hf:org/name ids; a token goes in the hubToken property), mode
- * ("text", or "chat": messages in through the target's chat template, see chat-view.ts). The prompt can also come from a
- * slotted element: <span slot="prompt">…</span>. cachedModels() and clearCache() show and empty the hub cache.
+ * <spec-decoder>: speculative decoding you can watch.
  *
- * Fires CustomEvents: `round` (detail: RoundEvent), `done` (detail: GenerationResult), `error` (detail: {message}),
- * `loaded` (detail: LoadInfo), `sd-progress` (detail: ProgressInfo, transformers.js's progress_callback shape).
+ * Attributes (mirrored as properties): target, draft (empty: target only; methods that need a draft model are then
+ * disabled), method, max-new-tokens, temperature, top-p, top-k, seed, device ("auto" default: a hardware WebGPU
+ * adapter, else wasm, with a notice saying why; "webgpu" uses even a software adapter, with a warning; "wasm"),
+ * precision ("auto" default, "fp32", "fp16", "int4"), verify, prompt, group-rounds, hide-rejected, ort-base,
+ * hub-endpoint (the hub host for hf:org/name ids; a token goes in the hubToken property), mode ("text", or "chat":
+ * messages in through the target's chat template, see chat-view.ts). The prompt can also come from a slotted
+ * element: <span slot="prompt">…</span>. cachedModels() and clearCache() show and empty the hub cache.
+ *
+ * @event sd-loaded - CustomEvent<LoadInfo>: the models are loaded (device, fallback, adapter, model shapes)
+ * @event sd-round - CustomEvent<RoundEvent>: one speculative round
+ * @event sd-done - CustomEvent<GenerationResult>: a generation ended (stopReason "cancelled" after cancel())
+ * @event sd-error - CustomEvent<{message}>: loading or generating failed, or the request was refused
+ * @event sd-progress - CustomEvent<ProgressInfo>: loading progress (transformers.js's progress_callback shape)
+ * The first four also fire as `loaded`, `round`, `done` and `error`: deprecated, removed in the next release.
+ *
+ * @csspart prompt-input, controls, method, generate, race, cancel, status, progress, fallback, device-warning,
+ *   warning, error, legend, show-rejected, stream, stats, tree, note, chat
+ * @cssproperty --sd-accepted, --sd-rejected, --sd-target (and their -bg variants), --sd-muted: see theme.ts
  */
 import { css, html, LitElement, nothing } from 'lit';
 import { customElement, property, query, state } from 'lit/decorators.js';
@@ -18,8 +29,11 @@ import { statsFromEvents } from '../engine/stats';
 import { type CachedRepo, clearCachedModels, listCachedModels } from '../model/hub/cache-admin';
 import type { ProgressInfo } from '../model/source';
 import type { ChatMessage } from '../model/tokenizer';
+import type { DeviceRequest } from '../runtime/device';
 import type { LoadInfo } from '../worker/protocol';
 import type { ChatView } from './chat-view';
+import { fire } from './events';
+import { mostInformativeRound } from './round-pick';
 import type { RaceResult } from './stats-panel';
 import { tokenColours } from './theme';
 import './chat-view';
@@ -27,7 +41,9 @@ import './stats-panel';
 import './token-stream';
 import './tree-view';
 
-type Status = 'idle' | 'loading' | 'ready' | 'generating' | 'error';
+type Status = 'idle' | 'loading' | 'ready' | 'generating' | 'cancelled' | 'error';
+
+const isBusy = (s: Status) => s === 'loading' || s === 'generating';
 
 @customElement('spec-decoder')
 export class SpecDecoder extends LitElement {
@@ -37,7 +53,7 @@ export class SpecDecoder extends LitElement {
       :host {
         display: block;
         font-family: system-ui, sans-serif;
-        border: 1px solid color-mix(in srgb, var(--sd-muted) 40%, transparent);
+        border: 1px solid color-mix(in srgb, var(--_sd-muted) 40%, transparent);
         border-radius: 8px;
         padding: 1rem;
       }
@@ -61,16 +77,26 @@ export class SpecDecoder extends LitElement {
         margin: 0.5rem 0;
       }
       .legend span[data-kind='accepted'] {
-        color: var(--sd-accepted);
+        color: var(--_sd-accepted);
         text-decoration: underline solid;
       }
       .legend span[data-kind='rejected'] {
-        color: var(--sd-rejected);
+        color: var(--_sd-rejected);
         text-decoration: line-through 2px;
       }
       .legend span[data-kind='target'] {
-        color: var(--sd-target);
-        outline: 1px dashed var(--sd-target);
+        color: var(--_sd-target);
+        outline: 1px dashed var(--_sd-target);
+      }
+      .legend label {
+        margin-left: auto;
+        color: var(--_sd-muted);
+      }
+      .note {
+        display: block;
+        color: var(--_sd-muted);
+        font-size: 0.85rem;
+        margin: 0.25rem 0;
       }
       .notice {
         background: #fff8c5;
@@ -79,8 +105,8 @@ export class SpecDecoder extends LitElement {
         padding: 0.4rem 0.6rem;
       }
       .error {
-        background: var(--sd-rejected-bg);
-        color: var(--sd-rejected);
+        background: var(--_sd-rejected-bg);
+        color: var(--_sd-rejected);
         border-radius: 4px;
         padding: 0.4rem 0.6rem;
       }
@@ -94,7 +120,7 @@ export class SpecDecoder extends LitElement {
         width: 12rem;
       }
       .lossy {
-        color: var(--sd-rejected);
+        color: var(--_sd-rejected);
         font-weight: 600;
       }
     `,
@@ -108,10 +134,13 @@ export class SpecDecoder extends LitElement {
   @property({ type: Number, attribute: 'top-p' }) topP = 1;
   @property({ type: Number, attribute: 'top-k' }) topK = 0;
   @property({ type: Number }) seed = 0;
-  @property() device: 'webgpu' | 'wasm' = 'webgpu';
+  /** "auto": a hardware WebGPU adapter, else wasm (a software adapter is many times slower than wasm). */
+  @property() device: DeviceRequest = 'auto';
   @property() precision: 'auto' | 'fp32' | 'fp16' | 'int4' = 'auto';
   @property() prompt = '';
   @property({ type: Boolean, attribute: 'group-rounds' }) groupRounds = false;
+  /** Leave rejected draft tokens out of the text (they are kept, struck through, by default). */
+  @property({ type: Boolean, attribute: 'hide-rejected' }) hideRejected = false;
   /** Folder with onnxruntime-web's wasm files (default: ort/ beside the page). */
   @property({ attribute: 'ort-base' }) ortBase = '';
   /** Verification rule under sampling: rejection (lossless) or typical (lossy). */
@@ -133,6 +162,13 @@ export class SpecDecoder extends LitElement {
   @state() private selectedRound = -1;
   @state() private shownPrompt = '';
   @state() private warnings: string[] = [];
+  @state() private cancelledAfter = 0;
+  /** From the call of generate(), raceAgainstPlain() or chat() to its end the element is busy (loading included). */
+  @state() private running = false;
+  /** Between the two runs of a race the status stays "generating". */
+  private racing = false;
+  /** Every drafter named in this run's trees (merged drafting), in order of appearance. */
+  private sources: string[] = [];
 
   @query('textarea') private promptBox!: HTMLTextAreaElement;
 
@@ -175,12 +211,8 @@ export class SpecDecoder extends LitElement {
     this.loadedKey = '';
   }
 
-  private emit(name: string, detail: unknown): void {
-    this.dispatchEvent(new CustomEvent(name, { detail, bubbles: true, composed: true }));
-  }
-
   private onProgress = (p: ProgressInfo) => {
-    this.emit('sd-progress', p);
+    fire(this, 'sd-progress', p);
     if (p.status === 'warning' && p.message) this.warnings = [...this.warnings, p.message];
     if (p.status !== 'progress' && p.status !== 'done') return;
     const key = `${p.name} ${p.file ?? ''}`;
@@ -219,7 +251,7 @@ export class SpecDecoder extends LitElement {
     this.loadedKey = this.loadKey;
     this.loadInfo = info;
     this.status = 'ready';
-    this.emit('loaded', info);
+    fire(this, 'sd-loaded', info);
     return info;
   }
 
@@ -229,26 +261,30 @@ export class SpecDecoder extends LitElement {
     live: boolean,
     onRound?: (e: RoundEvent) => void,
   ): Promise<GenerationResult> {
+    // Cancel works from the start, loading included: the run then stops after its first step.
+    this.controller = new AbortController();
+    const { signal } = this.controller;
     await this.load();
     this.status = 'generating';
-    this.controller = new AbortController();
     const stream = (this.client as EngineClient).generate(prompt, {
       method,
       maxNewTokens: this.maxNewTokens,
       sampling: { temperature: this.temperature, topK: this.topK, topP: this.topP, seed: this.seed },
       verifyRule: this.verify,
-      signal: this.controller.signal,
+      signal,
     });
     for await (const e of stream) {
       if (!live) continue;
       this.events = [...this.events, e];
       this.stats = statsFromEvents(this.events);
+      for (const s of e.tree.sources?.slice(1) ?? []) if (!this.sources.includes(s)) this.sources.push(s);
       onRound?.(e);
-      this.emit('round', e);
+      fire(this, 'sd-round', e);
     }
     const result = await stream.result;
     this.controller = null;
-    this.status = 'ready';
+    this.status = result.stopReason === 'cancelled' ? 'cancelled' : 'ready';
+    this.cancelledAfter = result.tokens.length;
     return result;
   }
 
@@ -279,29 +315,39 @@ export class SpecDecoder extends LitElement {
     this.stats = null;
     this.race = null;
     this.selectedRound = -1;
+    this.sources = [];
     this.shownPrompt = prompt;
+    this.running = true;
     try {
       const result = await this.run(this.method, prompt, true);
       this.stats = result.stats;
-      this.emit('done', result);
+      fire(this, 'sd-done', result);
       return result;
     } catch (e) {
       this.fail((e as Error).message);
       return null;
+    } finally {
+      if (!this.racing) this.running = false;
     }
   }
 
   /** Run plain decoding on the same prompt after the speculative run, and show both speeds. */
   async raceAgainstPlain(): Promise<RaceResult | null> {
-    const spec = await this.generate();
-    if (!spec || spec.stopReason === 'cancelled') return null;
+    this.racing = true;
+    this.running = true;
     try {
+      const spec = await this.generate();
+      if (!spec || spec.stopReason === 'cancelled') return null;
       const plain = await this.run('ar', this.shownPrompt, false);
+      if (plain.stopReason === 'cancelled') return null;
       this.race = { speculative: spec.stats.tokensPerSecond, plain: plain.stats.tokensPerSecond };
       return this.race;
     } catch (e) {
       this.fail((e as Error).message);
       return null;
+    } finally {
+      this.racing = false;
+      this.running = false;
     }
   }
 
@@ -326,6 +372,8 @@ export class SpecDecoder extends LitElement {
     this.stats = null;
     this.race = null;
     this.selectedRound = -1;
+    this.sources = [];
+    this.running = true;
     try {
       const info = await this.load();
       if (!info.target.chatTemplate) throw new Error(`${info.target.spec} has no chat template: use it in text mode`);
@@ -333,12 +381,14 @@ export class SpecDecoder extends LitElement {
       const result = await this.run(this.method, { messages }, true, (e) => view?.addRound(e));
       this.stats = result.stats;
       view?.finishReply();
-      this.emit('done', result);
+      fire(this, 'sd-done', result);
       return result;
     } catch (e) {
       view?.failReply();
       this.fail((e as Error).message);
       return null;
+    } finally {
+      this.running = false;
     }
   }
 
@@ -347,7 +397,7 @@ export class SpecDecoder extends LitElement {
     this.status = this.client?.info ? 'ready' : 'error';
     this.controller = null;
     if (!this.client?.info) this.loadedKey = '';
-    this.emit('error', { message });
+    fire(this, 'sd-error', { message });
   }
 
   private renderProgress() {
@@ -360,10 +410,89 @@ export class SpecDecoder extends LitElement {
     </div>`;
   }
 
+  private get busy(): boolean {
+    return isBusy(this.status) || this.running;
+  }
+
+  private button(part: 'generate' | 'race' | 'cancel'): HTMLButtonElement | null {
+    return this.renderRoot.querySelector<HTMLButtonElement>(`button[part="${part}"]`);
+  }
+
+  /**
+   * Keep focus where a keyboard user can act: a run disables the button that started it, so focus moves to Cancel
+   * at once (in the click's own task, where layout is fresh: moving focus later forces a layout in whatever task
+   * comes next) and back to that button when the run ends, unless the user has moved it elsewhere meanwhile.
+   */
+  private async start(part: 'generate' | 'race', work: () => Promise<unknown>): Promise<void> {
+    const root = this.renderRoot as ShadowRoot;
+    const hadFocus = root.activeElement === this.button(part);
+    const running = work(); // sets the busy state synchronously
+    if (hadFocus) {
+      await this.updateComplete;
+      if (this.busy) this.button('cancel')?.focus();
+    }
+    await running;
+    if (!hadFocus) return;
+    await this.updateComplete;
+    const focused = root.activeElement;
+    const lost = focused === null && (document.activeElement === document.body || document.activeElement === this);
+    if (focused === this.button('cancel') || lost) this.button(part)?.focus();
+  }
+
+  private statusText(): string {
+    if (this.status === 'cancelled') return `cancelled after ${this.cancelledAfter} tokens`;
+    if (this.status === 'ready' && this.racing) return 'generating';
+    return this.status;
+  }
+
+  /** The round the tree shows: the one picked; while running the latest; after a run the most informative. */
+  private shownRound(): number {
+    if (this.selectedRound >= 0 && this.selectedRound < this.events.length) return this.selectedRound;
+    return this.busy ? this.events.length - 1 : mostInformativeRound(this.events);
+  }
+
+  private renderNotices() {
+    const info = this.loadInfo;
+    return html`${
+      info?.fallback
+        ? html`<p class="notice" part="fallback" role="status">Running on wasm (CPU): ${info.fallback}</p>`
+        : nothing
+    }${
+      info?.warning
+        ? html`<p class="notice" part="device-warning" role="status">Slow device: ${info.warning}</p>`
+        : nothing
+    }${this.warnings.map((w) => html`<p class="notice" part="warning" role="status">${w}</p>`)}${
+      this.error ? html`<p class="error" part="error" role="alert">${this.error}</p>` : nothing
+    }`;
+  }
+
+  private renderTreePanel(shownRound: number) {
+    const round = this.events[shownRound];
+    return html`<div part="tree">
+      ${
+        this.events.length > 0
+          ? html`<label
+              >Round
+              <input
+                type="range"
+                min="0"
+                max=${this.events.length - 1}
+                .value=${String(shownRound)}
+                @input=${(e: Event) => {
+                  this.selectedRound = Number((e.target as HTMLInputElement).value);
+                }}
+              />
+              ${shownRound + 1} / ${this.events.length}</label
+            >`
+          : nothing
+      }
+      ${round?.note ? html`<small class="note" part="note">${round.note.text}</small>` : nothing}
+      <sd-tree-view .tree=${round?.tree ?? null} .sources=${this.sources}></sd-tree-view>
+    </div>`;
+  }
+
   override render() {
-    const busy = this.status === 'loading' || this.status === 'generating';
-    const shownRound = this.selectedRound >= 0 ? this.selectedRound : this.events.length - 1;
-    const tree = this.events[shownRound]?.tree ?? null;
+    const busy = this.busy;
     const lossy = this.verify === 'typical' && this.temperature > 0;
     const chat = this.mode === 'chat';
     return html`
@@ -402,24 +531,46 @@ export class SpecDecoder extends LitElement {
             )}
           </select></label
         >
-        <button part="generate" @click=${() => void this.generate()} ?disabled=${busy} ?hidden=${chat}>Generate</button>
-        <button part="race" @click=${() => void this.raceAgainstPlain()} ?disabled=${busy} ?hidden=${chat}>Race vs plain</button>
-        <button part="cancel" @click=${() => this.cancel()} ?disabled=${this.status !== 'generating'}>Cancel</button>
-        <small part="status" data-status=${this.status}>${this.status}</small>
+        <button
+          part="generate"
+          @click=${() => void this.start('generate', () => this.generate())}
+          ?disabled=${busy}
+          ?hidden=${chat}
+        >
+          Generate
+        </button>
+        <button
+          part="race"
+          @click=${() => void this.start('race', () => this.raceAgainstPlain())}
+          ?disabled=${busy}
+          ?hidden=${chat}
+        >
+          Race vs plain
+        </button>
+        <button part="cancel" @click=${() => this.cancel()} ?disabled=${!busy}>Cancel</button>
+        <small part="status" data-status=${this.status}>${this.statusText()}</small>
         ${lossy ? html`<small class="lossy">typical acceptance: LOSSY</small>` : nothing}
       </div>
-      ${this.renderProgress()}
-      ${
-        this.loadInfo?.fallback
-          ? html`<p class="notice" part="fallback" role="status">Running on wasm (CPU): ${this.loadInfo.fallback}</p>`
-          : nothing
-      }
-      ${this.warnings.map((w) => html`<p class="notice" part="warning" role="status">${w}</p>`)}
-      ${this.error ? html`<p class="error" part="error" role="alert">${this.error}</p>` : nothing}
+      ${this.renderProgress()} ${this.renderNotices()}
       <div class="legend" part="legend">
         <span data-kind="accepted">accepted draft</span><span data-kind="rejected">rejected draft</span
         ><span data-kind="target">target's own</span>
-        ${this.loadInfo ? html`<small>on ${this.loadInfo.device} (${this.loadInfo.precision ?? this.loadInfo.compute})</small>` : nothing}
+        ${
+          this.loadInfo
+            ? html`<small>on ${this.loadInfo.device} (${this.loadInfo.precision ?? this.loadInfo.compute})</small>`
+            : nothing
+        }
+        <label
+          ><input
+            type="checkbox"
+            part="show-rejected"
+            .checked=${!this.hideRejected}
+            @change=${(e: Event) => {
+              this.hideRejected = !(e.target as HTMLInputElement).checked;
+            }}
+          />
+          show rejected drafts</label
+        >
       </div>
       ${
         chat
@@ -429,30 +580,12 @@ export class SpecDecoder extends LitElement {
               .prompt=${this.shownPrompt}
               .rounds=${this.events}
               ?group-rounds=${this.groupRounds}
+              ?hide-rejected=${this.hideRejected}
             ></sd-token-stream>`
       }
       <div class="panels">
         <sd-stats-panel part="stats" .stats=${this.stats} .race=${this.race}></sd-stats-panel>
-        <div part="tree">
-          ${
-            this.events.length > 0
-              ? html`<label
-                  >Round
-                  <input
-                    type="range"
-                    min="0"
-                    max=${this.events.length - 1}
-                    .value=${String(shownRound)}
-                    @input=${(e: Event) => {
-                      this.selectedRound = Number((e.target as HTMLInputElement).value);
-                    }}
-                  />
-                  ${shownRound + 1} / ${this.events.length}</label
-                >`
-              : nothing
-          }
-          <sd-tree-view .tree=${tree}></sd-tree-view>
-        </div>
+        ${this.renderTreePanel(this.shownRound())}
       </div>
     `;
   }

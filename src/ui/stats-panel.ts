@@ -25,7 +25,7 @@ export class StatsPanel extends LitElement {
         margin: 0 0 0.5rem;
       }
       dt {
-        color: var(--sd-muted);
+        color: var(--_sd-muted);
       }
       dd {
         margin: 0;
@@ -35,22 +35,33 @@ export class StatsPanel extends LitElement {
         display: flex;
         align-items: flex-end;
         gap: 3px;
-        height: 56px;
-        border-bottom: 1px solid var(--sd-muted);
+        height: 72px;
+        border-bottom: 1px solid var(--_sd-muted);
+      }
+      .col {
+        width: 28px;
+        height: 100%;
+        display: flex;
+        flex-direction: column;
+        justify-content: flex-end;
+        align-items: center;
+      }
+      .pct {
+        font-size: 0.7rem;
+        color: var(--_sd-muted);
       }
       .bar {
-        width: 18px;
-        background: var(--sd-accepted);
-        position: relative;
+        width: 100%;
+        background: var(--_sd-accepted);
       }
       .axis {
         display: flex;
         gap: 3px;
         font-size: 0.7rem;
-        color: var(--sd-muted);
+        color: var(--_sd-muted);
       }
       .axis span {
-        width: 18px;
+        width: 28px;
         text-align: center;
       }
     `,
@@ -88,15 +99,14 @@ export class StatsPanel extends LitElement {
               <div class="bars">
                 ${depth.map(
                   (a, d) =>
-                    html`<div
-                      class="bar"
-                      style=${`height:${Math.round(a * 100)}%`}
-                      title=${`depth ${d + 1}: ${(100 * a).toFixed(0)}% accepted`}
-                    ></div>`,
+                    html`<div class="col" title=${`depth ${d + 1}: ${(100 * a).toFixed(0)}% accepted`}>
+                      <span class="pct" data-depth=${d + 1}>${Math.round(100 * a)}%</span>
+                      <div class="bar" style=${`height:${Math.round(a * 100) * 0.75}%`}></div>
+                    </div>`,
                 )}
               </div>
               <div class="axis">${depth.map((_, d) => html`<span>${d + 1}</span>`)}</div>
-              <small>acceptance by depth</small>
+              <small>accepted at each tree depth</small>
             </div>`
           : nothing
       }`;

@@ -1,7 +1,8 @@
 /**
- * The text as it is produced: accepted draft tokens (green, underlined), target tokens (blue, boxed) and, for the
- * latest round only, the rejected draft tokens (red, struck through), which are gone once the next round arrives.
- * Colour is never the only cue. Token text is bound as text, never as HTML.
+ * The text as it is produced: accepted draft tokens (green, underlined), target tokens (blue, boxed) and the
+ * rejected draft tokens (red, struck through) where the draft went wrong, kept after their round so a finished run
+ * still shows them (`hide-rejected` leaves only the text itself). Colour is never the only cue. Token text is bound
+ * as text, never as HTML. The stream is `white-space: pre-wrap`, so its template has no whitespace of its own.
  */
 import { css, html, LitElement, nothing } from 'lit';
 import { customElement, property } from 'lit/decorators.js';
@@ -25,30 +26,30 @@ export class TokenStream extends LitElement {
         font-size: 1.05rem;
       }
       .prompt {
-        color: var(--sd-muted);
+        color: var(--_sd-muted);
       }
       .tok {
         border-radius: 2px;
       }
       .tok[data-kind='accepted'] {
-        color: var(--sd-accepted);
-        background: var(--sd-accepted-bg);
-        text-decoration: underline solid var(--sd-accepted);
+        color: var(--_sd-accepted);
+        background: var(--_sd-accepted-bg);
+        text-decoration: underline solid var(--_sd-accepted);
         text-underline-offset: 3px;
       }
       .tok[data-kind='rejected'] {
-        color: var(--sd-rejected);
-        background: var(--sd-rejected-bg);
-        text-decoration: line-through 2px var(--sd-rejected);
+        color: var(--_sd-rejected);
+        background: var(--_sd-rejected-bg);
+        text-decoration: line-through 2px var(--_sd-rejected);
       }
       .tok[data-kind='target'] {
-        color: var(--sd-target);
-        background: var(--sd-target-bg);
-        outline: 1px dashed var(--sd-target);
+        color: var(--_sd-target);
+        background: var(--_sd-target-bg);
+        outline: 1px dashed var(--_sd-target);
         outline-offset: -1px;
       }
       .round {
-        border: 1px solid var(--sd-muted);
+        border: 1px solid var(--_sd-muted);
         border-radius: 4px;
         padding: 0 2px;
         margin: 0 1px;
@@ -60,6 +61,8 @@ export class TokenStream extends LitElement {
   @property({ attribute: false }) rounds: RoundEvent[] = [];
   /** Draw a box around each round's tokens, like Leviathan et al.'s Figure 1. */
   @property({ type: Boolean, attribute: 'group-rounds' }) groupRounds = false;
+  /** Leave the rejected draft tokens out (the stream is then exactly the prompt and the generated text). */
+  @property({ type: Boolean, attribute: 'hide-rejected' }) hideRejected = false;
 
   private token(piece: TokenPiece, kind: Kind) {
     return html`<span class="tok" data-kind=${kind} part="token token-${kind}" title=${`${kind} token ${piece.id}`}
@@ -67,22 +70,18 @@ export class TokenStream extends LitElement {
     >`;
   }
 
-  private round(e: RoundEvent, latest: boolean) {
+  private round(e: RoundEvent) {
     const tokens = [
       ...e.accepted.map((p) => this.token(p, 'accepted')),
-      ...(latest ? e.rejected.map((p) => this.token(p, 'rejected')) : []),
+      ...(this.hideRejected ? [] : e.rejected.map((p) => this.token(p, 'rejected'))),
       ...e.target.map((p) => this.token(p, 'target')),
     ];
     return this.groupRounds ? html`<span class="round" part="round" data-round=${e.round}>${tokens}</span>` : tokens;
   }
 
   override render() {
-    const last = this.rounds.length - 1;
-    return html`<div class="stream" part="stream" aria-live="polite" aria-atomic="false">
-      ${this.prompt ? html`<span class="prompt" part="prompt">${this.prompt}</span>` : nothing}${this.rounds.map(
-        (e, i) => this.round(e, i === last),
-      )}
-    </div>`;
+    // biome-ignore format: the stream is pre-wrap: no whitespace between the tags
+    return html`<div class="stream" part="stream" aria-live="polite" aria-atomic="false">${this.prompt ? html`<span class="prompt" part="prompt">${this.prompt}</span>` : nothing}${this.rounds.map((e) => this.round(e))}</div>`;
   }
 }
 

@@ -6,9 +6,10 @@
 import { SpecEngine } from '../engine/engine';
 import { type ModelRunner, SessionCreateError } from '../model/runner';
 import type { ProgressInfo } from '../model/source';
+import { chooseDevice } from '../runtime/device';
 import { ortForWeb } from '../runtime/ort-web';
 import { IndexedDbStore } from '../runtime/store-web';
-import { describeAdapter, isSoftwareAdapter, probeWebGpu } from '../runtime/webgpu';
+import { probeWebGpu } from '../runtime/webgpu';
 import type { FromWorker, LoadInfo, LoadRequest, ModelInfo, ToWorker, WorkerError } from './protocol';
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -38,10 +39,15 @@ function info(r: ModelRunner): ModelInfo {
   };
 }
 
+/** onnxruntime's GPU device, once a WebGPU load made one; watched for loss. */
+let gpuDevice: GPUDevice | null = null;
+
 async function watchDevice(ort: ReturnType<typeof ortForWeb>): Promise<void> {
   const device = (await ort.env.webgpu.device) as GPUDevice | undefined;
-  device?.lost.then((lost) => {
-    if (lost.reason === 'destroyed') return;
+  if (!device || device === gpuDevice) return;
+  gpuDevice = device;
+  // Any loss counts, "destroyed" included: nothing in this worker destroys the device on purpose.
+  device.lost.then((lost) => {
     engine = null;
     for (const c of running.values()) c.abort();
     post({
@@ -54,25 +60,26 @@ async function watchDevice(ort: ReturnType<typeof ortForWeb>): Promise<void> {
   });
 }
 
+/**
+ * After a failure: was it the GPU device going away? onnxruntime's own error (a failed buffer download) can come
+ * before the device's lost promise settles, so wait for it briefly; the device-lost message says it better.
+ */
+async function deviceWasLost(): Promise<boolean> {
+  const device = gpuDevice;
+  if (!device) return false;
+  return Promise.race([
+    device.lost.then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 250)),
+  ]);
+}
+
 async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
   const ort = ortForWeb(req.ortBase);
   await engine?.release();
   engine = null;
-  let device = req.device;
-  let fallback: string | undefined;
-  let adapter: string | undefined;
-  // On a software adapter one call takes about a second: the engine must not measure its costs by itself there.
-  let calibration: 'auto' | 'never' = 'auto';
-  if (device === 'webgpu') {
-    const probe = await probeWebGpu(self.navigator.gpu);
-    if (probe.ok) {
-      adapter = describeAdapter(probe.adapter);
-      if (isSoftwareAdapter(probe.adapter)) calibration = 'never';
-    } else {
-      device = 'wasm';
-      fallback = `${probe.reason}; running on the wasm (CPU) backend instead`;
-    }
-  }
+  const choice = chooseDevice(req.device, req.device === 'wasm' ? null : await probeWebGpu(self.navigator.gpu));
+  let { device, fallback } = choice;
+  const { adapter, warning, calibration } = choice;
   const options = {
     target: req.target,
     ...(req.draft ? { draft: req.draft } : {}),
@@ -104,6 +111,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     target: info(engine.target),
     ...(engine.draft ? { draft: info(engine.draft) } : {}),
     ...(fallback ? { fallback } : {}),
+    ...(warning && device === 'webgpu' ? { warning } : {}),
     ...(adapter ? { adapter } : {}),
     timings: { ...engine.timings },
   };
@@ -142,6 +150,7 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
     else if (msg.type === 'generate') await generate(msg.id, msg.request);
     else if (msg.type === 'cancel') running.get(msg.id)?.abort();
   } catch (e) {
+    if (await deviceWasLost()) return; // the device-lost message fails this request with a readable error
     post({ type: 'error', id: msg.id, error: toError(e) });
   }
 };

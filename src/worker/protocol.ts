@@ -6,14 +6,18 @@ import type { SamplingParams } from '../engine/sampling';
 import type { VerifyRule } from '../engine/verify';
 import type { ProgressInfo } from '../model/source';
 import type { ChatMessage } from '../model/tokenizer';
+import type { DeviceRequest } from '../runtime/device';
 
 export type DeviceChoice = 'webgpu' | 'wasm';
 
 export interface LoadRequest {
   target: string;
   draft?: string;
-  /** Preferred device; the worker falls back to wasm (and says why) when WebGPU is unavailable. */
-  device: DeviceChoice;
+  /**
+   * `auto`: a hardware WebGPU adapter, else wasm (a software adapter is many times slower than wasm); `webgpu`: any
+   * adapter, else wasm; the worker says why whenever it is not on WebGPU.
+   */
+  device: DeviceRequest;
   compute?: 'fp32' | 'fp16' | 'auto';
   /** Weights and arithmetic: 'fp32', 'fp16', 'int4' or 'auto' (default). */
   precision?: 'fp32' | 'fp16' | 'int4' | 'auto';
@@ -46,8 +50,10 @@ export interface LoadInfo {
   /** What the target runs: 'fp32', 'fp16', 'int4' or 'int4-fp16', and the graph variant measured fastest. */
   precision?: string;
   graph?: string;
-  /** Why the worker is not on the requested device, when it fell back. */
+  /** Why the worker is not on WebGPU, when WebGPU was asked for or considered. */
   fallback?: string;
+  /** A caution about the device it is on (a software WebGPU adapter). */
+  warning?: string;
   adapter?: string;
   target: ModelInfo;
   draft?: ModelInfo;

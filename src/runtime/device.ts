@@ -1,0 +1,49 @@
+/**
+ * Which ORT backend a browser load runs on. `auto` (the default) takes a hardware WebGPU adapter and otherwise
+ * wasm: a software adapter (SwiftShader, lavapipe, any fallback adapter) emulates the GPU on the CPU and runs these
+ * models many times slower than the wasm backend (measured at about 60x on our machines). An explicit `webgpu`
+ * still uses a software adapter, with a warning; with no adapter at all it falls back to wasm.
+ */
+import { describeAdapter, isSoftwareAdapter, type WebGpuProbe } from './webgpu';
+
+export type DeviceRequest = 'auto' | 'webgpu' | 'wasm';
+
+export interface DeviceDecision {
+  device: 'webgpu' | 'wasm';
+  /** Why the load is not on WebGPU when WebGPU was asked for or considered (shown as a notice). */
+  fallback?: string;
+  /** A caution about the device chosen (shown as a notice). */
+  warning?: string;
+  /** The adapter, described, when there is one. */
+  adapter?: string;
+  /** On a software adapter one call takes about a second: the engine must not time its costs by itself there. */
+  calibration: 'auto' | 'never';
+}
+
+/** Decide from the request and the adapter probe (null when the request is wasm and nothing was probed). */
+export function chooseDevice(requested: DeviceRequest, probe: WebGpuProbe | null): DeviceDecision {
+  if (requested === 'wasm' || !probe) return { device: 'wasm', calibration: 'auto' };
+  if (!probe.ok) {
+    return {
+      device: 'wasm',
+      fallback: `${probe.reason}; running on the wasm (CPU) backend instead`,
+      calibration: 'auto',
+    };
+  }
+  const adapter = describeAdapter(probe.adapter);
+  if (!isSoftwareAdapter(probe.adapter)) return { device: 'webgpu', adapter, calibration: 'auto' };
+  if (requested === 'auto') {
+    return {
+      device: 'wasm',
+      adapter,
+      fallback: `the only WebGPU adapter here is a software WebGPU adapter (${adapter}), which runs these models many times slower than the wasm (CPU) backend; running on wasm. Set device="webgpu" to use it anyway`,
+      calibration: 'auto',
+    };
+  }
+  return {
+    device: 'webgpu',
+    adapter,
+    warning: `running on a software WebGPU adapter (${adapter}): expect it to be many times slower than device="wasm"`,
+    calibration: 'never',
+  };
+}
