@@ -17,6 +17,8 @@ export interface ForwardInput {
   bias: Float32Array;
   /** Which of the q rows need logits (in the order wanted). */
   rows: ArrayLike<number>;
+  /** Which rows' hidden states to return (models built with hidden states; default: `rows`). */
+  hiddenRows?: ArrayLike<number>;
 }
 
 /** A call would need more positions than the model has: a clean stop, never a crash. */
@@ -84,6 +86,22 @@ export interface LayerSkippingLM extends CausalLM {
   readonly fingerprint: string;
   /** Like forward, with the sub-layers marked 1 in `skip` skipped: [attention of layer 0..L-1, MLP of 0..L-1]. */
   forwardSkipping(input: ForwardInput, skip: Uint8Array): Promise<Float32Array>;
+}
+
+/**
+ * A model that also returns hidden states, for draft heads: 'last' is the final-normed state (Medusa, EAGLE-1/2),
+ * 'eagle3' the inputs of three layers (low, mid, high) concatenated (EAGLE-3).
+ */
+export interface HiddenStatesLM extends CausalLM {
+  readonly hiddenKind: 'last' | 'eagle3';
+  /** Width of one hidden row. */
+  readonly hiddenWidth: number;
+  /** The hidden rows of the last call ([hiddenRows, hiddenWidth], row-major). */
+  lastHidden(): Float32Array;
+}
+
+export function hasHiddenStates(lm: CausalLM): lm is HiddenStatesLM {
+  return typeof (lm as Partial<HiddenStatesLM>).hiddenKind === 'string';
 }
 
 export function isLayerSkipping(lm: CausalLM): lm is LayerSkippingLM {

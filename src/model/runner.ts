@@ -21,6 +21,8 @@ import {
   GRAPH_INPUTS,
   GRAPH_OUTPUTS,
   type GraphVariant,
+  HIDDEN_ROWS,
+  type HiddenKind,
   pastKey,
   pastValue,
   presentKey,
@@ -63,6 +65,8 @@ export interface RunnerOptions {
    * sub-layers skipped (self-speculation: SWIFT) over the same weights and cache. Implies graph 'plain'.
    */
   layerSwitches?: boolean;
+  /** Also return hidden states for draft heads (see HiddenKind); absent: no hidden outputs at all. */
+  hidden?: HiddenKind;
   onProgress?: ProgressCallback;
 }
 
@@ -85,6 +89,9 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
   calls = 0;
   /** Bytes of model outputs copied back to the caller so far (logits rows or token ids). */
   bytesRead = 0;
+  /** The hidden states this runner's graph returns (null: none). */
+  private hiddenOutput: HiddenKind | null = null;
+  private hiddenRows: Float32Array = new Float32Array(0);
 
   private constructor(
     private readonly ort: Ort,
@@ -108,6 +115,22 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
 
   get numLayers(): number {
     return this.config.numLayers;
+  }
+
+  /** The kind of hidden states returned (undefined: none; see RunnerOptions.hidden). */
+  get hiddenKind(): HiddenKind | undefined {
+    return this.hiddenOutput ?? undefined;
+  }
+
+  /** Width of one hidden row: H, or 3H for EAGLE-3's fused layers. */
+  get hiddenWidth(): number {
+    return (this.hiddenOutput === 'eagle3' ? 3 : 1) * this.config.hiddenSize;
+  }
+
+  /** The hidden rows of the last call ([hiddenRows, hiddenWidth]). */
+  lastHidden(): Float32Array {
+    if (!this.hiddenOutput) throw new Error(`${this.model.spec}: built without hidden-state outputs`);
+    return this.hiddenRows;
   }
 
   /** The arithmetic type. */
@@ -173,6 +196,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       ...(precision.weights === 'int4' ? { onQuantize } : {}),
       embeddingType,
       ...(options.layerSwitches ? { layerSwitches: true } : {}),
+      ...(options.hidden ? { hidden: options.hidden } : {}),
     });
     const { externalData } = graph;
     const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = {
@@ -203,7 +227,9 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     }
     options.onProgress?.({ status: 'ready', name: model.spec });
     // The session has its own copy of the weights now; keep only the graph's metadata.
-    return new ModelRunner(ort, session, model, options.device, { ...graph, externalData: [] }, variantTimings);
+    const runner = new ModelRunner(ort, session, model, options.device, { ...graph, externalData: [] }, variantTimings);
+    runner.hiddenOutput = options.hidden ?? null;
+    return runner;
   }
 
   get config(): LlamaConfig {
@@ -350,6 +376,14 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       }
     }
     const fetches = [output];
+    const hiddenName =
+      this.hiddenOutput === 'eagle3' ? GRAPH_OUTPUTS.hiddenEagle3 : this.hiddenOutput ? GRAPH_OUTPUTS.hidden : null;
+    if (hiddenName) {
+      feeds[HIDDEN_ROWS] = int64(this.ort, input.hiddenRows ?? input.rows, [
+        Array.from(input.hiddenRows ?? input.rows).length,
+      ]);
+      fetches.push(hiddenName);
+    }
     for (let i = 0; i < this.config.numLayers; i++) {
       feeds[pastKey(i)] = this.cache[2 * i] as Tensor;
       feeds[pastValue(i)] = this.cache[2 * i + 1] as Tensor;
@@ -364,6 +398,10 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     }
     this.cacheLength = total;
     this.pendingKeep = null;
+    if (hiddenName) {
+      this.hiddenRows = (await (out[hiddenName] as Tensor).getData()) as Float32Array;
+      this.bytesRead += this.hiddenRows.byteLength;
+    }
     return out[output] as Tensor;
   }
 

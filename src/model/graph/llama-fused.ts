@@ -77,6 +77,7 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
     stash_type: 1,
   });
   for (let i = 0; i < ctx.layers; i++) {
+    ctx.layerInput(i, x);
     const p = `model.layers.${i}`;
     const attn = (n: string) => `${p}.self_attn.${n}`;
     const qkvBias = cfg.qkvBias ? ['q', 'k', 'v'].map((n) => attn(`${n}_proj.bias`)) : undefined;
@@ -120,6 +121,7 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
     h = pre.normed;
     x = pre.sum;
   }
+  ctx.layerInput(ctx.layers, x);
   // h is the final-normed hidden state of every row; only the requested rows go to the head.
   return logitsRows ? g.op('Gather', [h, logitsRows], { axis: 0 }) : h;
 }

@@ -98,6 +98,7 @@ export function buildPlainBody(ctx: GraphContext): string {
   const cacheType = { dataType: T, shape: [1, kvh, 'total', hd] };
 
   for (let i = 0; i < ctx.layers; i++) {
+    ctx.layerInput(i, x);
     const keptK = keepIndices ? g.op('Gather', [pastKey(i), keepIndices], { axis: 2 }) : pastKey(i);
     const keptV = keepIndices ? g.op('Gather', [pastValue(i), keepIndices], { axis: 2 }) : pastValue(i);
     g.output(presentKey(i), T, [1, kvh, 'total', hd]);
@@ -130,6 +131,7 @@ export function buildPlainBody(ctx: GraphContext): string {
     }) as [string];
   }
 
+  ctx.layerInput(ctx.layers, x);
   // Only the requested rows go through the final norm and the head.
   const rowsX = logitsRows ? g.op('Gather', [x, logitsRows], { axis: 0 }) : x;
   return rmsNorm(rowsX, 'model.norm.weight');

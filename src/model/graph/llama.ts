@@ -33,6 +33,7 @@ import { DATA_TYPE_CODE, type Dim, type OnnxDataType, OnnxGraph } from './onnx';
 import {
   GRAPH_INPUTS,
   GRAPH_OUTPUTS,
+  HIDDEN_ROWS,
   pastKey,
   pastValue,
   presentKey,
@@ -57,6 +58,7 @@ export {
   CONVERTED_WEIGHTS,
   GRAPH_INPUTS,
   GRAPH_OUTPUTS,
+  HIDDEN_ROWS,
   MASKED,
   pastKey,
   pastValue,
@@ -124,6 +126,12 @@ export interface BuildOptions {
    */
   layerSwitches?: boolean;
   /**
+   * Also output hidden states of the rows given in hidden_rows, for draft heads: 'last' the final-normed state
+   * (Medusa, EAGLE-1/2), 'eagle3' the inputs of layers 2, L/2 and L-3 concatenated (EAGLE-3). Absent: no such
+   * outputs and no extra work.
+   */
+  hidden?: HiddenKind;
+  /**
    * int4 only: the embedding table's type. Default 'float16' (half the memory; a Gather of q rows, then a cast);
    * a WebGPU device without shader-f16 cannot gather fp16, so the runner asks for the compute type there.
    */
@@ -151,6 +159,15 @@ export interface GraphContext {
   ropeAngles(): string;
   /** Whether sub-layers 1..L-2 are behind If switches (plain body). */
   layerSwitches: boolean;
+  /** Bodies report the residual stream entering layer i (i = layers: leaving the last layer), for hidden outputs. */
+  layerInput(i: number, x: string): void;
+}
+
+export type HiddenKind = 'last' | 'eagle3';
+
+/** The three target layers whose inputs EAGLE-3 fuses (low, mid, high): 2, L/2, L-3 (SafeAILab/EAGLE). */
+export function eagle3Layers(numLayers: number): [number, number, number] {
+  return [2, Math.floor(numLayers / 2), numLayers - 3];
 }
 
 /** Elements the int4 build quantises (for progress reports). */
@@ -225,6 +242,13 @@ export function buildLlamaGraph(
     return angles;
   };
   const layerSwitches = options.layerSwitches === true;
+  const layerInputs = new Map<number, string>();
+  const wanted = new Set<number>(
+    options.hidden === 'eagle3' ? eagle3Layers(cfg.numLayers) : options.hidden === 'last' ? [layers] : [],
+  );
+  const layerInput = (i: number, x: string) => {
+    if (wanted.has(i)) layerInputs.set(i, x);
+  };
   if (layerSwitches && variant !== 'plain') throw new Error(`layer switches need the plain graph, not ${variant}`);
   const ctx: GraphContext = {
     g,
@@ -240,11 +264,33 @@ export function buildLlamaGraph(
     embed,
     ropeAngles,
     layerSwitches,
+    layerInput,
   };
 
   // The body: [rows, H], the final-normed hidden state of the requested rows.
   const normed =
     variant === 'plain' ? buildPlainBody(ctx) : buildFusedBody(ctx, variant === 'fused' ? 'gqa' : 'matmul');
+
+  if (options.hidden) {
+    const rows = g.input(HIDDEN_ROWS, 'int64', ['hrows']);
+    const pick = (i: number) => {
+      const x = layerInputs.get(i);
+      if (!x) throw new Error(`graph: the body did not report the input of layer ${i}`);
+      return g.op('Gather', [x, rows], { axis: 0 });
+    };
+    const toF32 = (x: string) => (T === 'float32' ? x : cast(x, 'float32'));
+    if (options.hidden === 'last') {
+      const xf = toF32(pick(layers));
+      const ms = g.op('ReduceMean', [g.op('Mul', [xf, xf])], { axes: [-1], keepdims: 1 });
+      const inv = g.op('Div', [xf, g.op('Sqrt', [g.op('Add', [ms, g.constFloat32([cfg.rmsNormEps], [], 'eps')])])]);
+      g.op('Mul', [inv, toF32(store.float('model.norm.weight'))], {}, GRAPH_OUTPUTS.hidden);
+      g.output(GRAPH_OUTPUTS.hidden, 'float32', ['hrows', cfg.hiddenSize]);
+    } else {
+      const parts = eagle3Layers(cfg.numLayers).map((i) => toF32(pick(i)));
+      g.op('Concat', parts, { axis: -1 }, GRAPH_OUTPUTS.hiddenEagle3);
+      g.output(GRAPH_OUTPUTS.hiddenEagle3, 'float32', ['hrows', 3 * cfg.hiddenSize]);
+    }
+  }
 
   if (probe !== undefined) {
     g.op('Identity', [normed], {}, 'hidden');

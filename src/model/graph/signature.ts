@@ -8,7 +8,17 @@ export const GRAPH_INPUTS = {
   logitsRows: 'logits_rows',
 } as const;
 
-export const GRAPH_OUTPUTS = { logits: 'logits', argmax: 'argmax' } as const;
+export const GRAPH_OUTPUTS = {
+  logits: 'logits',
+  argmax: 'argmax',
+  /** Graphs built with hidden 'last': the final-normed hidden state of the hidden_rows, [hrows, H]. */
+  hidden: 'hidden_states',
+  /** Graphs built with hidden 'eagle3': inputs of layers 2, L/2 and L-3 of the hidden_rows, [hrows, 3H]. */
+  hiddenEagle3: 'hidden_states_eagle3',
+} as const;
+
+/** Which rows the hidden-state outputs cover (graphs built with hidden states). */
+export const HIDDEN_ROWS = 'hidden_rows';
 
 export const pastKey = (i: number) => `past_key_values.${i}.key`;
 export const pastValue = (i: number) => `past_key_values.${i}.value`;

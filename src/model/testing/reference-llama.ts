@@ -47,6 +47,8 @@ export function referenceForward(
   positions: readonly number[],
   visible: (i: number, j: number) => boolean,
   skip: { attention?: readonly number[]; mlp?: readonly number[] } = {},
+  /** Filled when given: the residual stream entering each layer (index L: leaving the last), and the final-normed state. */
+  collect?: { layerInputs: Float64Array[][]; final: Float64Array[] },
 ): Float64Array[] {
   const { hiddenSize: H, numHeads: nh, numKvHeads: kvh, headDim: hd, intermediateSize: M, vocabSize: V } = cfg;
   const n = tokens.length;
@@ -55,6 +57,7 @@ export function referenceForward(
   let xs: Float64Array[] = tokens.map((t) => Float64Array.from(emb.subarray(t * H, (t + 1) * H)));
   const bias = (name: string) => (cfg.qkvBias ? W(name) : undefined);
   for (let l = 0; l < cfg.numLayers; l++) {
+    collect?.layerInputs.push(xs.map((x) => Float64Array.from(x)));
     const p = `model.layers.${l}`;
     const skipAttention = skip.attention?.includes(l) ?? false;
     const skipMlp = skip.mlp?.includes(l) ?? false;
@@ -114,6 +117,9 @@ export function referenceForward(
     }
     xs = next;
   }
+  collect?.layerInputs.push(xs.map((x) => Float64Array.from(x)));
   const head = W(cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight');
-  return xs.map((x) => matvec(head, rmsNorm(x, W('model.norm.weight'), cfg.rmsNormEps), V, H));
+  const normed = xs.map((x) => rmsNorm(x, W('model.norm.weight'), cfg.rmsNormEps));
+  collect?.final.push(...normed);
+  return normed.map((x) => matvec(head, x, V, H));
 }
