@@ -6,7 +6,13 @@ import { type LlamaConfig, ropeInvFreq } from '../config';
 
 export type Weights = (name: string) => Float32Array;
 
-function matvec(w: Float32Array, x: Float64Array, rows: number, cols: number, bias?: Float32Array): Float64Array {
+export function matvec(
+  w: Float32Array,
+  x: Float64Array,
+  rows: number,
+  cols: number,
+  bias?: Float32Array,
+): Float64Array {
   const out = new Float64Array(rows);
   for (let r = 0; r < rows; r++) {
     let acc = bias ? (bias[r] as number) : 0;
@@ -16,14 +22,14 @@ function matvec(w: Float32Array, x: Float64Array, rows: number, cols: number, bi
   return out;
 }
 
-function rmsNorm(x: Float64Array, w: Float32Array, eps: number): Float64Array {
+export function rmsNorm(x: Float64Array, w: Float32Array, eps: number): Float64Array {
   let ms = 0;
   for (const v of x) ms += v * v;
   const inv = 1 / Math.sqrt(ms / x.length + eps);
   return x.map((v, i) => v * inv * (w[i] as number));
 }
 
-function rope(v: Float64Array, heads: number, hd: number, pos: number, invFreq: Float32Array): void {
+export function rope(v: Float64Array, heads: number, hd: number, pos: number, invFreq: Float32Array): void {
   const half = hd / 2;
   for (let h = 0; h < heads; h++) {
     for (let d = 0; d < half; d++) {

@@ -1,0 +1,132 @@
+/**
+ * Graphs for draft heads, built by our writer from the heads' safetensors (layouts: tools/heads_layouts.md).
+ *
+ *   Medusa   hidden float32 [r, d] -> logits float32 [K, r, V]; per head k: x = h; x = x + silu(W x + b) per ResBlock;
+ *            logits_k = P_k x.
+ *   EAGLE-3  one decoder layer over (embedding of the next token, a feature), with its own KV cache:
+ *            inputs   token_embeds float32 [q, d] (the target's embeddings, gathered by the caller),
+ *                     features float32 [q, 3d] (the target's three fused layer inputs, for real rows),
+ *                     drafted float32 [q, d] (the parent's `out`, for drafted rows), real bool [q, 1] (which one),
+ *                     position_ids, attention_bias, keep_indices, logits_rows, past_key_values.0.key/value
+ *            outputs  logits float32 [rows, draft_vocab], out float32 [q, d], present.0.key/value
+ *            g = real ? fc(features) : drafted; a = attn(concat(input_layernorm(e), hidden_norm(g)));
+ *            x = g + o_proj(a); out = x + mlp(post_attention_layernorm(x)); logits = lm_head(norm(out)).
+ */
+import type { LoadedHeads } from '../heads/load';
+import { DATA_TYPE_CODE, type OnnxDataType, OnnxGraph } from './onnx';
+import { plainOps } from './plain-ops';
+import { WeightStore } from './weights';
+
+export interface BuiltHeadsGraph {
+  model: Uint8Array;
+  externalData: { path: string; data: Uint8Array }[];
+  compute: 'fp32' | 'fp16';
+}
+
+export const HEAD_INPUTS = {
+  hidden: 'hidden',
+  tokenEmbeds: 'token_embeds',
+  features: 'features',
+  drafted: 'drafted',
+  real: 'real',
+  positionIds: 'position_ids',
+  attentionBias: 'attention_bias',
+  keepIndices: 'keep_indices',
+  logitsRows: 'logits_rows',
+  pastKey: 'past_key_values.0.key',
+  pastValue: 'past_key_values.0.value',
+} as const;
+
+export const HEAD_OUTPUTS = {
+  logits: 'logits',
+  out: 'out',
+  presentKey: 'present.0.key',
+  presentValue: 'present.0.value',
+};
+
+function setup(name: string, heads: LoadedHeads, compute: 'fp32' | 'fp16') {
+  const T: 'float32' | 'float16' = compute === 'fp16' ? 'float16' : 'float32';
+  const g = new OnnxGraph(name);
+  const store = new WeightStore(g, heads.weights, heads.files, T);
+  const cast = (x: string, to: OnnxDataType) => g.op('Cast', [x], { to: DATA_TYPE_CODE[to] });
+  const toT = (x: string) => (T === 'float32' ? x : cast(x, T));
+  const toF32 = (x: string) => (T === 'float32' ? x : cast(x, 'float32'));
+  const gemm = (x: string, w: string, bias?: string) =>
+    g.op('Gemm', bias ? [x, store.float(w), store.float(bias)] : [x, store.float(w)], { transB: 1 });
+  return { g, store, T, cast, toT, toF32, gemm };
+}
+
+export function buildMedusaGraph(heads: LoadedHeads, compute: 'fp32' | 'fp16'): BuiltHeadsGraph {
+  const shape = heads.medusa;
+  if (!shape) throw new Error('buildMedusaGraph: not Medusa heads');
+  const { g, store, T, toT, toF32, gemm } = setup('medusa_heads', heads, compute);
+  const d = heads.weights.get('0.0.linear.weight')?.shape[1] as number;
+  const V = heads.weights.get(`0.${shape.layers}.weight`)?.shape[0] as number;
+  const h = toT(g.input(HEAD_INPUTS.hidden, 'float32', ['rows', d]));
+  const perHead: string[] = [];
+  for (let k = 0; k < shape.heads; k++) {
+    let x = h;
+    for (let l = 0; l < shape.layers; l++) {
+      const y = gemm(x, `${k}.${l}.linear.weight`, `${k}.${l}.linear.bias`);
+      x = g.op('Add', [x, g.op('Mul', [y, g.op('Sigmoid', [y])])]); // x + silu(W x + b)
+    }
+    perHead.push(g.op('Unsqueeze', [toF32(gemm(x, `${k}.${shape.layers}.weight`)), g.constInt64([0])]));
+  }
+  g.op('Concat', perHead, { axis: 0 }, HEAD_OUTPUTS.logits);
+  g.output(HEAD_OUTPUTS.logits, 'float32', [shape.heads, 'rows', V]);
+  return { model: g.toBytes(), externalData: store.externalData(), compute: T === 'float16' ? 'fp16' : 'fp32' };
+}
+
+export function buildEagle3Graph(heads: LoadedHeads, compute: 'fp32' | 'fp16'): BuiltHeadsGraph {
+  const e = heads.eagle3;
+  if (!e) throw new Error('buildEagle3Graph: not EAGLE-3 heads');
+  const { g, store, T, cast, toT, toF32, gemm } = setup('eagle3_head', heads, compute);
+  const d = e.numHeads * e.headDim;
+  const { numHeads: nh, numKvHeads: kvh, headDim: hd } = e;
+  const embeds = toT(g.input(HEAD_INPUTS.tokenEmbeds, 'float32', ['q', d]));
+  const features = toT(g.input(HEAD_INPUTS.features, 'float32', ['q', 3 * d]));
+  const drafted = toT(g.input(HEAD_INPUTS.drafted, 'float32', ['q', d]));
+  const real = g.input(HEAD_INPUTS.real, 'bool', ['q', 1]);
+  const positions = g.input(HEAD_INPUTS.positionIds, 'int64', [1, 'q']);
+  const bias = toT(g.input(HEAD_INPUTS.attentionBias, 'float32', [1, 1, 'q', 'total']));
+  const keep = g.input(HEAD_INPUTS.keepIndices, 'int64', ['kept']);
+  const rows = g.input(HEAD_INPUTS.logitsRows, 'int64', ['rows']);
+  g.input(HEAD_INPUTS.pastKey, T, [1, kvh, 'past', hd]);
+  g.input(HEAD_INPUTS.pastValue, T, [1, kvh, 'past', hd]);
+
+  const ops = plainOps(g, T, cast, (w) => store.float(w), { ...e, rmsNormEps: e.rmsNormEps });
+  const m = 'midlayer';
+  const gIn = g.op('Where', [real, gemm(features, 'fc.weight'), drafted]); // [q, d]
+  const attnIn = g.op(
+    'Concat',
+    [ops.rmsNorm(embeds, `${m}.input_layernorm.weight`), ops.rmsNorm(gIn, `${m}.hidden_norm.weight`)],
+    { axis: -1 },
+  ); // [q, 2d]: the embedding first
+  const invFreq = Float32Array.from({ length: hd / 2 }, (_, i) => 1 / e.ropeTheta ** ((2 * i) / hd));
+  const angles = g.op('Mul', [
+    g.op('Reshape', [cast(positions, 'float32'), g.constInt64([-1, 1])]),
+    g.constFloat32(invFreq, [1, hd / 2], 'inv_freq'),
+  ]);
+  const rope = ops.ropeFrom(angles);
+  const q = rope(ops.toHeads(gemm(attnIn, `${m}.self_attn.q_proj.weight`), nh));
+  const k = rope(ops.toHeads(gemm(attnIn, `${m}.self_attn.k_proj.weight`), kvh));
+  const v = ops.toHeads(gemm(attnIn, `${m}.self_attn.v_proj.weight`), kvh);
+  const keptK = g.op('Gather', [HEAD_INPUTS.pastKey, keep], { axis: 2 });
+  const keptV = g.op('Gather', [HEAD_INPUTS.pastValue, keep], { axis: 2 });
+  const attn = ops.attend(q, k, v, keptK, keptV, bias, [HEAD_OUTPUTS.presentKey, HEAD_OUTPUTS.presentValue]);
+  g.output(HEAD_OUTPUTS.presentKey, T, [1, kvh, 'total', hd]);
+  g.output(HEAD_OUTPUTS.presentValue, T, [1, kvh, 'total', hd]);
+  const x = g.op('Add', [gIn, gemm(attn.ctx, `${m}.self_attn.o_proj.weight`)]);
+  const n = ops.rmsNorm(x, `${m}.post_attention_layernorm.weight`);
+  const mlp = gemm(
+    ops.swiglu(gemm(n, `${m}.mlp.gate_proj.weight`), gemm(n, `${m}.mlp.up_proj.weight`)),
+    `${m}.mlp.down_proj.weight`,
+  );
+  const out = g.op('Add', [x, mlp]);
+  g.op('Identity', [toF32(out)], {}, HEAD_OUTPUTS.out);
+  g.output(HEAD_OUTPUTS.out, 'float32', ['q', d]);
+  const normed = ops.rmsNorm(g.op('Gather', [out, rows], { axis: 0 }), 'norm.weight');
+  g.op('Identity', [toF32(gemm(normed, 'lm_head.weight'))], {}, HEAD_OUTPUTS.logits);
+  g.output(HEAD_OUTPUTS.logits, 'float32', ['rows', e.draftVocab]);
+  return { model: g.toBytes(), externalData: store.externalData(), compute: T === 'float16' ? 'fp16' : 'fp32' };
+}

@@ -1,0 +1,149 @@
+/**
+ * Draft heads in their published layouts: tiny random Medusa and EAGLE-3 heads written as their authors' code
+ * writes them load, their graphs equal float64 references, and heads that do not fit the target are refused with a
+ * line that names the folder and the cause.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ortForNode } from '../../runtime/ort-node';
+import { writeSafetensors } from '../safetensors';
+import { randomEagle3, randomMedusa } from '../testing/random-heads';
+import { randomModel } from '../testing/random-model';
+import { referenceEagle3, referenceMedusa } from '../testing/reference-heads';
+import { loadHeads } from './load';
+import { Eagle3HeadRunner, embeddingRows, MedusaHeadsRunner } from './runner';
+
+const ort = ortForNode();
+const target = randomModel();
+const cfg = target.model.config;
+
+function folder(files: Record<string, Uint8Array>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'spec-heads-'));
+  for (const [name, bytes] of Object.entries(files)) writeFileSync(join(dir, name), bytes);
+  return dir;
+}
+
+function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
+  return m;
+}
+
+const rand = (n: number, seed: number) =>
+  Float32Array.from({ length: n }, (_, i) => Math.sin(seed * 9301 + i * 49297) * 0.8);
+
+describe('draft heads', () => {
+  it('Medusa heads in the FasterDecoding/Medusa layout load and compute what the reference computes', async () => {
+    const m = randomMedusa(cfg, 3, 1);
+    const heads = await loadHeads(folder(m.files), cfg);
+    expect(heads.kind).toBe('medusa');
+    expect(heads.medusa).toEqual({ heads: 3, layers: 1 });
+    const runner = await MedusaHeadsRunner.create(ort, heads, 'wasm', 'fp32');
+    const hidden = rand(2 * cfg.hiddenSize, 1);
+    const logits = await runner.predict(hidden);
+    for (let r = 0; r < 2; r++) {
+      const ref = referenceMedusa(
+        m.weights,
+        Float64Array.from(hidden.subarray(r * 32, (r + 1) * 32)),
+        3,
+        1,
+        cfg.vocabSize,
+      );
+      ref.forEach((row, k) => {
+        const at = (k * 2 + r) * cfg.vocabSize;
+        expect(maxDiff(logits.subarray(at, at + cfg.vocabSize), row)).toBeLessThan(1e-4);
+      });
+    }
+    await runner.release();
+  });
+
+  it('EAGLE-3 heads in the SafeAILab/EAGLE layout (a reduced draft vocabulary with d2t) match the reference, cache and tree rows included', async () => {
+    const e = randomEagle3(cfg, 30);
+    const heads = await loadHeads(folder(e.files), cfg);
+    expect(heads.kind).toBe('eagle3');
+    expect(heads.eagle3?.draftVocab).toBe(30);
+    expect(Array.from(heads.eagle3?.draftToTarget.slice(0, 4) ?? [])).toEqual([0, 2, 4, 6]);
+    const runner = await Eagle3HeadRunner.create(ort, heads, target.model, 'wasm', 'fp32');
+    const d = cfg.hiddenSize;
+    // Three real rows (target features), then in a second call two drafted siblings under the last real row.
+    const tokens = [5, 9, 14];
+    const features = tokens.map((_, i) => rand(3 * d, 10 + i));
+    const real = await runner.forward({
+      tokens,
+      inputs: features.map((feature) => ({ feature })),
+      positions: [0, 1, 2],
+      bias: Float32Array.from({ length: 9 }, (_, k) => (k % 3 <= Math.floor(k / 3) ? 0 : -65504)),
+      rows: [0, 1, 2],
+    });
+    const parent = real.out.subarray(2 * d, 3 * d);
+    const drafted = await runner.forward({
+      tokens: [7, 21],
+      inputs: [{ drafted: parent }, { drafted: parent }],
+      positions: [3, 3],
+      bias: Float32Array.of(0, 0, 0, 0, -65504, 0, 0, 0, -65504, 0),
+      rows: [0, 1],
+    });
+    const embed = (t: number) => Float64Array.from(embeddingRows(target.model, [t]));
+    const rows = [
+      ...tokens.map((t, i) => ({
+        embed: embed(t),
+        feature: Float64Array.from(features[i] as Float32Array),
+        position: i,
+      })),
+      { embed: embed(7), drafted: Float64Array.from(parent), position: 3 },
+      { embed: embed(21), drafted: Float64Array.from(parent), position: 3 },
+    ];
+    const ref = referenceEagle3(e.weights, cfg, 30, rows, (i, j) => (i < 3 ? j <= i : j < 3 || j === i));
+    for (let r = 0; r < 3; r++) {
+      expect(maxDiff(real.out.subarray(r * d, (r + 1) * d), ref.out[r] as Float64Array)).toBeLessThan(1e-4);
+      expect(maxDiff(real.logits.subarray(r * 30, (r + 1) * 30), ref.logits[r] as Float64Array)).toBeLessThan(1e-4);
+    }
+    for (let r = 0; r < 2; r++) {
+      expect(maxDiff(drafted.logits.subarray(r * 30, (r + 1) * 30), ref.logits[3 + r] as Float64Array)).toBeLessThan(
+        1e-4,
+      );
+    }
+    expect(runner.targetToken(3)).toBe(6);
+    await runner.release();
+  });
+
+  it('refuses heads that do not fit, naming the folder and the cause', async () => {
+    const error = (p: Promise<unknown>) =>
+      p.then(
+        () => 'loaded',
+        (e: Error) => e.message,
+      );
+    const other = randomModel({ hidden_size: 48, num_attention_heads: 6, num_key_value_heads: 2 }).model.config;
+    const wide = folder(randomMedusa(other).files);
+    expect(await error(loadHeads(wide, cfg))).toMatch(
+      new RegExp(`^heads model ${wide}: hidden size 48 does not match the target's 32`),
+    );
+    const bigVocab = randomModel({ vocab_size: 80 }).model.config;
+    expect(await error(loadHeads(folder(randomMedusa(bigVocab).files), cfg))).toMatch(
+      /vocabulary of 80 tokens does not match the target's 61/,
+    );
+    expect(await error(loadHeads(folder(randomEagle3(other).files), cfg))).toMatch(/hidden size 48 does not match/);
+    expect(await error(loadHeads(folder({ 'config.json': new TextEncoder().encode('{}') }), cfg))).toMatch(
+      /missing file: neither medusa_lm_head\.safetensors \(Medusa\) nor model\.safetensors \(EAGLE\)/,
+    );
+    const eagle12 = writeSafetensors([
+      { name: 'fc.weight', dtype: 'F32', shape: [32, 64], data: new Uint8Array(32 * 64 * 4) },
+      { name: 'layers.0.self_attn.q_proj.weight', dtype: 'F32', shape: [32, 32], data: new Uint8Array(32 * 32 * 4) },
+    ]);
+    expect(
+      await error(
+        loadHeads(folder({ 'config.json': new TextEncoder().encode('{}'), 'model.safetensors': eagle12 }), cfg),
+      ),
+    ).toMatch(/EAGLE-1\/2 heads .* only EAGLE-3 heads are supported/);
+    const m = randomMedusa(cfg, 2, 1);
+    const noProjection = writeSafetensors([
+      { name: '0.0.linear.weight', dtype: 'F32', shape: [32, 32], data: new Uint8Array(32 * 32 * 4) },
+      { name: '0.0.linear.bias', dtype: 'F32', shape: [32], data: new Uint8Array(32 * 4) },
+    ]);
+    expect(await error(loadHeads(folder({ ...m.files, 'medusa_lm_head.safetensors': noProjection }), cfg))).toMatch(
+      /Medusa-2 heads are not supported yet/,
+    );
+  });
+});

@@ -1,0 +1,207 @@
+/**
+ * Draft heads as onnxruntime-web sessions next to the target: Medusa's K heads (a stateless call from a hidden
+ * state to K logits rows) and the EAGLE-3 head (one decoder layer with its own KV cache, compacted like the
+ * target's). The heads read the target's token embeddings, gathered here in JS from the target's checkpoint (no
+ * second copy of the embedding table).
+ */
+import type * as OrtModule from 'onnxruntime-common';
+import { toFloat32 } from '../convert';
+import { ModelLoadError } from '../errors';
+import { type BuiltHeadsGraph, buildEagle3Graph, buildMedusaGraph, HEAD_INPUTS, HEAD_OUTPUTS } from '../graph/heads';
+import type { LoadedModel } from '../load';
+import type { Device } from '../precision';
+import type { LoadedHeads } from './load';
+
+type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>;
+type Tensor = OrtModule.Tensor;
+
+const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) =>
+  new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
+
+async function session(ort: Ort, built: BuiltHeadsGraph, device: Device, spec: string) {
+  try {
+    return await ort.InferenceSession.create(built.model, {
+      executionProviders: [device],
+      graphOptimizationLevel: 'all',
+      externalData: built.externalData,
+    });
+  } catch (e) {
+    throw new ModelLoadError(`heads model ${spec}: could not create a ${device} session: ${(e as Error).message}`);
+  }
+}
+
+/** Rows of the target's token embedding table as fp32 [tokens, d] (gathered from the checkpoint bytes). */
+export function embeddingRows(target: LoadedModel, tokens: readonly number[]): Float32Array {
+  const t = target.weights.get('model.embed_tokens.weight');
+  const bytes = t ? target.files.get(t.file) : undefined;
+  if (!t || !bytes) throw new Error(`${target.spec}: no model.embed_tokens.weight to embed tokens for the heads`);
+  const d = t.shape[1] as number;
+  const width = t.byteLength / (t.shape[0] as number);
+  const out = new Float32Array(tokens.length * d);
+  tokens.forEach((token, i) => {
+    const at = t.offset + token * width;
+    out.set(toFloat32(bytes.subarray(at, at + width), t.dtype as 'F32' | 'F16' | 'BF16'), i * d);
+  });
+  return out;
+}
+
+export class MedusaHeadsRunner {
+  calls = 0;
+  private constructor(
+    private readonly ort: Ort,
+    private readonly session: OrtModule.InferenceSession,
+    readonly heads: LoadedHeads,
+    readonly count: number,
+    readonly vocab: number,
+    readonly hidden: number,
+  ) {}
+
+  static async create(
+    ort: Ort,
+    heads: LoadedHeads,
+    device: Device,
+    compute: 'fp32' | 'fp16',
+  ): Promise<MedusaHeadsRunner> {
+    const shape = heads.medusa;
+    if (!shape) throw new ModelLoadError(`heads model ${heads.spec}: these are not Medusa heads`);
+    const built = buildMedusaGraph(heads, compute);
+    const s = await session(ort, built, device, heads.spec);
+    const first = heads.weights.get(`0.${shape.layers}.weight`)?.shape as number[];
+    return new MedusaHeadsRunner(ort, s, heads, shape.heads, first[0] as number, first[1] as number);
+  }
+
+  /** Logits of every head for each hidden row: [K, rows, V] row-major. */
+  async predict(hidden: Float32Array): Promise<Float32Array> {
+    const rows = hidden.length / this.hidden;
+    const out = await this.session.run({
+      [HEAD_INPUTS.hidden]: new this.ort.Tensor('float32', hidden, [rows, this.hidden]),
+    });
+    this.calls++;
+    return (await (out[HEAD_OUTPUTS.logits] as Tensor).getData()) as Float32Array;
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+  }
+}
+
+export interface Eagle3Input {
+  /** The next token of each row (its embedding is gathered from the target). */
+  tokens: readonly number[];
+  /** Per row: the target's fused feature [3d] (a real row), or the parent's `out` [d] (a drafted row). */
+  inputs: readonly ({ feature: Float32Array } | { drafted: Float32Array })[];
+  positions: readonly number[];
+  /** [q, length + q] additive bias. */
+  bias: Float32Array;
+  rows: readonly number[];
+}
+
+export class Eagle3HeadRunner {
+  calls = 0;
+  private cache: Tensor[] = [];
+  private cacheLength = 0;
+  private pendingKeep: number[] | null = null;
+
+  private constructor(
+    private readonly ort: Ort,
+    private readonly session: OrtModule.InferenceSession,
+    readonly heads: LoadedHeads,
+    private readonly target: LoadedModel,
+    readonly compute: 'fp32' | 'fp16',
+  ) {
+    this.reset();
+  }
+
+  static async create(
+    ort: Ort,
+    heads: LoadedHeads,
+    target: LoadedModel,
+    device: Device,
+    compute: 'fp32' | 'fp16',
+  ): Promise<Eagle3HeadRunner> {
+    if (!heads.eagle3) throw new ModelLoadError(`heads model ${heads.spec}: these are not EAGLE-3 heads`);
+    const built = buildEagle3Graph(heads, compute);
+    return new Eagle3HeadRunner(ort, await session(ort, built, device, heads.spec), heads, target, compute);
+  }
+
+  get hiddenSize(): number {
+    const e = this.heads.eagle3 as NonNullable<LoadedHeads['eagle3']>;
+    return e.numHeads * e.headDim;
+  }
+
+  get draftVocab(): number {
+    return (this.heads.eagle3 as NonNullable<LoadedHeads['eagle3']>).draftVocab;
+  }
+
+  /** Target token of a draft-vocabulary index. */
+  targetToken(draftIndex: number): number {
+    return (this.heads.eagle3 as NonNullable<LoadedHeads['eagle3']>).draftToTarget[draftIndex] as number;
+  }
+
+  get length(): number {
+    return this.pendingKeep ? this.pendingKeep.length : this.cacheLength;
+  }
+
+  keep(indices: ArrayLike<number>): void {
+    const list = Array.from(indices);
+    const pending = this.pendingKeep;
+    this.pendingKeep = pending ? list.map((i) => pending[i] as number) : list;
+  }
+
+  reset(): void {
+    for (const t of this.cache) if (t.location === 'gpu-buffer') t.dispose();
+    const e = this.heads.eagle3 as NonNullable<LoadedHeads['eagle3']>;
+    const empty = () =>
+      this.compute === 'fp16'
+        ? new this.ort.Tensor('float16', new Uint16Array(0), [1, e.numKvHeads, 0, e.headDim])
+        : new this.ort.Tensor('float32', new Float32Array(0), [1, e.numKvHeads, 0, e.headDim]);
+    this.cache = [empty(), empty()];
+    this.cacheLength = 0;
+    this.pendingKeep = null;
+  }
+
+  /** Run q rows; returns their logits rows [rows, draftVocab] and every row's `out` [q, d]. */
+  async forward(input: Eagle3Input): Promise<{ logits: Float32Array; out: Float32Array }> {
+    const q = input.tokens.length;
+    const d = this.hiddenSize;
+    const total = this.length + q;
+    if (input.bias.length !== q * total)
+      throw new RangeError(`eagle head: bias ${input.bias.length} != ${q} x ${total}`);
+    const features = new Float32Array(q * 3 * d);
+    const drafted = new Float32Array(q * d);
+    const real = new Uint8Array(q);
+    input.inputs.forEach((row, i) => {
+      if ('feature' in row) {
+        features.set(row.feature, i * 3 * d);
+        real[i] = 1;
+      } else drafted.set(row.drafted, i * d);
+    });
+    const keepList = this.pendingKeep ?? Array.from({ length: this.cacheLength }, (_, i) => i);
+    const out = await this.session.run({
+      [HEAD_INPUTS.tokenEmbeds]: new this.ort.Tensor('float32', embeddingRows(this.target, input.tokens), [q, d]),
+      [HEAD_INPUTS.features]: new this.ort.Tensor('float32', features, [q, 3 * d]),
+      [HEAD_INPUTS.drafted]: new this.ort.Tensor('float32', drafted, [q, d]),
+      [HEAD_INPUTS.real]: new this.ort.Tensor('bool', real, [q, 1]),
+      [HEAD_INPUTS.positionIds]: int64(this.ort, input.positions, [1, q]),
+      [HEAD_INPUTS.attentionBias]: new this.ort.Tensor('float32', input.bias, [1, 1, q, total]),
+      [HEAD_INPUTS.keepIndices]: int64(this.ort, keepList, [keepList.length]),
+      [HEAD_INPUTS.logitsRows]: int64(this.ort, input.rows, [input.rows.length]),
+      [HEAD_INPUTS.pastKey]: this.cache[0] as Tensor,
+      [HEAD_INPUTS.pastValue]: this.cache[1] as Tensor,
+    });
+    this.calls++;
+    for (const t of this.cache) if (t.location === 'gpu-buffer') t.dispose();
+    this.cache = [out[HEAD_OUTPUTS.presentKey] as Tensor, out[HEAD_OUTPUTS.presentValue] as Tensor];
+    this.cacheLength = total;
+    this.pendingKeep = null;
+    return {
+      logits: (await (out[HEAD_OUTPUTS.logits] as Tensor).getData()) as Float32Array,
+      out: (await (out[HEAD_OUTPUTS.out] as Tensor).getData()) as Float32Array,
+    };
+  }
+
+  async release(): Promise<void> {
+    for (const t of this.cache) if (t.location === 'gpu-buffer') t.dispose();
+    await this.session.release();
+  }
+}
