@@ -107,3 +107,35 @@ export function hasHiddenStates(lm: CausalLM): lm is HiddenStatesLM {
 export function isLayerSkipping(lm: CausalLM): lm is LayerSkippingLM {
   return (lm as Partial<LayerSkippingLM>).canSkipLayers === true;
 }
+
+/** Medusa's K heads: from a hidden state of the target, logits for the K next-but-one positions. */
+export interface MedusaHeads {
+  /** K heads. */
+  readonly count: number;
+  readonly vocab: number;
+  readonly calls: number;
+  /** Logits of every head for each hidden row: [K, rows, vocab] row-major. */
+  predict(hidden: Float32Array): Promise<Float32Array>;
+}
+
+/** One row of an EAGLE-3 head call: the next token, and a target feature (real rows) or the parent's output. */
+export type Eagle3RowInput = { feature: Float32Array } | { drafted: Float32Array };
+
+/** The EAGLE-3 head: one decoder layer over target features with its own KV cache and a draft vocabulary. */
+export interface Eagle3Head {
+  readonly calls: number;
+  readonly length: number;
+  readonly hiddenSize: number;
+  readonly draftVocab: number;
+  /** Target token id of a draft-vocabulary index. */
+  targetToken(draftIndex: number): number;
+  forward(input: {
+    tokens: readonly number[];
+    inputs: readonly Eagle3RowInput[];
+    positions: readonly number[];
+    bias: Float32Array;
+    rows: readonly number[];
+  }): Promise<{ logits: Float32Array; out: Float32Array }>;
+  keep(indices: ArrayLike<number>): void;
+  reset(): void;
+}

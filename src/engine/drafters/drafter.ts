@@ -74,6 +74,8 @@ export interface TargetOutputs {
   logits(node: number): Float32Array;
   /** The target's logits at auxiliary row i (AuxNodes.rows[i]). */
   auxLogits(i: number): Float32Array;
+  /** The target's hidden state at tree node i (a target built with hidden states, for draft heads). */
+  hidden?(node: number): Float32Array;
 }
 
 /** A drafter's own account of the round it just proposed (shown in the round event and the element). */
@@ -100,6 +102,11 @@ export interface Drafter {
   reset(): void;
   /** What the drafter did this round, if it has something to say. */
   note?(): DrafterNote | null;
+  /**
+   * Draft heads read the target's hidden states of the prompt: after the prefill (prompt minus its last token),
+   * hidden(j) is the state at prompt position j. Called only on a target built with hidden states.
+   */
+  prefilled?(prompt: readonly number[], hidden: (row: number) => Float32Array): void;
   /**
    * The cost of the last proposal's own model calls, in single-token target calls on the measured curves (none
    * given: the drafter makes no model calls). Deterministic given the costs, so choices made from it reproduce.

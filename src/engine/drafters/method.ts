@@ -4,7 +4,7 @@
  * menu, the page, the worker, the engine, the bench, the tests) reads the registry instead.
  */
 import type { CostCurve } from '../calibrate';
-import type { CausalLM } from '../lm';
+import type { CausalLM, Eagle3Head, MedusaHeads } from '../lm';
 import type { KeyValueStore } from '../store';
 import type { Drafter } from './drafter';
 
@@ -37,6 +37,18 @@ export interface DrafterResources {
   costs: () => CostModel | null;
   /** Where a method may remember what it learned about this model and device (e.g. a found skip set). */
   store?: KeyValueStore;
+  /** Present when the method needs 'heads': the loaded draft heads and their cost per call. */
+  heads?: HeadsResource;
+}
+
+/** Draft heads loaded next to the target (Medusa's K heads or an EAGLE-3 head). */
+export interface HeadsResource {
+  /** The heads folder as given (for messages). */
+  spec: string;
+  medusa?: MedusaHeads;
+  eagle3?: Eagle3Head;
+  /** One single-row heads call relative to one single-token target call (by the weights each reads). */
+  relativeCost: number;
 }
 
 export interface MethodSpec<Name extends string = string> {
