@@ -96,6 +96,7 @@ export async function measureVariants(
       const session = await ort.InferenceSession.create(graph.model, {
         executionProviders: [device],
         graphOptimizationLevel: 'all',
+        logSeverityLevel: 3, // errors only (see runner.ts)
         externalData: graph.externalData,
         preferredOutputLocation,
       });

@@ -225,6 +225,12 @@ export class SpecDecoder extends LitElement {
   /** Load (or reuse) the models for the current attributes. */
   async load(): Promise<LoadInfo> {
     if (this.client && this.loadedKey === this.loadKey && this.client.info) return this.client.info;
+    // Other models or options: a fresh worker. Releasing the last onnxruntime session on WebGPU destroys its
+    // device, so an engine reloaded in the same worker would start on a lost device.
+    if (this.client && this.loadedKey && this.loadedKey !== this.loadKey) {
+      this.client.terminate();
+      this.client = null;
+    }
     this.client ??= new EngineClient();
     this.status = 'loading';
     this.progress = new Map();
