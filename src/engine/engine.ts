@@ -4,7 +4,7 @@
  */
 
 import type { ComputeType, GraphVariant, HubOptions, Precision } from '../model/index';
-import { type ModelRunner, openModel, openPair, type ProgressCallback } from '../model/index';
+import { type ModelRunner, type OpenedHeads, openModels, type ProgressCallback, warmupHeads } from '../model/index';
 import type { Device } from '../model/runner';
 import type { ChatMessage, TextTokenizer } from '../model/tokenizer';
 import { type Calibration, calibrateCosts } from './costs';
@@ -12,6 +12,7 @@ import {
   type CostModel,
   type Drafter,
   describeNeeds,
+  type HeadsResource,
   type Method,
   type MethodSpec,
   methodSpec,
@@ -21,16 +22,21 @@ import {
 } from './drafters/index';
 import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate } from './generate';
-import { isLayerSkipping } from './lm';
+import { hasHiddenStates, isLayerSkipping } from './lm';
 import { type KeyValueStore, MemoryStore } from './store';
 import { chainBias } from './tree';
 
-type Ort = Parameters<typeof openModel>[0];
+type Ort = Parameters<typeof openModels>[0];
 
 export interface EngineLoadOptions {
   target: string;
   /** Draft model folder; without it only methods that need no draft model are available. */
   draft?: string;
+  /**
+   * Draft heads trained on this target's features (Medusa heads or an EAGLE-3 head, in their published layouts):
+   * methods medusa and eagle. The target is then built to also return the hidden states the heads read.
+   */
+  heads?: string;
   device: Device;
   compute?: ComputeType | 'auto';
   /** Weights and arithmetic: 'fp32', 'fp16', 'int4' or 'auto' (model/precision.ts). */
@@ -107,6 +113,7 @@ export class SpecEngine {
   private constructor(
     readonly target: ModelRunner,
     readonly draft: ModelRunner | null,
+    readonly heads: OpenedHeads | null,
     private readonly calibration: 'auto' | 'never',
     private readonly store: KeyValueStore,
   ) {}
@@ -115,6 +122,7 @@ export class SpecEngine {
     const {
       target,
       draft,
+      heads,
       calibration = 'auto',
       store = new MemoryStore(),
       warmup = true,
@@ -123,12 +131,8 @@ export class SpecEngine {
     } = options;
     const open = { ...rest, graph }; // the graph variant is measured on this device unless given
     const started = performance.now();
-    let engine: SpecEngine;
-    if (!draft) engine = new SpecEngine(await openModel(ort, target, open), null, calibration, store);
-    else {
-      const pair = await openPair(ort, { target, draft }, open);
-      engine = new SpecEngine(pair.target, pair.draft, calibration, store);
-    }
+    const opened = await openModels(ort, { target, ...(draft ? { draft } : {}), ...(heads ? { heads } : {}) }, open);
+    const engine = new SpecEngine(opened.target, opened.draft, opened.heads, calibration, store);
     engine.timings.loadMs = performance.now() - started;
     if (warmup) await engine.warmup();
     return engine;
@@ -151,6 +155,7 @@ export class SpecEngine {
       }
       lm.reset();
     }
+    if (this.heads) await warmupHeads(this.heads, this.target.hiddenWidth);
     this.timings.warmupMs += performance.now() - started;
   }
 
@@ -171,6 +176,9 @@ export class SpecEngine {
     const have = new Set<Requirement>();
     if (this.draft) have.add('draft-model');
     if (isLayerSkipping(this.target)) have.add('target-self');
+    if (hasHiddenStates(this.target)) have.add('target-hidden');
+    if (this.heads?.medusa) have.add('medusa-heads');
+    if (this.heads?.eagle3) have.add('eagle-head');
     return have;
   }
 
@@ -187,8 +195,13 @@ export class SpecEngine {
       const without: Record<Requirement, string> = {
         'draft-model': 'a draft model (load one)',
         'target-self': 'a target graph with layer switches',
-        'target-hidden': "the target's hidden states",
-        heads: 'draft heads (load them)',
+        'target-hidden': "the target's hidden states (they come with heads)",
+        'medusa-heads': this.heads
+          ? `Medusa heads (${this.heads.loaded.spec} is an EAGLE-3 head)`
+          : 'Medusa heads (load them)',
+        'eagle-head': this.heads
+          ? `an EAGLE-3 head (${this.heads.loaded.spec} holds Medusa heads)`
+          : 'an EAGLE-3 head (load one)',
       };
       throw new MethodUnavailableError(
         `method "${method}" ${describeNeeds(spec)}, and this engine was loaded without ${missing.map((m) => without[m]).join(' or ')}`,
@@ -203,12 +216,29 @@ export class SpecEngine {
       d = spec.create({
         target: this.target,
         ...(uses(spec, 'draft-model') && this.draft ? { draft: this.draft } : {}),
+        ...(this.heads && (uses(spec, 'medusa-heads') || uses(spec, 'eagle-head'))
+          ? { heads: this.headsResource(this.heads) }
+          : {}),
         costs: () => this.costs,
         store: this.store,
       });
       this.drafters.set(spec.name, d);
     }
     return d;
+  }
+
+  /**
+   * The heads as a drafter sees them. Their cost per call is estimated from the weights each call reads, relative
+   * to one target call (the heads run on the same device in the same float type): a Medusa call reads K ResBlocks
+   * and K vocabulary projections, an EAGLE-3 call one decoder layer, its fc and a draft-vocabulary head.
+   */
+  private headsResource(heads: OpenedHeads): HeadsResource {
+    return {
+      spec: heads.loaded.spec,
+      ...(heads.medusa ? { medusa: heads.medusa } : {}),
+      ...(heads.eagle3 ? { eagle3: heads.eagle3 } : {}),
+      relativeCost: heads.loaded.weightBytes / this.target.computeWeightBytes,
+    };
   }
 
   /** The measured costs of this hardware, once calibrate() has run. */
@@ -288,5 +318,6 @@ export class SpecEngine {
   async release(): Promise<void> {
     await this.target.release();
     await this.draft?.release();
+    await this.heads?.release();
   }
 }

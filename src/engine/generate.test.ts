@@ -8,7 +8,8 @@ import { type GenerateOptions, generate, generateAll } from './generate';
 import { ContextLimitError } from './lm';
 import { GREEDY, type SamplingParams, toProbs, topK } from './sampling';
 import { chiSquare, totalVariation } from './testing/stats';
-import { hashedLogits, type LogitsFn, noisyCopy, SkippingToyLM, ToyLM } from './testing/toy-lm';
+import { HiddenToyLM, ToyEagle3Head, ToyMedusaHeads } from './testing/toy-heads';
+import { hashedLogits, type LogitsFn, noisyCopy, ToyLM } from './testing/toy-lm';
 import type { VerifyResult } from './verify';
 
 const tokenizer = { decode: (ids: readonly number[]) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join('') };
@@ -18,14 +19,26 @@ const IMPORTANCE = [0, 0.1, 0.8, 0.1, 0.6, 0, 0, 0.05, 0.9, 0.2, 0.1, 0];
 
 function pair(vocab: number, noise: number, options: { eos?: number[]; maxPositions?: number } = {}) {
   const fn = hashedLogits(vocab, 1, 2, 3);
-  const target = new SkippingToyLM(vocab, fn, 6, IMPORTANCE, options);
+  const target = new HiddenToyLM(vocab, fn, 'eagle3', 6, IMPORTANCE, options);
   const draft = new ToyLM(vocab, noisyCopy(fn, vocab, 2, noise), options);
   return { fn, target, draft };
 }
 
-/** A drafter for a registered method over toy models (the registry's factory, as the engine uses it). */
+/**
+ * A drafter for a registered method over toy models (the registry's factory, as the engine uses it). Methods that
+ * need heads get toy heads over the draft's logits (Medusa: 4 heads; EAGLE-3: a head over the target's features).
+ */
 function makeDrafter(method: Method, target: ToyLM, draft: ToyLM): Drafter {
-  return createDrafter(method, { target, draft, costs: () => null });
+  const heads =
+    target instanceof HiddenToyLM
+      ? {
+          spec: 'toy heads',
+          medusa: new ToyMedusaHeads(4, target.config.vocabSize, draft.fn, target.hiddenWidth),
+          eagle3: new ToyEagle3Head(target.config.vocabSize, draft.fn),
+          relativeCost: 0.05,
+        }
+      : undefined;
+  return createDrafter(method, { target, draft, ...(heads ? { heads } : {}), costs: () => null });
 }
 
 async function run(method: Method, prompt: number[], options: GenerateOptions, vocab = 50, noise = 1.5) {
@@ -122,7 +135,7 @@ describe('losslessness under sampling: the engine output has exactly the target 
 
   async function histogram(makeDrafterFor: (target: ToyLM, draft: ToyLM) => Drafter) {
     const fn = hashedLogits(V, 1, 2, 1.5);
-    const target = new SkippingToyLM(V, fn, 6, IMPORTANCE);
+    const target = new HiddenToyLM(V, fn, 'eagle3', 6, IMPORTANCE);
     const draft = new ToyLM(V, noisyCopy(fn, V, 2, 1.5));
     const drafter = makeDrafterFor(target, draft);
     const counts = new Array(V ** 3).fill(0);
@@ -268,7 +281,7 @@ describe('engine behaviour', () => {
     for (const method of METHOD_NAMES) {
       for (const promptLength of [3, 35]) {
         const fn = hashedLogits(50, 1, 2, 3);
-        const target = new SkippingToyLM(50, fn, 6, IMPORTANCE, { maxPositions: 48 });
+        const target = new HiddenToyLM(50, fn, 'eagle3', 6, IMPORTANCE, { maxPositions: 48 });
         const draft = new ToyLM(50, noisyCopy(fn, 50, 2, 1.5), { maxPositions: 40 });
         const drafter = makeDrafter(method, target, draft);
         const prompt = Array.from({ length: promptLength }, (_, i) => (i * 7) % 50);

@@ -8,7 +8,7 @@ import type { TextTokenizer } from '../model/tokenizer';
 import { IncrementalDecoder } from './decode';
 import type { Drafter, DraftTree } from './drafters';
 import { GenerationError, type GenerationResult, type RoundEvent, type StopReason, type TokenPiece } from './events';
-import { type CausalLM, ContextLimitError } from './lm';
+import { type CausalLM, ContextLimitError, type HiddenStatesLM, hasHiddenStates } from './lm';
 import { nextMacrotask } from './macrotask';
 import { checkSampling, isGreedy, Rng, type SamplingParams } from './sampling';
 import { StatsTracker } from './stats';
@@ -96,6 +96,14 @@ export async function* generate(
     stats: stats.summary(drafter.calls - draftCallsAtStart),
   });
 
+  // Draft heads read the target's hidden states: of the prompt at prefill, of every tree node at verification.
+  let hidden: HiddenStatesLM | null = null;
+  if (drafter.readsTargetHidden) {
+    if (!hasHiddenStates(target))
+      throw new Error(`drafter ${drafter.name} reads the target's hidden states, and the target returns none`);
+    hidden = target;
+  }
+
   try {
     target.reset();
     drafter.reset();
@@ -107,9 +115,18 @@ export async function* generate(
         positions: head.map((_, i) => i),
         bias: chainBias(0, head.length),
         rows: [head.length - 1],
+        ...(hidden ? { hiddenRows: head.map((_, i) => i) } : {}),
       });
       stats.prefillCalls++;
       stats.prefillMs += performance.now() - t;
+    }
+    if (hidden) {
+      const rows = prompt.length > 1 ? hidden.lastHidden() : new Float32Array(0);
+      const w = hidden.hiddenWidth;
+      drafter.prefilled?.(prompt, (j) => {
+        if (!(j >= 0 && j < prompt.length - 1)) throw new RangeError(`no hidden state for prompt position ${j}`);
+        return rows.subarray(j * w, (j + 1) * w);
+      });
     }
 
     for (let round = 0; ; round++) {
@@ -142,7 +159,7 @@ export async function* generate(
       };
       // Greedy rounds whose drafter reads no target logits fetch only token ids (verify-call.ts).
       const tokensOnly = (rule === 'greedy' || isGreedy(sampling)) && drafter.readsTargetLogits !== true;
-      const call = await callTarget(target, input, q, tokensOnly, `drafter ${drafter.name}`);
+      const call = await callTarget(target, input, q, tokensOnly, `drafter ${drafter.name}`, hidden);
       const verified = performance.now();
       const { outputs } = call;
       const verdict = call.best

@@ -6,7 +6,7 @@
  * ids cannot show: weights holding them are refused at load, so only an fp16 overflow goes unseen on that path).
  */
 import type { TargetOutputs } from './drafters';
-import { type CausalLM, checkLogits, type ForwardInput } from './lm';
+import { type CausalLM, checkLogits, type ForwardInput, type HiddenStatesLM } from './lm';
 
 export interface TargetCall {
   /** Logits rows of the tree's nodes and of the auxiliary rows; they throw when only token ids came back. */
@@ -27,8 +27,17 @@ export async function callTarget(
   treeSize: number,
   tokensOnly: boolean,
   drafterName = 'the drafter',
+  hidden: HiddenStatesLM | null = null,
 ): Promise<TargetCall> {
   const before = target.bytesRead ?? 0;
+  // The hidden states of the tree's nodes, in node order (the drafter's heads read them after verification).
+  if (hidden) input = { ...input, hiddenRows: Array.from({ length: treeSize }, (_, i) => i) };
+  const hiddenOf = () => {
+    if (!hidden) return {};
+    const rows = hidden.lastHidden();
+    const w = hidden.hiddenWidth;
+    return { hidden: (node: number) => rows.subarray(node * w, (node + 1) * w) };
+  };
   if (tokensOnly && target.forwardArgmax) {
     const ids = await target.forwardArgmax(input);
     const missing = (): Float32Array => {
@@ -37,7 +46,7 @@ export async function callTarget(
       );
     };
     return {
-      outputs: { logits: missing, auxLogits: missing },
+      outputs: { logits: missing, auxLogits: missing, ...hiddenOf() },
       best: (node) => ids[node] as number,
       bytes: (target.bytesRead ?? 0) - before,
     };
@@ -47,7 +56,7 @@ export async function callTarget(
   checkLogits(logits, vocab, 'the target model');
   const row = (i: number) => logits.subarray(i * vocab, (i + 1) * vocab);
   return {
-    outputs: { logits: row, auxLogits: (i) => row(treeSize + i) },
+    outputs: { logits: row, auxLogits: (i) => row(treeSize + i), ...hiddenOf() },
     best: null,
     bytes: (target.bytesRead ?? 0) - before,
   };

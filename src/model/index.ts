@@ -3,12 +3,14 @@
  * that can prefill, verify a token tree in one call, and compact its cache.
  */
 import { ModelLoadError } from './errors';
+import { hiddenKindFor, type LoadedHeads, loadHeads, type OpenedHeads, openHeads } from './heads/index';
 import { assertSameVocabulary, type LoadedModel, type LoadOptions, loadModel } from './load';
 import { ModelRunner, type RunnerOptions } from './runner';
 
 export { parseLlamaConfig } from './config';
 export { DownloadError, ModelLoadError } from './errors';
 export { type ComputeType, type GraphVariant, MASKED } from './graph/llama';
+export { type HeadsKind, type LoadedHeads, loadHeads, type OpenedHeads, warmupHeads } from './heads/index';
 export { assertSameVocabulary, type LoadedModel, loadModel } from './load';
 export { PRECISIONS, type Precision } from './precision';
 export { ContextLimitError, type Device, type ForwardInput, ModelRunner } from './runner';
@@ -18,12 +20,16 @@ type Ort = Parameters<typeof ModelRunner.create>[0];
 
 export interface OpenOptions extends LoadOptions, Omit<RunnerOptions, 'onProgress'> {}
 
-/** The runner options of one model: layer switches are the target's alone (a draft never skips its layers). */
+/**
+ * The runner options of one model: layer switches and hidden-state outputs are the target's alone (a draft never
+ * skips its layers or feeds heads).
+ */
 function runnerOptions(o: OpenOptions, role: ModelRole = 'target'): RunnerOptions {
-  const { device, precision, compute, int4, graph, onProgress, layerSwitches } = o;
+  const { device, precision, compute, int4, graph, onProgress, layerSwitches, hidden } = o;
   return {
     device,
     ...(layerSwitches && role === 'target' ? { layerSwitches } : {}),
+    ...(hidden && role === 'target' ? { hidden } : {}),
     ...(precision ? { precision } : {}),
     ...(compute ? { compute } : {}),
     ...(int4 ? { int4 } : {}),
@@ -85,6 +91,71 @@ export async function openPair(
     return { target, draft };
   } catch (e) {
     await target.release();
+    throw e;
+  }
+}
+
+export interface OpenedModels {
+  target: ModelRunner;
+  draft: ModelRunner | null;
+  heads: OpenedHeads | null;
+}
+
+/**
+ * Load a target with, optionally, a draft (same vocabulary) and draft heads (trained on this target's features);
+ * the target is built with the hidden-state outputs the heads read. Errors name the model they are about, and
+ * whatever was already built is released.
+ */
+export async function openModels(
+  ort: Ort,
+  specs: { target: string; draft?: string; heads?: string },
+  options: OpenOptions,
+): Promise<OpenedModels> {
+  const targetLoad = asRole('target', specs.target, () => loadModel(specs.target, options));
+  const draftLoad = specs.draft
+    ? asRole('draft', specs.draft, () => loadModel(specs.draft as string, options))
+    : Promise.resolve(null);
+  const headsLoad: Promise<LoadedHeads | null> = specs.heads
+    ? targetLoad.then((t) =>
+        asRole('heads', specs.heads as string, () =>
+          loadHeads(specs.heads as string, t.config, {
+            ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+            ...(options.base ? { base: options.base } : {}),
+            ...(options.hub ? { hub: options.hub } : {}),
+          }),
+        ),
+      )
+    : Promise.resolve(null);
+  // Settle all three before reporting the first failure, so no load is left running unobserved.
+  const settled = await Promise.allSettled([targetLoad, draftLoad, headsLoad]);
+  for (const s of settled) if (s.status === 'rejected') throw s.reason;
+  const [targetModel, draftModel, headsModel] = settled.map((s) => (s as PromiseFulfilledResult<unknown>).value) as [
+    LoadedModel,
+    LoadedModel | null,
+    LoadedHeads | null,
+  ];
+  if (draftModel) assertSameVocabulary(targetModel, draftModel);
+  const built: { release(): Promise<void> }[] = [];
+  try {
+    const hidden = headsModel ? hiddenKindFor(headsModel.kind) : undefined;
+    const target = await asRole('target', specs.target, () =>
+      ModelRunner.create(ort, targetModel, runnerOptions({ ...options, ...(hidden ? { hidden } : {}) })),
+    );
+    built.push(target);
+    const draft = draftModel
+      ? await asRole('draft', specs.draft as string, () =>
+          ModelRunner.create(ort, draftModel, runnerOptions(options, 'draft')),
+        )
+      : null;
+    if (draft) built.push(draft);
+    const heads = headsModel
+      ? await asRole('heads', specs.heads as string, () =>
+          openHeads(ort, headsModel, targetModel, options.device, target.compute),
+        )
+      : null;
+    return { target, draft, heads };
+  } catch (e) {
+    for (const m of built) await m.release();
     throw e;
   }
 }

@@ -7,8 +7,34 @@ import { type CausalLM, checkLogits } from '../lm';
 import { gumbelTopK, isGreedy, type Rng, type SamplingParams, toProbs, topK } from '../sampling';
 import { appendBias, chainBias } from '../tree';
 import type { VerifyResult } from '../verify';
-import type { DraftTree } from './drafter';
+import type { DraftTree, TargetOutputs } from './drafter';
 import type { CostModel } from './method';
+
+/**
+ * What a tree drafter grows its tree with, one level per call: a draft model over its own cache
+ * (DraftModelState), or a draft head over the target's features (eagle.ts).
+ */
+export interface TreeDraftModel {
+  /** Model calls so far. */
+  readonly calls: number;
+  /** Catch up with the committed sequence; the root's next-token logits over the target's vocabulary, or null when nothing can be drafted this round. */
+  sync(committed: readonly number[]): Promise<Float32Array | null>;
+  /** Room left in the drafting model's context for this round's nodes. */
+  room(): number;
+  /** Nodes its cache can still take this round. */
+  capacity(): number;
+  /** Run one level of nodes (each sees the committed prefix, its drafted ancestors and itself): one logits row each. */
+  expand(tree: DraftTree, nodes: readonly number[], depths: readonly number[]): Promise<Float32Array[]>;
+  /** Re-key per-node state after the drafter renumbers its working tree. */
+  renumber(index: ReadonlyMap<number, number>): void;
+  /** Keep what the verified round accepted. */
+  accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void;
+  /** One single-row call of the drafting model, in single-token target calls. */
+  callCost(costs: CostModel): number;
+  /** This round's calls, in single-token target calls. */
+  roundCost(costs: CostModel): number;
+  reset(): void;
+}
 
 /**
  * The draft's distribution at one node, computed only as far as needed: under greedy decoding the drafters need
@@ -59,7 +85,7 @@ export class DraftDist {
   }
 }
 
-export class DraftModelState {
+export class DraftModelState implements TreeDraftModel {
   /** Tokens whose K/V are in the draft cache, slot by slot (committed tokens only, between rounds). */
   private cached: number[] = [];
   /** Cache length at the start of this round's drafting (the committed prefix including the root). */
@@ -74,6 +100,10 @@ export class DraftModelState {
 
   get calls(): number {
     return this.lm.calls;
+  }
+
+  callCost(costs: CostModel): number {
+    return costs.draftRelative;
   }
 
   /** This round's draft calls in single-token target calls: each call's width on the draft's curve. */

@@ -92,6 +92,11 @@ export interface Drafter {
   readonly calls: number;
   /** The drafter reads the target's logits rows after verification (so greedy rounds cannot fetch token ids only). */
   readonly readsTargetLogits?: boolean;
+  /**
+   * The drafter reads the target's hidden states (draft heads): the round loop asks the target for the prompt's
+   * states at prefill (prefilled()) and for every tree node's state at verification (TargetOutputs.hidden).
+   */
+  readonly readsTargetHidden?: boolean;
   propose(request: DraftRequest): Promise<DraftTree>;
   /**
    * Called after verification, so the drafter can keep the accepted part of its cache and adapt. `outputs` are
@@ -104,7 +109,8 @@ export interface Drafter {
   note?(): DrafterNote | null;
   /**
    * Draft heads read the target's hidden states of the prompt: after the prefill (prompt minus its last token),
-   * hidden(j) is the state at prompt position j. Called only on a target built with hidden states.
+   * hidden(j) is the state at prompt position j, j < prompt.length - 1 (none for a one-token prompt). Called after
+   * reset() for drafters that read the target's hidden states.
    */
   prefilled?(prompt: readonly number[], hidden: (row: number) => Float32Array): void;
   /**

@@ -11,10 +11,11 @@
  * whole depth, shallower after rounds that accept little.
  */
 import { relativeCost } from '../calibrate';
+import type { CausalLM } from '../lm';
 import { childrenOf } from '../tree';
 import type { VerifyResult } from '../verify';
-import { DraftDist, DraftModelState } from './draft-model';
-import type { Drafter, DraftRequest, DraftTree } from './drafter';
+import { DraftDist, DraftModelState, type TreeDraftModel } from './draft-model';
+import { type Drafter, type DraftRequest, type DraftTree, rootOnly, type TargetOutputs } from './drafter';
 import { type CostModel, draftOf, type MethodSpec } from './method';
 
 export interface DynamicTreeOptions {
@@ -32,6 +33,8 @@ export interface DynamicTreeOptions {
    * to be accepted to cover one draft call plus verifying one more node (needs the measured costs).
    */
   costAware?: boolean;
+  /** The drafter's name (default: 'dynamic', or 'adaptive-tree' when adaptive). */
+  name?: string;
 }
 
 export const DYNAMIC_DEFAULTS: DynamicTreeOptions = { depth: 6, expand: 4, branch: 4, budget: 24 };
@@ -48,17 +51,18 @@ interface Candidate {
 
 export class DynamicTreeDrafter implements Drafter {
   readonly name: string;
-  private readonly state: DraftModelState;
+  protected readonly state: TreeDraftModel;
   private depth: number;
   private budget: number;
 
+  /** `draft`: a draft model (its cache kept by DraftModelState), or any other tree-drafting model (a draft head). */
   constructor(
-    draft: DraftModelState['lm'],
+    draft: CausalLM | TreeDraftModel,
     private readonly options: DynamicTreeOptions = DYNAMIC_DEFAULTS,
     private readonly costs: () => CostModel | null = () => null,
   ) {
-    this.name = options.adaptive ? 'adaptive-tree' : 'dynamic';
-    this.state = new DraftModelState(draft);
+    this.name = options.name ?? (options.adaptive ? 'adaptive-tree' : 'dynamic');
+    this.state = 'forward' in draft ? new DraftModelState(draft) : draft;
     this.depth = options.depth;
     this.budget = options.budget;
   }
@@ -74,6 +78,7 @@ export class DynamicTreeDrafter implements Drafter {
 
   async propose(req: DraftRequest): Promise<DraftTree> {
     const rootLogits = await this.state.sync(req.committed);
+    if (!rootLogits) return rootOnly(req.committed);
     const budget = Math.min(this.budget, req.maxNodes, this.state.room() - 1);
     const maxDepth = Math.min(this.depth, req.maxDepth);
     // Work tree over all candidates (index 0 = root); DraftModelState slots are keyed by these indices.
@@ -124,7 +129,7 @@ export class DynamicTreeDrafter implements Drafter {
     const costs = this.options.costAware ? this.costs() : null;
     if (!costs || costs.curve.points.length === 0) return null;
     return (best, size) =>
-      best > costs.draftRelative + relativeCost(costs.curve, size + 2) - relativeCost(costs.curve, size + 1);
+      best > this.state.callCost(costs) + relativeCost(costs.curve, size + 2) - relativeCost(costs.curve, size + 1);
   }
 
   /** Best-first from the root over cumulative scores: an ancestor-closed set of `budget` nodes, renumbered. */
@@ -168,8 +173,8 @@ export class DynamicTreeDrafter implements Drafter {
     return tree;
   }
 
-  accept(tree: DraftTree, result: VerifyResult): void {
-    this.state.accept(tree, result);
+  accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
+    this.state.accept(tree, result, outputs);
     if (!this.options.adaptive) return;
     const accepted = result.path.length - 1;
     if (accepted >= this.depth - 1) this.depth = Math.min(this.depth + 1, 12);

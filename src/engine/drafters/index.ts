@@ -7,15 +7,31 @@ import { auto } from './auto';
 import { chain } from './chain';
 import type { Drafter } from './drafter';
 import { adaptiveTree, dynamic } from './dynamic-tree';
+import { eagle } from './eagle';
 import { lookahead } from './lookahead';
 import { lookup } from './lookup';
+import { medusa } from './medusa';
 import { merged } from './merged';
 import { type DrafterResources, describeNeeds, type MethodSpec, type Requirement } from './method';
 import { ar } from './none';
 import { tree } from './static-tree';
 import { swift } from './swift';
 
-const SPECS = [auto, ar, chain, tree, dynamic, adaptive, adaptiveTree, lookup, lookahead, merged, swift] as const;
+const SPECS = [
+  auto,
+  ar,
+  chain,
+  tree,
+  dynamic,
+  adaptive,
+  adaptiveTree,
+  lookup,
+  lookahead,
+  merged,
+  swift,
+  medusa,
+  eagle,
+] as const;
 
 /** A registered method's name. */
 export type Method = (typeof SPECS)[number]['name'];
@@ -45,6 +61,8 @@ export function createDrafter(method: Method, resources: DrafterResources): Draf
   const spec = methodSpec(method);
   if (spec.needs.includes('draft-model') && !resources.draft)
     throw new Error(`method "${method}" ${describeNeeds(spec)}`);
+  if ((spec.needs.includes('medusa-heads') || spec.needs.includes('eagle-head')) && !resources.heads)
+    throw new Error(`method "${method}" ${describeNeeds(spec)}`);
   return spec.create(resources);
 }
 
@@ -53,6 +71,7 @@ export {
   type CostModel,
   type DrafterResources,
   describeNeeds,
+  type HeadsResource,
   type MethodSpec,
   type Requirement,
   uses,

@@ -13,9 +13,9 @@ import type { Drafter } from './drafter';
  * - 'draft-model': a second, smaller language model sharing the target's vocabulary;
  * - 'target-hidden': the target's hidden states for the accepted path (trained heads: Medusa, EAGLE);
  * - 'target-self': the target's own weights and cache, run with layers skipped (self-speculation);
- * - 'heads': trained draft heads loaded next to the target.
+ * - 'medusa-heads' / 'eagle-head': trained draft heads loaded next to the target (Medusa's K heads; an EAGLE-3 head).
  */
-export type Requirement = 'draft-model' | 'target-hidden' | 'target-self' | 'heads';
+export type Requirement = 'draft-model' | 'target-hidden' | 'target-self' | 'medusa-heads' | 'eagle-head';
 
 /** This hardware's measured costs (SpecEngine.calibrate). */
 export interface CostModel {
@@ -37,7 +37,7 @@ export interface DrafterResources {
   costs: () => CostModel | null;
   /** Where a method may remember what it learned about this model and device (e.g. a found skip set). */
   store?: KeyValueStore;
-  /** Present when the method needs 'heads': the loaded draft heads and their cost per call. */
+  /** Present when the method needs heads: the loaded draft heads and their cost per call. */
   heads?: HeadsResource;
 }
 
@@ -74,7 +74,8 @@ const NEED_TEXT: Record<Requirement, string> = {
   'draft-model': 'a draft model',
   'target-hidden': "the target's hidden states",
   'target-self': "the target's own layers",
-  heads: 'trained draft heads',
+  'medusa-heads': 'Medusa heads',
+  'eagle-head': 'an EAGLE-3 head',
 };
 
 /** "needs a draft model" / "needs nothing but the target". */

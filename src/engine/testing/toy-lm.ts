@@ -15,7 +15,8 @@ export class ToyLM implements CausalLM {
 
   constructor(
     vocabSize: number,
-    private readonly fn: LogitsFn,
+    /** The logits of a context (heads built over a toy draft read it). */
+    readonly fn: LogitsFn,
     options: { maxPositions?: number; eos?: number[] } = {},
   ) {
     this.config = { vocabSize, maxPositions: options.maxPositions ?? 4096, eosTokenIds: options.eos ?? [] };
@@ -35,6 +36,11 @@ export class ToyLM implements CausalLM {
   reset(): void {
     this.slots = [];
     this.pendingKeep = null;
+  }
+
+  /** The full context of each row of the last call. */
+  protected lastContexts(q: number): number[][] {
+    return this.slots.slice(this.slots.length - q);
   }
 
   /** Each slot stores the full context of its token (so a row's context is its visible slots' tokens). */

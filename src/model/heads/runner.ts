@@ -23,6 +23,7 @@ async function session(ort: Ort, built: BuiltHeadsGraph, device: Device, spec: s
     return await ort.InferenceSession.create(built.model, {
       executionProviders: [device],
       graphOptimizationLevel: 'all',
+      logSeverityLevel: 3, // errors only (see runner.ts)
       externalData: built.externalData,
     });
   } catch (e) {

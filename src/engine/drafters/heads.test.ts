@@ -1,0 +1,92 @@
+/**
+ * Draft heads over a toy target with hidden states: with heads that know the target exactly, every proposal along
+ * the top path must be accepted, which only holds when each head reads the right state at the right position
+ * (a Medusa state one node off, or an EAGLE row one position off, breaks it).
+ */
+import { describe, expect, it } from 'vitest';
+import { generateAll } from '../generate';
+import { GREEDY } from '../sampling';
+import { HiddenToyLM, ToyEagle3Head, ToyMedusaHeads } from '../testing/toy-heads';
+import { hashedLogits, type LogitsFn, noisyCopy, ToyLM } from '../testing/toy-lm';
+import { createDrafter } from './index';
+import type { CostModel } from './method';
+
+const tokenizer = { decode: (ids: readonly number[]) => ids.join(' ') };
+const V = 40;
+
+function setup(kind: 'last' | 'eagle3', noise: number) {
+  const fn = hashedLogits(V, 3, 2, 12); // a confident target: its top token has most of the mass
+  const target = new HiddenToyLM(V, fn, kind, 4, [0, 0, 0, 0, 0, 0, 0, 0]);
+  const guess: LogitsFn = noise === 0 ? fn : noisyCopy(fn, V, 5, noise);
+  return { target, guess };
+}
+
+async function tauOf(method: 'medusa' | 'eagle', noise: number, prompt: number[], costs: CostModel | null = null) {
+  const { target, guess } = setup(method === 'medusa' ? 'last' : 'eagle3', noise);
+  const heads = {
+    spec: 'toy',
+    ...(method === 'medusa' ? { medusa: new ToyMedusaHeads(4, V, guess) } : { eagle3: new ToyEagle3Head(V, guess) }),
+    relativeCost: 0.05,
+  };
+  const drafter = createDrafter(method, { target, heads, costs: () => costs });
+  const r = await generateAll({ target, drafter, tokenizer }, prompt, { maxNewTokens: 60, sampling: GREEDY });
+  const plain = await generateAll(
+    { target: new ToyLM(V, target.fn), drafter: createDrafter('ar', { target, costs: () => null }), tokenizer },
+    prompt,
+    { maxNewTokens: 60, sampling: GREEDY },
+  );
+  expect(r.tokens).toEqual(plain.tokens);
+  return r.stats;
+}
+
+describe('Medusa heads', () => {
+  it('heads that know the target are accepted all the way: K + 1 tokens per round', async () => {
+    const s = await tauOf('medusa', 0, [1, 2, 3]);
+    // At most 5 tokens per round (4 heads + the target's own); the first rounds spend nodes on siblings until the
+    // measured acceptance says the heads' top guesses hold.
+    expect(s.tau).toBeGreaterThan(4);
+    // Depth 1 misses only in the first round: the prompt's last token is not the one the heads' state predicted.
+    expect(s.acceptanceByDepth[0]).toBeGreaterThan(0.9);
+    expect(s.acceptanceByDepth.slice(1, 4)).toEqual([1, 1, 1]);
+  });
+
+  it('imperfect heads still save target calls, and a steep cost curve shrinks the tree to what pays', async () => {
+    const free = await tauOf('medusa', 1.5, [4, 5, 6]);
+    expect(free.tau).toBeGreaterThan(1.3);
+    // Every extra node costs as much as a whole call (a compute-bound device): only near-certain nodes pay.
+    const curve = { context: 0, points: [1, 2, 4, 8, 16, 32, 64].map((q) => ({ q, ms: q, relative: q })) };
+    const steep: CostModel = { curve, draftRelative: 0, draftCurve: { context: 0, points: [] } };
+    const tight = await tauOf('medusa', 1.5, [4, 5, 6], steep);
+    expect(tight.tau).toBeLessThan(free.tau);
+  });
+
+  it('a one-token prompt drafts from the second round on (no state before the root until the target has run)', async () => {
+    const s = await tauOf('medusa', 0, [7]);
+    expect(s.tau).toBeGreaterThan(3.5);
+  });
+});
+
+describe('EAGLE-3 head', () => {
+  it('a head that knows the target drafts the same trees as a draft model that is the target (same rounds)', async () => {
+    const prompt = [1, 2, 3];
+    const s = await tauOf('eagle', 0, prompt);
+    const { target } = setup('eagle3', 0);
+    const dynamic = createDrafter('dynamic', { target, draft: new ToyLM(V, target.fn), costs: () => null });
+    const d = await generateAll({ target, drafter: dynamic, tokenizer }, prompt, {
+      maxNewTokens: 60,
+      sampling: GREEDY,
+    });
+    expect(s.acceptanceByDepth.every((a) => a === 1)).toBe(true);
+    expect(s.rounds).toBe(d.stats.rounds);
+    expect(s.tau).toBeGreaterThan(3.5);
+  });
+
+  it('an imperfect head still saves target calls', async () => {
+    expect((await tauOf('eagle', 1.5, [4, 5, 6])).tau).toBeGreaterThan(1.3);
+  });
+
+  it('a one-token prompt drafts from the second round on (the head needs a target feature first)', async () => {
+    const s = await tauOf('eagle', 0, [9]);
+    expect(s.tau).toBeGreaterThan(3.5);
+  });
+});

@@ -1,0 +1,206 @@
+/**
+ * Medusa (Cai et al. 2024): K extra heads on the target's last hidden state each guess one token further ahead, so
+ * one cheap call on the state that produced the root proposes a whole tree. From the final-normed state at the
+ * position before the root, head k guesses the token at depth k + 1 under the root (tools/heads_layouts.md).
+ *
+ * The tree is the best part of the Cartesian product of each head's top candidates: a node's value (estimated
+ * probability that the target accepts the path to it) is the product of the measured acceptance, per head and per
+ * bucket of that head's own probability for the token, along its path. Nodes are taken best-first (values never grow
+ * along a path, so every prefix is a tree) and as many are kept as pay on the measured verify-cost curve once the
+ * heads' call is counted (Medusa's fixed sparse tree, chosen per round and per device instead of offline).
+ *
+ * Proposals are deterministic (the heads' guesses are not samples), so under sampling the verifier draws from the
+ * target and follows the matching child: lossless at any temperature. After verification the target's hidden state
+ * at the last accepted node is the next round's input (the state that produced the next root).
+ */
+import { AcceptanceTable, chooseBudget } from '../budget';
+import { checkLogits, type MedusaHeads } from '../lm';
+import { childrenOf } from '../tree';
+import type { VerifyResult } from '../verify';
+import {
+  type Drafter,
+  type DrafterNote,
+  type DraftRequest,
+  type DraftTree,
+  rootOnly,
+  type TargetOutputs,
+} from './drafter';
+import type { CostModel, HeadsResource, MethodSpec } from './method';
+
+export interface MedusaOptions {
+  /** Candidates taken from each head (the product's branching per depth). */
+  topK: number;
+  /** Most nodes proposed (before the hardware-aware cut). */
+  maxNodes: number;
+}
+
+export const MEDUSA_DEFAULTS: MedusaOptions = { topK: 8, maxNodes: 32 };
+
+/** A head's probability for a token, bucketed in tenths; the bucket's midpoint is the prior acceptance. */
+const bucketOf = (p: number): number => Math.min(9, Math.max(0, Math.floor(p * 10)));
+const prior = (key: string): number => (Number(key.split(':')[1]) + 0.5) / 10;
+
+interface Candidate {
+  token: number;
+  parent: number; // index into the candidate list (-1: the root)
+  depth: number;
+  value: number;
+  key: string;
+}
+
+/** The top `k` entries of one row of logits, as softmax probabilities, most probable first. */
+function topCandidates(logits: Float32Array, offset: number, vocab: number, k: number): { token: number; p: number }[] {
+  let max = Number.NEGATIVE_INFINITY;
+  for (let i = 0; i < vocab; i++) max = Math.max(max, logits[offset + i] as number);
+  let sum = 0;
+  for (let i = 0; i < vocab; i++) sum += Math.exp((logits[offset + i] as number) - max);
+  const best: { token: number; l: number }[] = [];
+  for (let i = 0; i < vocab; i++) {
+    const l = logits[offset + i] as number;
+    if (best.length === k && l <= (best[k - 1] as { l: number }).l) continue;
+    let at = best.length;
+    while (at > 0 && (best[at - 1] as { l: number }).l < l) at--;
+    best.splice(at, 0, { token: i, l });
+    if (best.length > k) best.pop();
+  }
+  return best.map(({ token, l }) => ({ token, p: Math.exp(l - max) / sum }));
+}
+
+export class MedusaDrafter implements Drafter {
+  readonly name = 'medusa';
+  readonly readsTargetHidden = true;
+  private readonly table = new AcceptanceTable(prior, 4);
+  /** The target's last hidden state at the position before the root (null: none yet, e.g. a one-token prompt). */
+  private rootHidden: Float32Array | null = null;
+  /** The acceptance bucket of each node of this round's tree. */
+  private keys: string[] = [];
+  private calledThisRound = false;
+  private lastNote: DrafterNote | null = null;
+
+  constructor(
+    private readonly heads: MedusaHeads,
+    private readonly relativeCost: number,
+    private readonly costs: () => CostModel | null = () => null,
+    private readonly options: MedusaOptions = MEDUSA_DEFAULTS,
+  ) {}
+
+  get calls(): number {
+    return this.heads.calls;
+  }
+
+  prefilled(prompt: readonly number[], hidden: (row: number) => Float32Array): void {
+    this.rootHidden = prompt.length >= 2 ? hidden(prompt.length - 2).slice() : null;
+  }
+
+  async propose(req: DraftRequest): Promise<DraftTree> {
+    this.keys = [];
+    this.calledThisRound = false;
+    const depth = Math.min(this.heads.count, req.maxDepth);
+    const room = Math.min(this.options.maxNodes, req.maxNodes);
+    this.lastNote = { text: 'medusa: nothing to draft from yet', fields: { nodes: 0 } };
+    if (!this.rootHidden || depth < 1 || room < 1) return rootOnly(req.committed);
+    const logits = await this.heads.predict(this.rootHidden);
+    this.calledThisRound = true;
+    const vocab = this.heads.vocab;
+    checkLogits(logits, vocab, 'the Medusa heads');
+    const perHead = Array.from({ length: depth }, (_, k) => topCandidates(logits, k * vocab, vocab, this.options.topK));
+
+    // Best-first over the product tree: pop the best open candidate, open its children (the next head's guesses).
+    const chosen: Candidate[] = [];
+    const open: Candidate[] = [];
+    const pushChildren = (parent: number, parentValue: number, d: number) => {
+      if (d >= depth) return;
+      for (const { token, p } of perHead[d] as { token: number; p: number }[]) {
+        const key = `${d}:${bucketOf(p)}`;
+        open.push({ token, parent, depth: d + 1, value: parentValue * this.table.rate(key), key });
+      }
+    };
+    pushChildren(-1, 1, 0);
+    while (chosen.length < room && open.length > 0) {
+      let best = 0;
+      for (let i = 1; i < open.length; i++)
+        if ((open[i] as Candidate).value > (open[best] as Candidate).value) best = i;
+      const c = open.splice(best, 1)[0] as Candidate;
+      chosen.push(c);
+      if (!req.eos.has(c.token)) pushChildren(chosen.length - 1, c.value, c.depth);
+    }
+    const costs = this.costs();
+    const { keep, predictedSpeedup } = chooseBudget(
+      chosen.map((c) => c.value),
+      costs?.curve ?? null,
+      costs ? this.relativeCost : 0,
+    );
+    const tree = this.build(req.committed, chosen.slice(0, keep));
+    this.lastNote = {
+      text: `medusa: ${tree.tokens.length - 1} of ${chosen.length} candidates from ${depth} heads verified${Number.isFinite(predictedSpeedup) ? `, predicted ${predictedSpeedup.toFixed(2)}x` : ''}`,
+      fields: { heads: depth, nodes: tree.tokens.length - 1, candidates: chosen.length },
+    };
+    return tree;
+  }
+
+  /** The kept candidates (a best-first prefix, so parents come first) as a tree, siblings best first. */
+  private build(committed: readonly number[], kept: readonly Candidate[]): DraftTree {
+    const tree: DraftTree = {
+      tokens: [committed[committed.length - 1] as number],
+      parents: [-1],
+      draftProbs: [null],
+      deterministic: [false],
+      values: [1],
+    };
+    const at = new Map<number, number>([[-1, 0]]);
+    this.keys = [''];
+    kept.forEach((c, i) => {
+      at.set(i, tree.tokens.length);
+      tree.tokens.push(c.token);
+      tree.parents.push(at.get(c.parent) as number);
+      tree.draftProbs.push(null);
+      tree.deterministic?.push(true);
+      tree.values?.push(c.value);
+      this.keys.push(c.key);
+    });
+    return tree;
+  }
+
+  accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
+    // Every node offered on the accepted path counts once for its bucket: accepted if the path went through it.
+    const kids = childrenOf(tree.parents);
+    const onPath = new Set(result.path);
+    for (const node of result.path) {
+      for (const child of kids[node] ?? []) this.table.record(this.keys[child] as string, onPath.has(child));
+    }
+    if (!outputs.hidden) throw new Error("Medusa heads: the round's target call returned no hidden states");
+    this.rootHidden = outputs.hidden(result.path[result.path.length - 1] as number).slice();
+  }
+
+  reset(): void {
+    this.table.clear();
+    this.rootHidden = null;
+    this.keys = [];
+    this.lastNote = null;
+  }
+
+  note(): DrafterNote | null {
+    return this.lastNote;
+  }
+
+  draftCost(): number {
+    return this.calledThisRound ? this.relativeCost : 0;
+  }
+}
+
+export function medusaHeadsOf(heads: HeadsResource | undefined): { heads: MedusaHeads; relativeCost: number } {
+  if (!heads?.medusa) throw new Error('this method needs Medusa heads, and none are loaded');
+  return { heads: heads.medusa, relativeCost: heads.relativeCost };
+}
+
+export const medusa = {
+  name: 'medusa',
+  description: "Medusa heads on the target's last hidden state: the best of their top-8 product tree, sized per device",
+  needs: ['medusa-heads', 'target-hidden'],
+  lossless: true,
+  usesCostModel: true,
+  create: (r) => {
+    const { heads, relativeCost } = medusaHeadsOf(r.heads);
+    return new MedusaDrafter(heads, relativeCost, r.costs);
+  },
+} as const satisfies MethodSpec<'medusa'>;

@@ -1,0 +1,72 @@
+/**
+ * Draft heads opened next to their target: which hidden states the target must return for them, and the session
+ * that runs them (Medusa's K heads, or the EAGLE-3 head with its own cache).
+ */
+import type { HiddenKind } from '../graph/llama';
+import { MASKED } from '../graph/mask';
+import type { LoadedModel } from '../load';
+import type { Device } from '../precision';
+import type { HeadsKind, LoadedHeads } from './load';
+import { Eagle3HeadRunner, MedusaHeadsRunner } from './runner';
+
+export { type HeadsKind, type HeadsLoadOptions, type LoadedHeads, loadHeads } from './load';
+export { Eagle3HeadRunner, embeddingRows, MedusaHeadsRunner } from './runner';
+
+type Ort = Parameters<typeof MedusaHeadsRunner.create>[0];
+
+/** The hidden states a target must return for heads of this kind (tools/heads_layouts.md). */
+export function hiddenKindFor(kind: HeadsKind): HiddenKind {
+  return kind === 'medusa' ? 'last' : 'eagle3';
+}
+
+/** Heads ready to run: exactly one of medusa / eagle3 is set. */
+export interface OpenedHeads {
+  loaded: LoadedHeads;
+  medusa?: MedusaHeadsRunner;
+  eagle3?: Eagle3HeadRunner;
+  release(): Promise<void>;
+}
+
+/** Build the heads' session on `device`, computing in the target's float type. */
+export async function openHeads(
+  ort: Ort,
+  heads: LoadedHeads,
+  target: LoadedModel,
+  device: Device,
+  compute: 'fp32' | 'fp16',
+): Promise<OpenedHeads> {
+  if (heads.kind === 'medusa') {
+    const medusa = await MedusaHeadsRunner.create(ort, heads, device, compute);
+    return { loaded: heads, medusa, release: () => medusa.release() };
+  }
+  const eagle3 = await Eagle3HeadRunner.create(ort, heads, target, device, compute);
+  return { loaded: heads, eagle3, release: () => eagle3.release() };
+}
+
+/**
+ * A few calls at the shapes drafting uses, so the first round runs warm: Medusa on one hidden row; the EAGLE-3
+ * head on a prompt-sized chunk of real rows, then a few drafted rows (its cache is reset afterwards).
+ */
+export async function warmupHeads(heads: OpenedHeads, hiddenWidth: number): Promise<void> {
+  if (heads.medusa) {
+    for (let i = 0; i < 3; i++) await heads.medusa.predict(new Float32Array(hiddenWidth));
+    return;
+  }
+  const e = heads.eagle3;
+  if (!e) return;
+  const d = e.hiddenSize;
+  for (const q of [16, 4, 1]) {
+    e.reset();
+    const rows = Array.from({ length: q }, (_, i) => i);
+    const bias = new Float32Array(q * q);
+    for (let i = 0; i < q; i++) for (let j = i + 1; j < q; j++) bias[i * q + j] = MASKED;
+    await e.forward({
+      tokens: rows,
+      inputs: rows.map((i) => (i % 2 ? { drafted: new Float32Array(d) } : { feature: new Float32Array(3 * d) })),
+      positions: rows,
+      bias,
+      rows: [q - 1],
+    });
+  }
+  e.reset();
+}
