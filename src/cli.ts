@@ -49,6 +49,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       ...(uses(methodSpec(options.method), 'draft-model') ? { draft: options.draft } : {}),
       // Layer skipping (swift) needs the target built with layer switches; other methods run without them.
       ...(methodSpec(options.method).needs.includes('target-self') ? { layerSwitches: true } : {}),
+      ...(options.heads ? { heads: options.heads } : {}),
       device: runtime.device,
       precision: options.precision,
       // Measured costs and found skip sets are remembered between runs (SPEC_DECODER_CACHE moves the file).

@@ -3,22 +3,33 @@
  * mistake one line naming the flag.
  */
 import { parseArgs } from 'node:util';
-import { describeNeeds, isMethod, METHOD_NAMES, METHODS, type Method } from '../engine/drafters/index';
+import {
+  describeNeeds,
+  headsNeeded,
+  isMethod,
+  METHOD_NAMES,
+  METHODS,
+  type Method,
+  methodSpec,
+} from '../engine/drafters/index';
 import type { SamplingParams } from '../engine/sampling';
 import { PRECISIONS, type Precision } from '../model/precision';
 import { firstLine, joinNegativeValues } from '../util/args';
 
 export const DEFAULT_TARGET = 'public/models/austen-target';
 export const DEFAULT_DRAFT = 'public/models/austen-draft';
+/** Heads trained on the bundled target (tools/README.md), used when a method needs them and --heads is not given. */
+export const DEFAULT_HEADS = { medusa: 'public/models/austen-medusa', eagle3: 'public/models/austen-eagle3' } as const;
 
-export const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--method NAME]
+export const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--heads DIR] [--method NAME]
        [--max-new-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S] [--device wasm|webgpu]
        [--precision fp32|fp16|int4|auto] [--verify rejection|typical] [--chat [--system TEXT]] [--json]
 
---target/--draft take a folder or a hub id, hf:org/name[@revision] (HF_ENDPOINT, HF_TOKEN and HF_HOME as for
-huggingface_hub). --chat sends the prompt as a user message through the target's chat template.
+--target/--draft/--heads take a folder or a hub id, hf:org/name[@revision] (HF_ENDPOINT, HF_TOKEN and HF_HOME as
+for huggingface_hub). --heads: Medusa heads or an EAGLE-3 head trained on the target (for medusa and eagle; the
+bundled target has its own). --chat sends the prompt as a user message through the target's chat template.
 
-methods (--method; the draft model is loaded only for methods that need one):
+methods (--method; the draft model and heads are loaded only for methods that need them):
 ${METHODS.map((m) => `  ${m.name.padEnd(14)} ${m.description} [${describeNeeds(m)}${m.lossless ? '' : ', LOSSY'}]`).join('\n')}
 
 Colours follow the terminal: none when stdout is not a terminal or NO_COLOR is set; FORCE_COLOR=1 forces them.`;
@@ -29,6 +40,8 @@ export interface CliOptions {
   prompt: string;
   target: string;
   draft: string;
+  /** Draft heads for medusa / eagle (default: the bundled target's, when the target is the bundled one). */
+  heads?: string;
   method: Method;
   maxNewTokens: number;
   sampling: SamplingParams;
@@ -46,6 +59,7 @@ const VALUE_FLAGS = [
   'prompt',
   'target',
   'draft',
+  'heads',
   'method',
   'max-new-tokens',
   'temperature',
@@ -121,10 +135,21 @@ export function parseCli(argv: string[]): CliOptions {
   if (str('system') !== undefined && !values.chat) throw new UsageError('--system needs --chat');
   const maxNewTokens = number('max-new-tokens', str('max-new-tokens'), 64, true);
   if (maxNewTokens < 1) throw new UsageError(`--max-new-tokens must be >= 1; got ${maxNewTokens}`);
+  const target = str('target') ?? DEFAULT_TARGET;
+  const kind = headsNeeded(methodSpec(method));
+  let heads = str('heads');
+  if (heads === undefined && kind && !help) {
+    if (target !== DEFAULT_TARGET)
+      throw new UsageError(
+        `--method ${method} ${describeNeeds(methodSpec(method))}: pass --heads DIR trained on ${target}`,
+      );
+    heads = DEFAULT_HEADS[kind];
+  }
   return {
     prompt: prompt ?? '',
-    target: str('target') ?? DEFAULT_TARGET,
+    target,
     draft: str('draft') ?? DEFAULT_DRAFT,
+    ...(heads !== undefined ? { heads } : {}),
     method,
     maxNewTokens,
     sampling,

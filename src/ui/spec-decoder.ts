@@ -23,7 +23,16 @@
 import { css, html, LitElement, nothing } from 'lit';
 import { customElement, property, query, state } from 'lit/decorators.js';
 import { type ClientLoadOptions, EngineClient } from '../client/engine-client';
-import { describeNeeds, isMethod, METHOD_NAMES, METHODS, type Method, methodSpec } from '../engine/drafters/index';
+import {
+  describeNeeds,
+  headsNeeded,
+  isMethod,
+  METHOD_NAMES,
+  METHODS,
+  type Method,
+  type MethodSpec,
+  methodSpec,
+} from '../engine/drafters/index';
 import type { GenerationResult, GenerationStats, RoundEvent } from '../engine/events';
 import { statsFromEvents } from '../engine/stats';
 import { type CachedRepo, clearCachedModels, listCachedModels } from '../model/hub/cache-admin';
@@ -42,6 +51,10 @@ import './token-stream';
 import './tree-view';
 
 type Status = 'idle' | 'loading' | 'ready' | 'generating' | 'cancelled' | 'error';
+
+/** The bundled models, served beside the page, and the heads trained on that target. */
+const DEFAULT_TARGET = 'models/austen-target/';
+const BUNDLED_HEADS = { medusa: 'models/austen-medusa/', eagle3: 'models/austen-eagle3/' } as const;
 
 const isBusy = (s: Status) => s === 'loading' || s === 'generating';
 
@@ -126,8 +139,13 @@ export class SpecDecoder extends LitElement {
     `,
   ];
 
-  @property() target = 'models/austen-target/';
+  @property() target = DEFAULT_TARGET;
   @property() draft = 'models/austen-draft/';
+  /**
+   * Draft heads trained on the target, for methods medusa and eagle (loaded only for them). Empty: the bundled
+   * target's own heads when the target is the bundled one.
+   */
+  @property() heads = '';
   @property() method: Method = 'auto';
   @property({ type: Number, attribute: 'max-new-tokens' }) maxNewTokens = 64;
   @property({ type: Number }) temperature = 0;
@@ -186,7 +204,20 @@ export class SpecDecoder extends LitElement {
       this.hubEndpoint,
       this.hubToken,
       this.needsLayerSwitches,
+      this.headsInUse,
     ]);
+  }
+
+  /** The heads the current method runs on ('' when it needs none, or none is known for this target). */
+  private get headsInUse(): string {
+    return isMethod(this.method) ? this.headsFor(methodSpec(this.method)) : '';
+  }
+
+  private headsFor(spec: MethodSpec): string {
+    const kind = headsNeeded(spec);
+    if (!kind) return '';
+    if (this.heads) return this.heads;
+    return this.target === DEFAULT_TARGET ? BUNDLED_HEADS[kind] : '';
   }
 
   /** The method drafts with the target's own layers: the target is built with layer switches for it. */
@@ -242,6 +273,7 @@ export class SpecDecoder extends LitElement {
       device: this.device,
       precision: this.precision,
       ...(this.needsLayerSwitches ? { layerSwitches: true } : {}),
+      ...(this.headsInUse ? { heads: this.headsInUse } : {}),
       onProgress: this.onProgress,
       ...(this.ortBase ? { ortBase: new URL(this.ortBase, document.baseURI).href } : {}),
       ...(this.hubEndpoint || this.hubToken
@@ -313,6 +345,12 @@ export class SpecDecoder extends LitElement {
     if (methodSpec(this.method).needs.includes('draft-model') && !this.draft) {
       this.fail(
         `method "${this.method}" needs a draft model: set the draft attribute, or pick a method that needs none`,
+      );
+      return null;
+    }
+    if (headsNeeded(methodSpec(this.method)) && !this.headsInUse) {
+      this.fail(
+        `method "${this.method}" ${describeNeeds(methodSpec(this.method))}: set the heads attribute to heads trained on ${this.target}`,
       );
       return null;
     }
@@ -530,7 +568,7 @@ export class SpecDecoder extends LitElement {
                   value=${m.name}
                   title=${`${m.description} (${describeNeeds(m)}${m.lossless ? '' : '; LOSSY'})`}
                   ?selected=${m.name === this.method}
-                  ?disabled=${m.needs.includes('draft-model') && !this.draft}
+                  ?disabled=${(m.needs.includes('draft-model') && !this.draft) || (headsNeeded(m) !== null && !this.headsFor(m))}
                 >
                   ${m.name}
                 </option>`,

@@ -90,6 +90,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     store: new IndexedDbStore(),
     ...(req.hub ? { hub: req.hub } : {}),
     ...(req.layerSwitches ? { layerSwitches: true } : {}),
+    ...(req.heads ? { heads: req.heads } : {}),
     onProgress: (info: ProgressInfo) => post({ type: 'progress', id, info }),
   };
   try {

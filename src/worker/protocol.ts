@@ -29,6 +29,8 @@ export interface LoadRequest {
   hub?: { endpoint?: string; token?: string };
   /** Build the target with layer switches (self-speculation by layer skipping). */
   layerSwitches?: boolean;
+  /** Draft heads trained on the target (Medusa heads or an EAGLE-3 head): methods medusa and eagle. */
+  heads?: string;
 }
 
 export interface ModelInfo {

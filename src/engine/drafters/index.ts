@@ -72,6 +72,7 @@ export {
   type DrafterResources,
   describeNeeds,
   type HeadsResource,
+  headsNeeded,
   type MethodSpec,
   type Requirement,
   uses,

@@ -88,6 +88,13 @@ export function uses(spec: MethodSpec, r: Requirement): boolean {
   return spec.needs.includes(r) || (spec.optional ?? []).includes(r);
 }
 
+/** Which kind of draft heads a method runs on (none: null). */
+export function headsNeeded(spec: MethodSpec): 'medusa' | 'eagle3' | null {
+  if (uses(spec, 'medusa-heads')) return 'medusa';
+  if (uses(spec, 'eagle-head')) return 'eagle3';
+  return null;
+}
+
 /** The draft model a 'draft-model' method was given (the engine checks needs before creating a drafter). */
 export function draftOf(resources: DrafterResources): CausalLM {
   if (!resources.draft) throw new Error('this method needs a draft model, and none is loaded');
