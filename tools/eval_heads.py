@@ -142,12 +142,21 @@ class DraftChain:
         return [run.tokens[L - 1]] + toks, [-1] + list(range(self.steps))
 
 
-def dynamic_tree(root_token, root_logp, expand_fn, depth, expand, branch, budget):
+def dyn_label(opts):
+    if {k: opts[k] for k in DYN} == DYN and opts.get("temp", 1.0) == 1.0:
+        return f"{opts['budget']} nodes"
+    t = f", score T={opts['temp']:g}" if opts.get("temp", 1.0) != 1.0 else ""
+    return f"depth {opts['depth']}, {opts['expand']}x{opts['branch']}, {opts['budget']} nodes{t}"
+
+
+def dynamic_tree(root_token, root_logp, expand_fn, depth, expand, branch, budget, temp=1.0):
     """The engine's dynamic tree (src/engine/drafters/dynamic-tree.ts): grow `depth` levels, expanding the `expand`
     best frontier nodes by cumulative log-prob with their `branch` best children; keep `budget` nodes best-first."""
     cands = [{"token": root_token, "parent": -1, "depth": 0, "score": 0.0}]
 
     def grow(node, logp):
+        if temp != 1.0:
+            logp = F.log_softmax(logp / temp, -1)
         v, i = logp.topk(branch)
         for lp, tok in zip(v.tolist(), i.tolist()):
             cands.append({"token": tok, "parent": node, "depth": cands[node]["depth"] + 1,
@@ -187,7 +196,7 @@ def dynamic_tree(root_token, root_logp, expand_fn, depth, expand, branch, budget
 class EagleDynamic:
     def __init__(self, head, E, opts=DYN):
         self.head, self.E, self.opts = head, E, opts
-        self.name = f"eagle{head.generation} dynamic ({opts['budget']} nodes)"
+        self.name = f"eagle{head.generation} dynamic ({dyn_label(opts)})"
 
     def prepare(self, run):
         S = len(run.tokens)
@@ -221,7 +230,7 @@ class EagleDynamic:
 class DraftDynamic:
     def __init__(self, draft, opts=DYN):
         self.draft, self.opts = draft, opts
-        self.name = f"draft dynamic ({opts['budget']} nodes)"
+        self.name = f"draft dynamic ({dyn_label(opts)})"
 
     def prepare(self, run):
         with torch.no_grad():
@@ -427,6 +436,12 @@ def main():
     ap.add_argument("--chain", type=int, default=5)
     ap.add_argument("--tree-nodes", type=int, default=24)
     ap.add_argument("--max-prompts", type=int, default=0)
+    ap.add_argument("--dyn", default=None, help="dynamic tree depth,expand,branch,budget (default 6,4,4,24)")
+    ap.add_argument("--score-temp", type=float, default=1.0,
+                    help="dynamic tree scores = log_softmax(logits / T) (greedy tree shaping; 1 = the engine's)")
+    ap.add_argument("--only", default=None, help="comma-separated substrings: run only drafters whose name matches")
+    ap.add_argument("--no-coverage", action="store_true")
+    ap.add_argument("--sets", default="heldout40,bench24")
     ap.add_argument("--out", default=os.path.join(HERE, "runs", "eval_heads.json"))
     args = ap.parse_args()
     t0 = time.time()
@@ -441,8 +456,12 @@ def main():
     for d in eagle_dirs:
         h = load_eagle(d)
         eagles[f"eagle{h.generation}:{os.path.basename(d.rstrip('/'))}"] = h
-    drafters = [DraftChain(draft, args.chain), DraftDynamic(draft)]
-    res = {"new_tokens": args.new_tokens, "dynamic_tree": DYN, "chain": args.chain, "sets": {}}
+    dyn = dict(DYN)
+    if args.dyn:
+        dyn = dict(zip(("depth", "expand", "branch", "budget"), (int(x) for x in args.dyn.split(","))))
+    dyn["temp"] = args.score_temp
+    drafters = [DraftChain(draft, args.chain), DraftDynamic(draft, dyn)]
+    res = {"new_tokens": args.new_tokens, "dynamic_tree": dyn, "chain": args.chain, "sets": {}}
     if medusa is not None:
         acc = medusa_rank_accuracy(medusa, args.cache)
         choices = medusa_choices(acc, args.tree_nodes)
@@ -450,10 +469,14 @@ def main():
         res["medusa_choices"] = [list(p) for p in choices]
         drafters += [MedusaDrafter(medusa), MedusaDrafter(medusa, choices)]
     for name, h in eagles.items():
-        drafters += [EagleChain(h, E, args.chain), EagleDynamic(h, E)]
+        drafters += [EagleChain(h, E, args.chain), EagleDynamic(h, E, dyn)]
+    if args.only:
+        drafters = [d for d in drafters if any(o in d.name for o in args.only.split(","))]
     prompts = {"heldout40": open(os.path.join(HERE, "data", "heldout_prompts.txt"), encoding="utf-8").read().splitlines(),
                "bench24": [p["text"] for p in json.load(open(os.path.join(ROOT, "bench", "prompts.json")))["prompts"]]}
     for set_name, texts in prompts.items():
+        if set_name not in args.sets.split(","):
+            continue
         texts = [t for t in texts if t.strip()]
         if args.max_prompts:
             texts = texts[:args.max_prompts]
@@ -466,6 +489,9 @@ def main():
                 st.add(replay(r, dr))
             out["methods"][dr.name] = st.summary()
             print(f"[{set_name}] {dr.name}: {out['methods'][dr.name]}", flush=True)
+        if args.no_coverage:
+            res["sets"][set_name] = out
+            continue
         cov = {"draft": coverage_draft(draft, runs, args.chain)}
         if medusa is not None:
             cov["medusa"] = coverage_medusa(medusa, runs)
@@ -473,8 +499,9 @@ def main():
             cov[name] = coverage_eagle(h, E, runs, args.chain)
         out["topk_coverage"] = {"k": list(TOPK), **cov}
         res["sets"][set_name] = out
-    res["heldout_text_teacher_forced_top1"] = heldout_teacher_forced(target, medusa, eagles, draft, args.cache, 32,
-                                                                     args.chain)
+    if not args.no_coverage:
+        res["heldout_text_teacher_forced_top1"] = heldout_teacher_forced(target, medusa, eagles, draft, args.cache, 32,
+                                                                         args.chain)
     res["eval_seconds"] = round(time.time() - t0, 1)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
@@ -485,11 +512,13 @@ def main():
         for name, s in out["methods"].items():
             print(f"| {name} | {s['tau']:.2f} | {' '.join(f'{a:.2f}' for a in s['acceptance_by_depth'])} | "
                   f"{s['mean_tree_nodes']:.1f} |")
-        print("top-k coverage (k = %s) per depth:" % (TOPK,))
-        for name, c in out["topk_coverage"].items():
+        if "topk_coverage" in out:
+            print("top-k coverage (k = %s) per depth:" % (TOPK,))
+        for name, c in out.get("topk_coverage", {}).items():
             if name != "k":
                 print(f"  {name}: " + "; ".join(" ".join(f"{x:.2f}" for x in row) for row in c))
-    print("held-out text, teacher-forced top-1 agreement:", res["heldout_text_teacher_forced_top1"])
+    if "heldout_text_teacher_forced_top1" in res:
+        print("held-out text, teacher-forced top-1 agreement:", res["heldout_text_teacher_forced_top1"])
     print(f"({res['eval_seconds']} s; written to {args.out})")
 
 
