@@ -20,10 +20,13 @@ eagle: a prefill of the head over the 12 pairs (feature_j, token_{j+1}), the las
   Per call: out [rows x d] (the head's output feature, before EAGLE-3's norm), logits at the rows that draft
   (prefill row 11, both tree rows) over the head's vocabulary (EAGLE-3: the draft vocabulary, map with d2t;
   EAGLE-1/2: the target vocabulary through the target's LM head), and the top-5 target token ids.
+Every float array is {"shape": [...], "f32le_base64": "..."}: float32 values, row-major, little-endian, base64
+(Node: new Float32Array(Uint8Array.from(Buffer.from(s, "base64")).buffer)); exact, and the file stays < 300 KB.
 Self-checks (written to the file): tree-call hidden states vs each root-to-node path run as a plain causal
 sequence; the EAGLE tree rows vs the same step run alone with a KV cache.
 """
 import argparse
+import base64
 import json
 import os
 import sys
@@ -38,29 +41,20 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from bpe import Tokenizer  # noqa: E402
 from heads import MedusaHeads, causal_bias, eagle3_layer_ids, load_eagle  # noqa: E402
-from make_fixture import NEG, PARENTS, SENTENCE, TREE_TEXT, f32  # noqa: E402
+from make_fixture import NEG, PARENTS, SENTENCE, TREE_TEXT  # noqa: E402
 from model import load_safetensors_model  # noqa: E402
 
 torch.set_num_threads(1)
 
 
-class Blobs:
-    """Large float arrays go in as @@n@@ placeholders, replaced by shortest-repr float32 lists after json.dumps."""
-
-    def __init__(self):
-        self.arrays = []
-
-    def __call__(self, a):
-        self.arrays.append(np.asarray(a.detach() if torch.is_tensor(a) else a, dtype=np.float32))
-        return f"@@{len(self.arrays) - 1}@@"
-
-    def render(self, s):
-        for i, a in enumerate(self.arrays):
-            s = s.replace(f'"@@{i}@@"', f32(a))
-        return s
+def blob(a):
+    """A float array as {"shape", "f32le_base64"}: its float32 values, row-major, little-endian, base64 (exact and
+    about half the size of decimal lists; the full-precision decimal version of this file is ~520 KB)."""
+    a = np.ascontiguousarray(np.asarray(a.detach() if torch.is_tensor(a) else a, dtype="<f4"))
+    return {"shape": list(a.shape), "f32le_base64": base64.b64encode(a.tobytes()).decode("ascii")}
 
 
-def target_case(m, tok, blob):
+def target_case(m, tok):
     ids = tok.encode(SENTENCE)[:12]
     P = len(ids)
     aux_ids = eagle3_layer_ids(m.config.num_hidden_layers)
@@ -109,16 +103,16 @@ def target_case(m, tok, blob):
     return case, ids, hid, logits
 
 
-def medusa_case(heads, hid, blob, model_dir):
+def medusa_case(heads, hid, model_dir):
     h = hid["last"][0, -1]
     with torch.no_grad():
         lg = heads(h)  # [K, V]
     return {"model_dir": os.path.relpath(model_dir, ROOT), "input": "target prefill hidden_last row 11",
             "num_heads": heads.num_heads,
-            "top5": lg.topk(5, -1).indices.tolist(), "logits": [blob(lg[k]) for k in range(heads.num_heads)]}
+            "top5": lg.topk(5, -1).indices.tolist(), "logits": blob(lg)}
 
 
-def eagle_case(head, target, ids, hid, logits, blob, model_dir):
+def eagle_case(head, target, ids, hid, logits, model_dir):
     E = target.model.embed_tokens.weight
     P = len(ids)
     root = int(logits[0, -1].argmax())
@@ -154,7 +148,7 @@ def eagle_case(head, target, ids, hid, logits, blob, model_dir):
         "tree": {"past_length": P, "parents": [-1, -1], "parents_note": "both are children of the prefill's last row",
                  "hidden_input": "prefill out row 11 for both rows", "input_ids": kids, "position_ids": [P, P],
                  "attention_visible": [[1] * P + [1, 0], [1] * P + [0, 1]], "out": blob(out2[0]),
-                 "logits": [blob(lg2[0]), blob(lg2[1])], "top5_target_ids": tl2.topk(5, -1).indices.tolist()},
+                 "logits": blob(lg2), "top5_target_ids": tl2.topk(5, -1).indices.tolist()},
         "self_check_max_abs_diff": sc,
     }
 
@@ -168,18 +162,17 @@ def main():
     args = ap.parse_args()
     tok = Tokenizer.from_file(args.target)
     target = load_safetensors_model(args.target, torch.float32)
-    blob = Blobs()
-    tcase, ids, hid, logits = target_case(target, tok, blob)
+    tcase, ids, hid, logits = target_case(target, tok)
     doc = {"description": "Hidden states of the bundled target and outputs of the bundled draft heads on fixed "
                           "inputs (tools/make_heads_fixture.py; its docstring says exactly what each array is). "
-                          "Row-major flat float32 arrays.",
+                          "Float arrays are {shape, f32le_base64}: float32, row-major, little-endian, base64.",
            "dtype_note": "exported F16 weights upcast to float32; all math in float32",
            "target": {"model_dir": os.path.relpath(args.target, ROOT), **tcase}}
     heads = MedusaHeads.load(args.medusa)
-    doc["medusa"] = medusa_case(heads, hid, blob, args.medusa)
+    doc["medusa"] = medusa_case(heads, hid, args.medusa)
     head = load_eagle(args.eagle)
-    doc["eagle"] = eagle_case(head, target, ids, hid, logits, blob, args.eagle)
-    s = blob.render(json.dumps(doc, indent=1))
+    doc["eagle"] = eagle_case(head, target, ids, hid, logits, args.eagle)
+    s = json.dumps(doc, indent=1)
     with open(args.out, "w") as f:
         f.write(s + "\n")
     print(f"target self-check {tcase['self_check_max_abs_diff']:.3g}, eagle self-check "
