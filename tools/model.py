@@ -181,7 +181,10 @@ class LlamaForCausalLM(nn.Module):
     def forward(self, input_ids, position_ids=None, attn_bias=None, past=None, return_hidden=False):
         """input_ids [B, T]; position_ids [B, T] (default past_len + arange); attn_bias additive, broadcastable to
         [B, heads, T, past_len + T] (default causal); past: list of (k, v) per layer or None.
-        Returns (logits [B, T, V] fp32, present list)."""
+        Returns (logits [B, T, V] fp32, present list), or with return_hidden=True (logits, presents, hidden) where
+        hidden = {"states": [x_0 .. x_L] (x_0 = token embeddings, x_i = output of decoder layer i-1 = input of layer
+        i, the numbering of Hugging Face's output_hidden_states before its final-norm replacement), "last_prenorm":
+        x_L, "last": model.norm(x_L) (what the LM head reads; HF's last_hidden_state)}."""
         B, T = input_ids.shape
         P = 0 if past is None else past[0][0].shape[2]
         if position_ids is None:
@@ -196,11 +199,15 @@ class LlamaForCausalLM(nn.Module):
         cos, sin = rope_cos_sin(position_ids, c.head_dim, c.rope_theta)
         x = self.model.embed_tokens(input_ids)
         presents = []
+        states = [x]
         for li, layer in enumerate(self.model.layers):
             x, pr = layer(x, cos, sin, attn_bias, None if past is None else past[li])
             presents.append(pr)
-        x = self.model.norm(x)
-        logits = F.linear(x, self.model.embed_tokens.weight).float()
+            states.append(x)
+        h = self.model.norm(x)
+        logits = F.linear(h, self.model.embed_tokens.weight).float()
+        if return_hidden:
+            return logits, presents, {"states": states, "last_prenorm": x, "last": h}
         return logits, presents
 
 

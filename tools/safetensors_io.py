@@ -1,16 +1,17 @@
-"""Minimal safetensors reader/writer (the format: u64 little-endian header length, JSON header, raw bytes)."""
+"""Minimal safetensors reader/writer (F16, F32, I64, I32, BOOL) (the format: u64 little-endian header length, JSON header, raw bytes)."""
 import json
 import struct
 
 import numpy as np
 import torch
 
-_DT = {"F16": (np.float16, torch.float16), "F32": (np.float32, torch.float32), "BF16": (None, torch.bfloat16)}
-_NAME = {torch.float16: "F16", torch.float32: "F32"}
+_DT = {"F16": (np.float16, torch.float16), "F32": (np.float32, torch.float32), "BF16": (None, torch.bfloat16),
+       "I64": (np.int64, torch.int64), "I32": (np.int32, torch.int32), "BOOL": (np.bool_, torch.bool)}
+_NAME = {torch.float16: "F16", torch.float32: "F32", torch.int64: "I64", torch.int32: "I32", torch.bool: "BOOL"}
 
 
 def write_safetensors(path, tensors, metadata=None):
-    """tensors: dict name -> torch tensor (F16 or F32). Tensor data is 8-byte aligned (header padded with spaces)."""
+    """tensors: dict name -> torch tensor (F16, F32, I64, I32 or BOOL). Tensor data is 8-byte aligned (header padded with spaces)."""
     header = {"__metadata__": metadata or {"format": "pt"}}
     blobs = []
     off = 0
