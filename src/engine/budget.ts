@@ -58,6 +58,13 @@ export class AcceptanceTable {
     private readonly priorWeight = 2,
   ) {}
 
+  /** Outcomes recorded so far, over all buckets. */
+  get observations(): number {
+    let n = 0;
+    for (const o of this.offered.values()) n += o;
+    return n;
+  }
+
   rate(key: string): number {
     const o = this.offered.get(key) ?? 0;
     const a = this.accepted.get(key) ?? 0;

@@ -10,6 +10,8 @@
  * With `adaptive`, depth and budget follow the measured acceptance: deeper after rounds that accept (nearly) the
  * whole depth, shallower after rounds that accept little.
  */
+
+import { AcceptanceTable, bestFirstOrder, chooseBudget } from '../budget';
 import { relativeCost } from '../calibrate';
 import type { CausalLM } from '../lm';
 import { childrenOf } from '../tree';
@@ -33,9 +35,26 @@ export interface DynamicTreeOptions {
    * to be accepted to cover one draft call plus verifying one more node (needs the measured costs).
    */
   costAware?: boolean;
+  /**
+   * Estimate acceptance from what was measured, not from the draft's own probabilities: each node's conditional
+   * probability is bucketed (tenths), and each bucket's measured acceptance replaces it in the node's value. Growth
+   * (with costAware) and a final cut of the best-first order on the measured verify-cost curve use those values.
+   * For draft heads, whose probabilities are far from calibrated (a head trained by KL to a sharp target is often
+   * under-confident), this is what lets the tree grow as deep as acceptance really goes, and no deeper.
+   */
+  calibrated?: boolean;
   /** The drafter's name (default: 'dynamic', or 'adaptive-tree' when adaptive). */
   name?: string;
 }
+
+/**
+ * Calibration buckets: a child's rank among its siblings (its draw order; 3 = the fourth and later) and its
+ * conditional probability in tenths. A bucket's prior acceptance is the probability's midpoint.
+ */
+const bucketOf = (p: number): number => Math.min(9, Math.max(0, Math.floor(p * 10)));
+const bucketPrior = (key: string): number => (Number(key.split(':')[1]) + 0.5) / 10;
+/** Offered nodes measured before a calibrated tree may be cut below two nodes. */
+const EXPLORE_OBSERVATIONS = 24;
 
 export const DYNAMIC_DEFAULTS: DynamicTreeOptions = { depth: 6, expand: 4, branch: 4, budget: 24 };
 
@@ -47,6 +66,10 @@ interface Candidate {
   score: number;
   /** The draft's probability of the whole path (unperturbed). */
   prob: number;
+  /** Estimated probability that the target accepts the path: prob, or the calibrated estimate. */
+  value: number;
+  /** Calibration bucket of the node's conditional probability. */
+  key: string;
 }
 
 export class DynamicTreeDrafter implements Drafter {
@@ -54,6 +77,10 @@ export class DynamicTreeDrafter implements Drafter {
   protected readonly state: TreeDraftModel;
   private depth: number;
   private budget: number;
+  /** Measured acceptance per bucket of conditional draft probability (options.calibrated). */
+  private readonly table = new AcceptanceTable(bucketPrior, 4);
+  /** Calibration bucket of each node of the last proposed tree. */
+  private keys: string[] = [];
 
   /** `draft`: a draft model (its cache kept by DraftModelState), or any other tree-drafting model (a draft head). */
   constructor(
@@ -83,20 +110,32 @@ export class DynamicTreeDrafter implements Drafter {
     const maxDepth = Math.min(this.depth, req.maxDepth);
     // Work tree over all candidates (index 0 = root); DraftModelState slots are keyed by these indices.
     const cands: Candidate[] = [
-      { token: req.committed[req.committed.length - 1] as number, parent: -1, depth: 0, score: 0, prob: 1 },
+      {
+        token: req.committed[req.committed.length - 1] as number,
+        parent: -1,
+        depth: 0,
+        score: 0,
+        prob: 1,
+        value: 1,
+        key: '',
+      },
     ];
+    this.keys = [''];
     const work: DraftTree = { tokens: [cands[0]?.token as number], parents: [-1], draftProbs: [] };
     const dists = new Map<number, Float32Array>();
     const grow = (node: number, logits: Float32Array) => {
       const d = new DraftDist(logits, req.sampling);
       if (d.verify) dists.set(node, d.verify);
       const parent = cands[node] as Candidate;
-      for (const { token, score } of d.children(this.options.branch, req.rng)) {
-        const prob = parent.prob * d.prob(token);
-        cands.push({ token, parent: node, depth: parent.depth + 1, score: parent.score + score, prob });
+      d.children(this.options.branch, req.rng).forEach(({ token, score }, rank) => {
+        const q = d.prob(token);
+        const prob = parent.prob * q;
+        const key = `${Math.min(rank, 3)}:${bucketOf(q)}`;
+        const value = this.options.calibrated ? parent.value * this.table.rate(key) : prob;
+        cands.push({ token, parent: node, depth: parent.depth + 1, score: parent.score + score, prob, value, key });
         work.tokens.push(token);
         work.parents.push(node);
-      }
+      });
     };
     if (budget > 0 && maxDepth > 0) grow(0, rootLogits);
     const pays = this.growthRule();
@@ -108,7 +147,7 @@ export class DynamicTreeDrafter implements Drafter {
         .slice(0, Math.min(this.options.expand, this.state.capacity()))
         .map(([, i]) => i);
       if (frontier.length === 0) break;
-      if (pays && !pays(Math.max(...frontier.map((i) => (cands[i] as Candidate).prob)), cands.length - 1)) break;
+      if (pays && !pays(Math.max(...frontier.map((i) => (cands[i] as Candidate).value)), cands.length - 1)) break;
       const logits = await this.state.expand(
         work,
         frontier,
@@ -135,16 +174,39 @@ export class DynamicTreeDrafter implements Drafter {
   /** Best-first from the root over cumulative scores: an ancestor-closed set of `budget` nodes, renumbered. */
   private select(cands: Candidate[], dists: Map<number, Float32Array>, budget: number): DraftTree {
     const kids = childrenOf(cands.map((c) => c.parent));
-    const chosen: number[] = [];
-    const open = [...(kids[0] ?? [])];
-    while (chosen.length < budget && open.length > 0) {
-      let best = 0;
-      for (let i = 1; i < open.length; i++) {
-        if ((cands[open[i] as number] as Candidate).score > (cands[open[best] as number] as Candidate).score) best = i;
+    let chosen: number[] = [];
+    if (this.options.calibrated) {
+      // By calibrated value; among sampled siblings a later draw never outranks an earlier one, so any prefix
+      // keeps a prefix of each draw order (lossless).
+      const sampled = (i: number) => dists.has((cands[i] as Candidate).parent);
+      chosen = bestFirstOrder(
+        cands.map((c) => c.parent),
+        cands.map((c) => c.value),
+        sampled,
+      ).slice(0, budget);
+    } else {
+      const open = [...(kids[0] ?? [])];
+      while (chosen.length < budget && open.length > 0) {
+        let best = 0;
+        for (let i = 1; i < open.length; i++) {
+          if ((cands[open[i] as number] as Candidate).score > (cands[open[best] as number] as Candidate).score)
+            best = i;
+        }
+        const node = open.splice(best, 1)[0] as number;
+        chosen.push(node);
+        open.push(...(kids[node] ?? []));
       }
-      const node = open.splice(best, 1)[0] as number;
-      chosen.push(node);
-      open.push(...(kids[node] ?? []));
+    }
+    // Calibrated: keep the prefix of the best-first order that pays most on the measured curve (a prefix keeps
+    // each sibling group's draw order, so sampling stays lossless).
+    const costs = this.options.calibrated ? this.costs() : null;
+    if (costs && costs.curve.points.length > 0) {
+      const values = chosen.map((c) => (cands[c] as Candidate).value);
+      const { keep } = chooseBudget(values, costs.curve, this.state.roundCost(costs));
+      // Until enough is measured, verify a little anyway: a tree cut to nothing measures nothing, and priors taken
+      // from the draft's own probabilities would keep an under-confident head from ever being tried.
+      chosen.length =
+        this.table.observations < EXPLORE_OBSERVATIONS ? Math.max(keep, Math.min(2, chosen.length)) : keep;
     }
     // Topological order: by depth, siblings by score (their draw order under sampling).
     chosen.sort(
@@ -167,7 +229,8 @@ export class DynamicTreeDrafter implements Drafter {
       tree.tokens.push(cand.token);
       tree.parents.push(index.get(cand.parent) as number);
       tree.draftProbs.push(dists.get(c) ?? null);
-      tree.values?.push(cand.prob);
+      tree.values?.push(cand.value);
+      this.keys.push(cand.key);
     }
     this.state.renumber(index);
     return tree;
@@ -175,6 +238,13 @@ export class DynamicTreeDrafter implements Drafter {
 
   accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
     this.state.accept(tree, result, outputs);
+    if (this.options.calibrated) {
+      // Every node offered on the accepted path counts once for its bucket: accepted if the path went through it.
+      const kids = childrenOf(tree.parents);
+      const onPath = new Set(result.path);
+      for (const node of result.path)
+        for (const child of kids[node] ?? []) this.table.record(this.keys[child] as string, onPath.has(child));
+    }
     if (!this.options.adaptive) return;
     const accepted = result.path.length - 1;
     if (accepted >= this.depth - 1) this.depth = Math.min(this.depth + 1, 12);
@@ -188,6 +258,8 @@ export class DynamicTreeDrafter implements Drafter {
 
   reset(): void {
     this.state.reset();
+    this.table.clear();
+    this.keys = [];
     this.depth = this.options.depth;
     this.budget = this.options.budget;
   }

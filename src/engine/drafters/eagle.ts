@@ -174,8 +174,16 @@ export class Eagle3State implements TreeDraftModel {
   }
 }
 
-/** EAGLE-2's dynamic tree over the head: the engine's draft-model defaults, grown only while it pays. */
-export const EAGLE_DEFAULTS: DynamicTreeOptions = { ...DYNAMIC_DEFAULTS, name: 'eagle', costAware: true };
+/**
+ * EAGLE-2's dynamic tree over the head: the engine's draft-model defaults, with values calibrated by measured
+ * acceptance, grown and cut only as far as it pays on the measured cost curve.
+ */
+export const EAGLE_DEFAULTS: DynamicTreeOptions = {
+  ...DYNAMIC_DEFAULTS,
+  name: 'eagle',
+  costAware: true,
+  calibrated: true,
+};
 
 export class EagleDrafter extends DynamicTreeDrafter {
   readonly readsTargetHidden = true;

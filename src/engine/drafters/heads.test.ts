@@ -8,6 +8,8 @@ import { generateAll } from '../generate';
 import { GREEDY } from '../sampling';
 import { HiddenToyLM, ToyEagle3Head, ToyMedusaHeads } from '../testing/toy-heads';
 import { hashedLogits, type LogitsFn, noisyCopy, ToyLM } from '../testing/toy-lm';
+import { DynamicTreeDrafter } from './dynamic-tree';
+import { EAGLE_DEFAULTS } from './eagle';
 import { createDrafter } from './index';
 import type { CostModel } from './method';
 
@@ -21,8 +23,26 @@ function setup(kind: 'last' | 'eagle3', noise: number) {
   return { target, guess };
 }
 
-async function tauOf(method: 'medusa' | 'eagle', noise: number, prompt: number[], costs: CostModel | null = null) {
-  const { target, guess } = setup(method === 'medusa' ? 'last' : 'eagle3', noise);
+/** A cost model with the given verify-cost curve (relative cost of q nodes). */
+function costsWith(relative: (q: number) => number): CostModel {
+  const curve = {
+    context: 0,
+    points: [1, 2, 4, 8, 16, 32, 64].map((q) => ({ q, ms: relative(q), relative: relative(q) })),
+  };
+  return { curve, draftRelative: 0, draftCurve: { context: 0, points: [] } };
+}
+
+async function tauOf(
+  method: 'medusa' | 'eagle',
+  noise: number,
+  prompt: number[],
+  costs: CostModel | null = null,
+  soften = 1,
+) {
+  const setupResult = setup(method === 'medusa' ? 'last' : 'eagle3', noise);
+  const { target } = setupResult;
+  // soften > 1: the head's probabilities are flatter than the target's (an under-confident head), same argmax.
+  const guess: LogitsFn = (ctx) => setupResult.guess(ctx).map((v) => v / soften);
   const heads = {
     spec: 'toy',
     ...(method === 'medusa' ? { medusa: new ToyMedusaHeads(4, V, guess) } : { eagle3: new ToyEagle3Head(V, guess) }),
@@ -54,8 +74,7 @@ describe('Medusa heads', () => {
     const free = await tauOf('medusa', 1.5, [4, 5, 6]);
     expect(free.tau).toBeGreaterThan(1.3);
     // Every extra node costs as much as a whole call (a compute-bound device): only near-certain nodes pay.
-    const curve = { context: 0, points: [1, 2, 4, 8, 16, 32, 64].map((q) => ({ q, ms: q, relative: q })) };
-    const steep: CostModel = { curve, draftRelative: 0, draftCurve: { context: 0, points: [] } };
+    const steep = costsWith((q) => q);
     const tight = await tauOf('medusa', 1.5, [4, 5, 6], steep);
     expect(tight.tau).toBeLessThan(free.tau);
   });
@@ -71,14 +90,26 @@ describe('EAGLE-3 head', () => {
     const prompt = [1, 2, 3];
     const s = await tauOf('eagle', 0, prompt);
     const { target } = setup('eagle3', 0);
-    const dynamic = createDrafter('dynamic', { target, draft: new ToyLM(V, target.fn), costs: () => null });
-    const d = await generateAll({ target, drafter: dynamic, tokenizer }, prompt, {
-      maxNewTokens: 60,
-      sampling: GREEDY,
-    });
+    const same = new DynamicTreeDrafter(new ToyLM(V, target.fn), EAGLE_DEFAULTS, () => null);
+    const d = await generateAll({ target, drafter: same, tokenizer }, prompt, { maxNewTokens: 60, sampling: GREEDY });
     expect(s.acceptanceByDepth.every((a) => a === 1)).toBe(true);
     expect(s.rounds).toBe(d.stats.rounds);
     expect(s.tau).toBeGreaterThan(3.5);
+  });
+
+  it('an under-confident head that is always right grows deep on a flat cost curve once acceptance is measured', async () => {
+    const flat = costsWith((q) => 1 + 0.01 * q);
+    const s = await tauOf('eagle', 0, [1, 2, 3], flat, 6);
+    expect(s.tau).toBeGreaterThan(3.5);
+    // On a steep curve the same head verifies far less.
+    const steep = await tauOf(
+      'eagle',
+      0,
+      [1, 2, 3],
+      costsWith((q) => q),
+      6,
+    );
+    expect(steep.tau).toBeLessThan(s.tau - 1);
   });
 
   it('an imperfect head still saves target calls', async () => {
