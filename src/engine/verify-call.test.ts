@@ -6,28 +6,53 @@ import { generateAll } from './generate';
 import type { ForwardInput } from './lm';
 import { argmax, GREEDY } from './sampling';
 import { statsFromEvents } from './stats';
-import { hashedLogits, noisyCopy, ToyLM } from './testing/toy-lm';
+import { hashedLogits, noisyCopy, SkippingToyLM, ToyLM } from './testing/toy-lm';
 
 const VOCAB = 50;
 const tokenizer = { decode: (ids: readonly number[]) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join('') };
 const fn = hashedLogits(VOCAB, 1, 2, 3);
 
-/** A toy target that, like ModelRunner, can return argmax ids only, and counts what it returns. */
-class ArgmaxToyLM extends ToyLM {
+/** Sub-layer importances of the toy target's 6 layers (attention 0..5, MLP 0..5), for methods that skip layers. */
+const IMPORTANCE = [0, 0.1, 0.8, 0.1, 0.6, 0, 0, 0.05, 0.9, 0.2, 0.1, 0];
+
+/**
+ * A toy target that, like ModelRunner, can return argmax ids only, and counts what its verifying calls return
+ * (a layer-skipping drafter's own calls on it are not verification and are not counted).
+ */
+class ArgmaxToyLM extends SkippingToyLM {
   bytesRead = 0;
   logitsCalls = 0;
   argmaxCalls = 0;
+  private drafting = false;
+
+  constructor() {
+    super(VOCAB, fn, 6, IMPORTANCE);
+  }
 
   override async forward(input: ForwardInput): Promise<Float32Array> {
-    this.logitsCalls++;
     const out = await super.forward(input);
-    this.bytesRead += out.byteLength;
+    if (!this.drafting) {
+      this.logitsCalls++;
+      this.bytesRead += out.byteLength;
+    }
     return out;
+  }
+
+  override async forwardSkipping(input: ForwardInput, skip: Uint8Array): Promise<Float32Array> {
+    this.drafting = true;
+    try {
+      return await super.forwardSkipping(input, skip);
+    } finally {
+      this.drafting = false;
+    }
   }
 
   async forwardArgmax(input: ForwardInput): Promise<Int32Array> {
     this.argmaxCalls++;
-    const logits = await super.forward(input);
+    this.drafting = true;
+    const logits = await super.forward(input).finally(() => {
+      this.drafting = false;
+    });
     const rows = logits.length / VOCAB;
     this.bytesRead += rows * 8;
     return Int32Array.from({ length: rows }, (_, r) => argmax(logits.subarray(r * VOCAB, (r + 1) * VOCAB)));
@@ -51,8 +76,8 @@ async function run(target: ToyLM, method: Method, temperature = 0, drafterPatch?
 describe('verification that reads less', () => {
   for (const method of METHOD_NAMES) {
     it(`greedy, ${method}: only token ids come back (8 bytes a row) unless the drafter reads logits; same text`, async () => {
-      const withIds = new ArgmaxToyLM(VOCAB, fn);
-      const fromLogits = new ToyLM(VOCAB, fn);
+      const withIds = new ArgmaxToyLM();
+      const fromLogits = new SkippingToyLM(VOCAB, fn, 6, IMPORTANCE);
       const a = await run(withIds, method);
       const b = await run(fromLogits, method);
       expect(a.result.tokens).toEqual(b.result.tokens);
@@ -73,16 +98,16 @@ describe('verification that reads less', () => {
   }
 
   it('sampling reads whole logits rows (and gives the same tokens as a target without forwardArgmax)', async () => {
-    const target = new ArgmaxToyLM(VOCAB, fn);
+    const target = new ArgmaxToyLM();
     const a = await run(target, 'dynamic', 1);
-    const b = await run(new ToyLM(VOCAB, fn), 'dynamic', 1);
+    const b = await run(new SkippingToyLM(VOCAB, fn, 6, IMPORTANCE), 'dynamic', 1);
     expect(a.result.tokens).toEqual(b.result.tokens);
     expect(target.logitsCalls).toBe(a.result.stats.rounds);
     expect(a.result.stats.targetBytesPerRound).toBeCloseTo(4 * VOCAB * a.result.stats.meanTreeSize, 6);
   });
 
   it('a drafter that reads the target logits gets them under greedy too', async () => {
-    const target = new ArgmaxToyLM(VOCAB, fn);
+    const target = new ArgmaxToyLM();
     const a = await run(target, 'chain', 0, { readsTargetLogits: true });
     expect(target.logitsCalls).toBe(a.result.stats.rounds);
     expect(a.result.stats.targetBytesPerRound).toBeCloseTo(4 * VOCAB * a.result.stats.meanTreeSize, 6);
