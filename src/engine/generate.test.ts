@@ -8,7 +8,7 @@ import { type GenerateOptions, generate, generateAll } from './generate';
 import { ContextLimitError } from './lm';
 import { GREEDY, type SamplingParams, toProbs, topK } from './sampling';
 import { chiSquare, totalVariation } from './testing/stats';
-import { HiddenToyLM, ToyEagle3Head, ToyMedusaHeads } from './testing/toy-heads';
+import { HiddenToyLM, toyHeads } from './testing/toy-heads';
 import { hashedLogits, type LogitsFn, noisyCopy, ToyLM } from './testing/toy-lm';
 import type { VerifyResult } from './verify';
 
@@ -29,16 +29,8 @@ function pair(vocab: number, noise: number, options: { eos?: number[]; maxPositi
  * need heads get toy heads over the draft's logits (Medusa: 4 heads; EAGLE-3: a head over the target's features).
  */
 function makeDrafter(method: Method, target: ToyLM, draft: ToyLM): Drafter {
-  const heads =
-    target instanceof HiddenToyLM
-      ? {
-          spec: 'toy heads',
-          medusa: new ToyMedusaHeads(4, target.config.vocabSize, draft.fn, target.hiddenWidth),
-          eagle3: new ToyEagle3Head(target.config.vocabSize, draft.fn),
-          relativeCost: 0.05,
-        }
-      : undefined;
-  return createDrafter(method, { target, draft, ...(heads ? { heads } : {}), costs: () => null });
+  const heads = target instanceof HiddenToyLM ? { heads: toyHeads(target, draft.fn) } : {};
+  return createDrafter(method, { target, draft, ...heads, costs: () => null });
 }
 
 async function run(method: Method, prompt: number[], options: GenerateOptions, vocab = 50, noise = 1.5) {

@@ -4,11 +4,16 @@
  * draft is the target's first layer alone (same seed, so the same embeddings and layer-0 weights), which agrees
  * with the target often enough for accepted, rejected and bonus tokens to all occur.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hiddenKindFor, loadHeads, type OpenedHeads, openHeads } from '../model/heads/index';
 import { ModelRunner } from '../model/runner';
+import { randomEagle3, randomMedusa } from '../model/testing/random-heads';
 import { randomModel } from '../model/testing/random-model';
 import { nodeWebGpu, webGpuOrt, webGpuTitle } from '../runtime/testing/node-webgpu';
-import { createDrafter, METHOD_NAMES, type Method, methodSpec } from './drafters/index';
+import { createDrafter, headsNeeded, METHOD_NAMES, type Method, methodSpec } from './drafters/index';
 import { generateAll } from './generate';
 import { GREEDY } from './sampling';
 import { chainBias } from './tree';
@@ -26,6 +31,24 @@ const SHAPE = { max_position_embeddings: 256, num_hidden_layers: 4 };
 let target: ModelRunner;
 let draft: ModelRunner;
 const plain = new Map<number, number[]>();
+/** Per heads kind: the same target built with the hidden states the heads read, and random heads on WebGPU. */
+const headed = new Map<'medusa' | 'eagle3', { target: ModelRunner; heads: OpenedHeads }>();
+
+async function withHeads(kind: 'medusa' | 'eagle3') {
+  let h = headed.get(kind);
+  if (!h) {
+    const ort = webGpuOrt();
+    const model = randomModel(SHAPE, 'F16', 7).model;
+    const t = await ModelRunner.create(ort, model, { device: 'webgpu', hidden: hiddenKindFor(kind) });
+    const dir = mkdtempSync(join(tmpdir(), 'spec-heads-'));
+    const files = kind === 'medusa' ? randomMedusa(model.config, 3, 1).files : randomEagle3(model.config).files;
+    for (const [name, bytes] of Object.entries(files)) writeFileSync(join(dir, name), bytes);
+    const heads = await openHeads(ort, await loadHeads(dir, model.config), model, 'webgpu', t.compute);
+    h = { target: t, heads };
+    headed.set(kind, h);
+  }
+  return h;
+}
 
 describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('greedy identity of every method on WebGPU in Node'), () => {
   beforeAll(async () => {
@@ -41,11 +64,23 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('greedy identity of every method on 
   afterAll(async () => {
     await target?.release();
     await draft?.release();
+    for (const h of headed.values()) {
+      await h.heads.release();
+      await h.target.release();
+    }
   });
 
   async function run(method: Method, prompt: number[]) {
-    const drafter = createDrafter(method, { target, draft, costs: () => null });
-    return generateAll({ target, drafter, tokenizer: target.model.tokenizer }, prompt, {
+    const kind = headsNeeded(methodSpec(method));
+    const h = kind ? await withHeads(kind) : null;
+    const on = h ? h.target : target;
+    const heads = h
+      ? {
+          heads: { spec: 'random heads', ...h.heads, relativeCost: h.heads.loaded.weightBytes / on.computeWeightBytes },
+        }
+      : {};
+    const drafter = createDrafter(method, { target: on, draft, ...heads, costs: () => null });
+    return generateAll({ target: on, drafter, tokenizer: target.model.tokenizer }, prompt, {
       maxNewTokens: TOKENS,
       sampling: GREEDY,
       stopAtEos: false,

@@ -6,7 +6,8 @@ import { generateAll } from './generate';
 import type { ForwardInput } from './lm';
 import { argmax, GREEDY } from './sampling';
 import { statsFromEvents } from './stats';
-import { hashedLogits, noisyCopy, SkippingToyLM, ToyLM } from './testing/toy-lm';
+import { HiddenToyLM, toyHeads } from './testing/toy-heads';
+import { hashedLogits, noisyCopy, ToyLM } from './testing/toy-lm';
 
 const VOCAB = 50;
 const tokenizer = { decode: (ids: readonly number[]) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join('') };
@@ -19,14 +20,14 @@ const IMPORTANCE = [0, 0.1, 0.8, 0.1, 0.6, 0, 0, 0.05, 0.9, 0.2, 0.1, 0];
  * A toy target that, like ModelRunner, can return argmax ids only, and counts what its verifying calls return
  * (a layer-skipping drafter's own calls on it are not verification and are not counted).
  */
-class ArgmaxToyLM extends SkippingToyLM {
+class ArgmaxToyLM extends HiddenToyLM {
   bytesRead = 0;
   logitsCalls = 0;
   argmaxCalls = 0;
   private drafting = false;
 
   constructor() {
-    super(VOCAB, fn, 6, IMPORTANCE);
+    super(VOCAB, fn, 'eagle3', 6, IMPORTANCE);
   }
 
   override async forward(input: ForwardInput): Promise<Float32Array> {
@@ -61,7 +62,11 @@ class ArgmaxToyLM extends SkippingToyLM {
 
 async function run(target: ToyLM, method: Method, temperature = 0, drafterPatch?: Partial<Drafter>) {
   const draft = new ToyLM(VOCAB, noisyCopy(fn, VOCAB, 2, 1.5));
-  const drafter = Object.assign(createDrafter(method, { target, draft, costs: () => null }), drafterPatch ?? {});
+  const heads = target instanceof HiddenToyLM ? { heads: toyHeads(target, draft.fn) } : {};
+  const drafter = Object.assign(
+    createDrafter(method, { target, draft, ...heads, costs: () => null }),
+    drafterPatch ?? {},
+  );
   const events: RoundEvent[] = [];
   const sampling = temperature === 0 ? GREEDY : { temperature, topK: 0, topP: 1, seed: 7 };
   const result: GenerationResult = await generateAll(
@@ -77,7 +82,7 @@ describe('verification that reads less', () => {
   for (const method of METHOD_NAMES) {
     it(`greedy, ${method}: only token ids come back (8 bytes a row) unless the drafter reads logits; same text`, async () => {
       const withIds = new ArgmaxToyLM();
-      const fromLogits = new SkippingToyLM(VOCAB, fn, 6, IMPORTANCE);
+      const fromLogits = new HiddenToyLM(VOCAB, fn, 'eagle3', 6, IMPORTANCE);
       const a = await run(withIds, method);
       const b = await run(fromLogits, method);
       expect(a.result.tokens).toEqual(b.result.tokens);
@@ -100,7 +105,7 @@ describe('verification that reads less', () => {
   it('sampling reads whole logits rows (and gives the same tokens as a target without forwardArgmax)', async () => {
     const target = new ArgmaxToyLM();
     const a = await run(target, 'dynamic', 1);
-    const b = await run(new SkippingToyLM(VOCAB, fn, 6, IMPORTANCE), 'dynamic', 1);
+    const b = await run(new HiddenToyLM(VOCAB, fn, 'eagle3', 6, IMPORTANCE), 'dynamic', 1);
     expect(a.result.tokens).toEqual(b.result.tokens);
     expect(target.logitsCalls).toBe(a.result.stats.rounds);
     expect(a.result.stats.targetBytesPerRound).toBeCloseTo(4 * VOCAB * a.result.stats.meanTreeSize, 6);

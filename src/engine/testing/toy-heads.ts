@@ -6,6 +6,8 @@
  * and predicts the token after. Each checks what the engine feeds it (positions, attention, which state), so a wrong
  * row, position or mask shows up as an error or a changed distribution, never silently.
  */
+
+import type { HeadsResource } from '../drafters/method';
 import type { Eagle3Head, Eagle3RowInput, ForwardInput, HiddenStatesLM, MedusaHeads } from '../lm';
 import { type LogitsFn, SkippingToyLM } from './toy-lm';
 
@@ -191,4 +193,17 @@ export class ToyEagle3Head implements Eagle3Head {
     });
     return { logits, out };
   }
+}
+
+/**
+ * Heads for every method that needs them, over a toy target with hidden states and a toy draft's logits: Medusa
+ * (4 heads, reading the first state of each hidden row) and an EAGLE-3 head.
+ */
+export function toyHeads(target: HiddenToyLM, draft: LogitsFn): HeadsResource {
+  return {
+    spec: 'toy heads',
+    medusa: new ToyMedusaHeads(4, target.config.vocabSize, draft, target.hiddenWidth),
+    eagle3: new ToyEagle3Head(target.config.vocabSize, draft),
+    relativeCost: 0.05,
+  };
 }
