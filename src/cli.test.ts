@@ -83,6 +83,16 @@ describe('CLI flags', () => {
 });
 
 describe('CLI chat flags', () => {
+  it('heads: the bundled target gets its own for medusa and eagle; another target must name them', () => {
+    expect(parseCli(['--prompt', 'x', '--method', 'eagle']).heads).toBe('public/models/austen-eagle3');
+    expect(parseCli(['--prompt', 'x', '--method', 'medusa']).heads).toBe('public/models/austen-medusa');
+    expect(parseCli(['--prompt', 'x', '--method', 'chain']).heads).toBeUndefined();
+    expect(parseCli(['--prompt', 'x', '--method', 'eagle', '--heads', 'h']).heads).toBe('h');
+    expect(() => parseCli(['--prompt', 'x', '--method', 'eagle', '--target', 'elsewhere'])).toThrow(
+      /--method eagle needs an EAGLE-3 head and the target's hidden states: pass --heads DIR trained on elsewhere/,
+    );
+  });
+
   it('parses --chat and --system, and refuses --system alone', () => {
     expect(parseCli(['--prompt', 'Hi', '--chat', '--system', 'Be brief.'])).toMatchObject({
       chat: true,

@@ -50,6 +50,37 @@ describe('SpecEngine', () => {
     expect((await finish(targetOnly, 'She was', 'lookup', GREEDY, 4)).tokens).toHaveLength(4);
   });
 
+  it('runs on draft heads only when loaded with them, and says which heads a method needs', async () => {
+    await expect(finish(targetOnly, 'She was', 'eagle', GREEDY, 4)).rejects.toThrow(
+      /method "eagle" needs an EAGLE-3 head and the target's hidden states, and this engine was loaded without an EAGLE-3 head \(load one\) or the target's hidden states/,
+    );
+    const withEagle = await SpecEngine.load(ortForNode(), {
+      target: 'public/models/austen-target',
+      heads: 'public/models/austen-eagle3',
+      device: 'wasm',
+    });
+    try {
+      expect(withEagle.methods().map((m) => m.name)).toContain('eagle');
+      expect(withEagle.methods().map((m) => m.name)).not.toContain('medusa');
+      await expect(finish(withEagle, 'She was', 'medusa', GREEDY, 4)).rejects.toThrow(
+        /loaded without Medusa heads \(public\/models\/austen-eagle3 is an EAGLE-3 head\)/,
+      );
+      // Still usable after the refusal; the same text as plain decoding.
+      const plain = await finish(withEagle, 'She was', 'ar', GREEDY, 12);
+      expect((await finish(withEagle, 'She was', 'eagle', GREEDY, 12)).tokens).toEqual(plain.tokens);
+    } finally {
+      await withEagle.release();
+    }
+    // A heads folder that is not heads (a plain model) is refused, naming the heads.
+    await expect(
+      SpecEngine.load(ortForNode(), {
+        target: 'public/models/austen-target',
+        heads: 'public/models/austen-draft',
+        device: 'wasm',
+      }),
+    ).rejects.toThrow(/^heads model public\/models\/austen-draft: /);
+  });
+
   it('keeps its measured costs in the store it was given, keyed by the model and device', async () => {
     const store = new MemoryStore();
     const engine = await SpecEngine.load(ortForNode(), {
