@@ -25,6 +25,11 @@ export interface BenchOptions {
   curveQs: number[];
   curveReps: number;
   log?: (line: string) => void;
+  /**
+   * The engine a method runs on (default: the one given). Methods on draft heads run on an engine loaded with
+   * those heads; their speedup is still over plain decoding on the given engine (a target without heads).
+   */
+  engineFor?: (method: Method) => SpecEngine;
 }
 
 export interface Spread {
@@ -155,11 +160,20 @@ function summarise(
 
 export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<BenchReport> {
   const log = o.log ?? (() => {});
-  const methods: Method[] = ['ar', ...o.methods.filter((m) => m !== 'ar')];
+  const on = (m: Method) => (m === 'ar' ? engine : (o.engineFor?.(m) ?? engine));
+  const wanted: Method[] = ['ar', ...o.methods.filter((m) => m !== 'ar')];
+  const methods = wanted.filter((m) =>
+    on(m)
+      .methods()
+      .some((s) => s.name === m),
+  );
+  const skipped = wanted.filter((m) => !methods.includes(m));
+  if (skipped.length > 0) log(`skipped (not loaded with what they need): ${skipped.join(', ')}`);
   log(`calibrating: verify-cost curve q = ${o.curveQs.join(', ')}`);
   const costs = await engine.calibrate(o.curveQs, o.curveReps);
+  for (const other of new Set(methods.map(on))) if (other !== engine) await other.calibrate(o.curveQs, o.curveReps);
   // One untimed generation per method first (first calls of a drafter's shapes are slower).
-  for (const method of methods) await runOnce(engine, method, (o.prompts[0] as BenchPrompt).text, 8);
+  for (const method of methods) await runOnce(on(method), method, (o.prompts[0] as BenchPrompt).text, 8);
   const runs: Run[] = [];
   const plainTokens = new Map<number, number[]>();
   for (let r = 0; r < o.repeats; r++) {
@@ -168,7 +182,7 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
       const order = [...methods.slice(shift), ...methods.slice(0, shift)];
       const results = new Map<Method, GenerationResult>();
       for (const method of order)
-        results.set(method, await runOnce(engine, method, (o.prompts[p] as BenchPrompt).text, o.maxNewTokens));
+        results.set(method, await runOnce(on(method), method, (o.prompts[p] as BenchPrompt).text, o.maxNewTokens));
       const plain = results.get('ar') as GenerationResult;
       if (r === 0) plainTokens.set(p, plain.tokens);
       for (const [method, result] of results) {

@@ -4,8 +4,10 @@
  * page, driven by Playwright. Prints markdown tables and writes bench/results/<date>-<machine>.json and latest.md.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
+import { DEFAULT_HEADS } from '../src/cli/args';
+import { headsNeeded, type Method, methodSpec } from '../src/engine/drafters/index';
 import { SpecEngine } from '../src/engine/engine';
 import { ortForNode } from '../src/runtime/ort-node';
 import { type BenchPrompt, type BenchReport, markdown, runBench } from './harness';
@@ -37,7 +39,22 @@ if (cli.backends.includes('node-wasm')) {
     draft: 'public/models/austen-draft',
     device: 'wasm',
   });
+  // Methods on draft heads run on an engine with the bundled target's heads (one kind of heads per engine).
+  const headsEngines = new Map<Method, SpecEngine>();
+  for (const m of cli.methods) {
+    const kind = headsNeeded(methodSpec(m));
+    if (!kind || !existsSync(DEFAULT_HEADS[kind])) continue;
+    headsEngines.set(
+      m,
+      await SpecEngine.load(ortForNode(cli.threads), {
+        target: 'public/models/austen-target',
+        heads: DEFAULT_HEADS[kind],
+        device: 'wasm',
+      }),
+    );
+  }
   const report = await runBench(engine, {
+    engineFor: (m) => headsEngines.get(m) ?? engine,
     prompts: selectPrompts(allPrompts, cli.categories, cli.promptsPerCategory),
     methods: cli.methods,
     maxNewTokens: cli.maxNewTokens ?? 64,
@@ -47,6 +64,7 @@ if (cli.backends.includes('node-wasm')) {
     log: (l) => console.log(`  ${l}`),
   });
   await engine.release();
+  for (const e of headsEngines.values()) await e.release();
   reports['node-wasm'] = report;
   tables.push(markdown('wasm in Node', report));
   console.log(`\n${tables[tables.length - 1]}\n`);
