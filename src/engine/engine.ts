@@ -129,7 +129,8 @@ export class SpecEngine {
       graph = 'auto',
       ...rest
     } = options;
-    const open = { ...rest, graph }; // the graph variant is measured on this device unless given
+    // The graph variant is measured on this device unless given, and remembered in the store.
+    const open = { ...rest, graph, variantMemory: store };
     const started = performance.now();
     const opened = await openModels(ort, { target, ...(draft ? { draft } : {}), ...(heads ? { heads } : {}) }, open);
     const engine = new SpecEngine(opened.target, opened.draft, opened.heads, calibration, store);

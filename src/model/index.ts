@@ -25,9 +25,10 @@ export interface OpenOptions extends LoadOptions, Omit<RunnerOptions, 'onProgres
  * skips its layers or feeds heads).
  */
 function runnerOptions(o: OpenOptions, role: ModelRole = 'target'): RunnerOptions {
-  const { device, precision, compute, int4, graph, onProgress, layerSwitches, hidden } = o;
+  const { device, precision, compute, int4, graph, onProgress, layerSwitches, hidden, variantMemory } = o;
   return {
     device,
+    ...(variantMemory ? { variantMemory } : {}),
     ...(layerSwitches && role === 'target' ? { layerSwitches } : {}),
     ...(hidden && role === 'target' ? { hidden } : {}),
     ...(precision ? { precision } : {}),

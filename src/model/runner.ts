@@ -35,7 +35,7 @@ import type { LoadedModel } from './load';
 import { chooseCompute, type Device, type Precision, precisionLabel, resolvePrecision } from './precision';
 import type { Int4Options } from './quant';
 import type { ProgressCallback } from './source';
-import { measureVariants, type VariantTiming } from './variant';
+import { measureVariants, type VariantMemory, type VariantTiming } from './variant';
 
 type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>;
 type Tensor = OrtModule.Tensor;
@@ -60,6 +60,8 @@ export interface RunnerOptions {
    * 'plain' here; SpecEngine.load defaults to 'auto'.
    */
   graph?: GraphVariant | 'auto';
+  /** Where a measured graph-variant choice is remembered across processes or visits (the engine's store). */
+  variantMemory?: VariantMemory;
   /**
    * Build the target with layer switches (the plain graph with an If per sub-layer), so that it can also run with
    * sub-layers skipped (self-speculation: SWIFT) over the same weights and cache. Implies graph 'plain'.
@@ -169,7 +171,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     const embeddingType = options.device === 'webgpu' && native !== 'fp16' ? 'float32' : 'float16';
     if (options.graph === 'auto' && !options.layerSwitches) {
       options.onProgress?.({ status: 'building', name: model.spec, file: 'choosing the graph variant' });
-      const choice = await measureVariants(ort, model, options.device, precision, embeddingType);
+      const choice = await measureVariants(ort, model, options.device, precision, embeddingType, options.variantMemory);
       variant = choice.variant;
       variantTimings = choice.timings;
     }

@@ -13,7 +13,7 @@ import { GRAPH_INPUTS, pastKey, pastValue, presentKey, presentValue } from './gr
 import type { LoadedModel } from './load';
 import type { Device } from './precision';
 
-type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>;
+type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'> & { env?: { versions?: { web?: string } } };
 
 export interface VariantTiming {
   variant: GraphVariant;
@@ -28,9 +28,33 @@ export interface VariantChoice {
   timings: VariantTiming[];
 }
 
+/**
+ * Where a choice is remembered across processes and page visits (the engine's store: a file in Node, IndexedDB in
+ * the browser). Structurally the engine's KeyValueStore; a failing memory only means measuring again.
+ */
+export interface VariantMemory {
+  get(key: string): Promise<unknown>;
+  set(key: string, value: unknown): Promise<void>;
+}
+
+function isChoice(v: unknown): v is VariantChoice {
+  const c = v as Partial<VariantChoice> | undefined;
+  return (
+    typeof c === 'object' &&
+    c !== null &&
+    (GRAPH_VARIANTS as readonly unknown[]).includes(c.variant) &&
+    Array.isArray(c.timings)
+  );
+}
+
 const PROBE_LAYERS = 2;
 const WIDE = 16;
 const remembered = new Map<string, VariantChoice>();
+
+/** Forget the choices remembered in this process (tests: a fresh process, as far as the variants go). */
+export function forgetVariantChoices(): void {
+  remembered.clear();
+}
 const CONTEXT = 32;
 
 const median = (xs: number[]) => {
@@ -44,6 +68,7 @@ export async function measureVariants(
   device: Device,
   precision: { weights: WeightFormat; compute: ComputeType },
   embeddingType?: 'float16' | 'float32',
+  memory?: VariantMemory,
 ): Promise<VariantChoice> {
   // A software WebGPU adapter takes a second a call: fewer rounds there (the variants differ by far more than noise).
   const [warmups, reps] = device === 'webgpu' ? [1, 2] : [2, 5];
@@ -77,6 +102,17 @@ export async function measureVariants(
   ].join('/');
   const known = remembered.get(key);
   if (known) return known;
+  // Measured in an earlier process or visit with this onnxruntime build: about a second saved at every start.
+  const storeKey = `graph-variant:${ort.env?.versions?.web ?? '?'}:${key}/${embeddingType ?? ''}`;
+  try {
+    const stored = await memory?.get(storeKey);
+    if (isChoice(stored)) {
+      remembered.set(key, stored);
+      return stored;
+    }
+  } catch {
+    // Measured again.
+  }
   for (const variant of GRAPH_VARIANTS) {
     try {
       const graph = buildLlamaGraph(cfg, model.weights, model.files, {
@@ -171,5 +207,10 @@ export async function measureVariants(
     timings: timings.sort((a, b) => a.variant.localeCompare(b.variant)),
   };
   remembered.set(key, choice);
+  try {
+    await memory?.set(storeKey, choice);
+  } catch {
+    // Not remembered: measured again next time.
+  }
   return choice;
 }

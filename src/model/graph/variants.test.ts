@@ -11,6 +11,7 @@ import { ModelRunner, type RunnerOptions } from '../runner';
 import { int4Reference } from '../testing/int4-reference';
 import { randomModel } from '../testing/random-model';
 import { referenceForward } from '../testing/reference-llama';
+import { forgetVariantChoices } from '../variant';
 
 const ort = ortForNode();
 const PROMPT = [3, 17, 42, 8, 25, 60, 1];
@@ -201,5 +202,34 @@ describe("graph 'auto'", () => {
     const best = [...timings].sort((x, y) => x.q1 + x.q16 - (y.q1 + y.q16))[0];
     expect(r.variant).toBe(best?.variant);
     await r.release();
+  });
+
+  it('remembers the choice in the store it is given, so a fresh process builds without measuring', async () => {
+    const { model } = randomModel({ hidden_size: 48, intermediate_size: 96 });
+    const records = new Map<string, unknown>();
+    const memory = {
+      get: async (k: string) => records.get(k),
+      set: async (k: string, v: unknown) => {
+        records.set(k, JSON.parse(JSON.stringify(v)));
+      },
+    };
+    forgetVariantChoices();
+    const first = await ModelRunner.create(ort, model, { device: 'wasm', graph: 'auto', variantMemory: memory });
+    await first.release();
+    const [key] = [...records.keys()];
+    expect(key).toMatch(/^graph-variant:/);
+    // Another process: nothing in memory here, the store says "fused" (whatever was measured), and it is used.
+    forgetVariantChoices();
+    const other = first.variant === 'fused' ? 'plain' : 'fused';
+    records.set(key as string, { ...(records.get(key as string) as object), variant: other });
+    const second = await ModelRunner.create(ort, model, { device: 'wasm', graph: 'auto', variantMemory: memory });
+    expect(second.variant).toBe(other);
+    await second.release();
+    // A record that is not a choice is measured again (and overwritten).
+    forgetVariantChoices();
+    records.set(key as string, { variant: 'mystery' });
+    const third = await ModelRunner.create(ort, model, { device: 'wasm', graph: 'auto', variantMemory: memory });
+    expect((records.get(key as string) as { variant: string }).variant).toBe(third.variant);
+    await third.release();
   });
 });
