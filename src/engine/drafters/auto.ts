@@ -2,7 +2,8 @@
  * `auto`: speculation that fits the machine. Each round it picks one way of drafting (an "arm") and the tree for it:
  *
  * - arms: plain decoding (no draft), prompt lookup, and, with what is loaded, prompt lookup merged with the draft
- *   model's tree, and self-speculation by layer skipping. Within an arm the tree is sized on the measured verify-cost
+ *   model's tree, self-speculation by layer skipping, and draft heads (EAGLE-3, Medusa; the arms not chosen in a
+ *   round observe it, so the heads' view of the target's states stays current). Within an arm the tree is sized on the measured verify-cost
  *   curve: candidates carry calibrated acceptance values and are kept best-first as long as expected tokens per unit
  *   of time grow (budget.ts; per-source acceptance by sibling rank and confidence is kept by the merged drafter).
  *   So on a steep curve (wasm) a tree shrinks to a short chain or to nothing, on a flat one (a GPU) it grows wide
@@ -21,11 +22,13 @@
  * measured curve then picks the budget.
  */
 import { relativeCost } from '../calibrate';
-import { isLayerSkipping } from '../lm';
+import { hasHiddenStates, isLayerSkipping } from '../lm';
 import type { VerifyResult } from '../verify';
 import type { Drafter, DrafterNote, DraftRequest, DraftTree, TargetOutputs } from './drafter';
 import { DYNAMIC_DEFAULTS, DynamicTreeDrafter } from './dynamic-tree';
+import { EAGLE_DEFAULTS, Eagle3State, EagleDrafter } from './eagle';
 import { LOOKUP_DEFAULTS, LookupDrafter } from './lookup';
+import { MedusaDrafter } from './medusa';
 import { MergedDrafter } from './merged';
 import type { CostModel, DrafterResources, MethodSpec } from './method';
 import { NoDrafter } from './none';
@@ -104,9 +107,19 @@ export class AutoDrafter implements Drafter {
     return tree;
   }
 
+  /** Whether an arm runs on draft heads (the round loop then asks the target for its hidden states). */
+  get readsTargetHidden(): boolean {
+    return this.arms.some((a) => a.drafter.readsTargetHidden === true);
+  }
+
+  prefilled(prompt: readonly number[], hidden: (row: number) => Float32Array): void {
+    for (const a of this.arms) a.drafter.prefilled?.(prompt, hidden);
+  }
+
   accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
     const arm = this.current;
     arm.drafter.accept(tree, result, outputs);
+    for (const a of this.arms) if (a !== arm) a.drafter.observe?.(tree, result, outputs);
     // The round's tokens (the accepted path plus the target's own) and its cost: the verification call's width on
     // the measured curve plus the arm's own model calls; real seconds when nothing is measured.
     const costs = this.costs();
@@ -159,15 +172,21 @@ export function autoArms(r: DrafterResources): { name: string; drafter: Drafter 
     });
   }
   if (isLayerSkipping(r.target)) arms.push({ name: 'swift', drafter: new SwiftDrafter(r.target, r.costs, r.store) });
+  if (r.heads?.eagle3 && hasHiddenStates(r.target)) {
+    const state = new Eagle3State(r.heads.eagle3, r.target.config.vocabSize, r.heads.relativeCost);
+    arms.push({ name: 'eagle', drafter: new EagleDrafter(state, EAGLE_DEFAULTS, r.costs) });
+  }
+  if (r.heads?.medusa && hasHiddenStates(r.target))
+    arms.push({ name: 'medusa', drafter: new MedusaDrafter(r.heads.medusa, r.heads.relativeCost, r.costs) });
   return arms;
 }
 
 export const auto = {
   name: 'auto',
   description:
-    'picks the drafter (none, prompt lookup, draft model, layer skipping) and the tree size from what it measures',
+    'picks the drafter (none, prompt lookup, draft model, layer skipping, draft heads) and the tree size from what it measures',
   needs: [],
-  optional: ['draft-model', 'target-self'],
+  optional: ['draft-model', 'target-self', 'eagle-head', 'medusa-heads', 'target-hidden'],
   lossless: true,
   usesCostModel: true,
   learns: true,

@@ -103,6 +103,11 @@ export interface Drafter {
    * the target's logits for the tree's nodes and the auxiliary rows asked for.
    */
   accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void;
+  /**
+   * Called instead of accept() after a round another drafter proposed (auto's other arms), so a drafter that follows
+   * the target's state (draft heads reading its hidden states) stays in step. `tree` is that other drafter's tree.
+   */
+  observe?(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void;
   /** Forget all state (a new prompt). */
   reset(): void;
   /** What the drafter did this round, if it has something to say. */

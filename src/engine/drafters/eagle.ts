@@ -28,6 +28,8 @@ export class Eagle3State implements TreeDraftModel {
   private readonly features = new Map<number, Float32Array>();
   /** Real rows in the head's cache: positions 0 .. real - 1. */
   private real = 0;
+  /** Position of the next round's root (the committed length minus one), followed through every round. */
+  private rootPos = 0;
   /** Slot of each tree node the head has run this round (the root's is the last real row). */
   private slots = new Map<number, number>();
   /** Each run node's output (the feature its children are drafted from). */
@@ -67,6 +69,7 @@ export class Eagle3State implements TreeDraftModel {
   prefilled(prompt: readonly number[], hidden: (j: number) => Float32Array): void {
     this.reset();
     for (let j = 0; j < prompt.length - 1; j++) this.features.set(j, hidden(j).slice());
+    this.rootPos = prompt.length - 1;
   }
 
   /** Head logits rows (draft vocabulary) as rows over the target's vocabulary. */
@@ -82,6 +85,8 @@ export class Eagle3State implements TreeDraftModel {
 
   async sync(committed: readonly number[]): Promise<Float32Array | null> {
     const want = committed.length - 1; // real rows up to the one pairing the root
+    if (want !== this.rootPos)
+      throw new Error(`EAGLE head: out of step (root at ${want}, the head followed the text to ${this.rootPos})`);
     this.head.keep(Array.from({ length: this.real }, (_, i) => i)); // drop last round's drafted rows
     this.slots.clear();
     this.outs.clear();
@@ -155,10 +160,12 @@ export class Eagle3State implements TreeDraftModel {
   /** The accepted nodes' target features become the next round's real rows (the root's pairs with the first new token). */
   accept(_tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
     if (!outputs.hidden) throw new Error("EAGLE head: the round's target call returned no hidden states");
-    const root = this.real; // the root's position
+    const root = this.rootPos;
     result.path.forEach((node, i) => {
       this.features.set(root + i, (outputs.hidden as (n: number) => Float32Array)(node).slice());
     });
+    // The accepted tokens and the target's own: the next root is one past the last accepted node.
+    this.rootPos = root + result.path.length;
     this.head.keep(Array.from({ length: this.real }, (_, i) => i));
     this.slots.clear();
     this.outs.clear();
@@ -168,6 +175,7 @@ export class Eagle3State implements TreeDraftModel {
     this.head.reset();
     this.features.clear();
     this.real = 0;
+    this.rootPos = 0;
     this.slots.clear();
     this.outs.clear();
     this.roundWidths = [];
@@ -196,6 +204,11 @@ export class EagleDrafter extends DynamicTreeDrafter {
 
   prefilled(prompt: readonly number[], hidden: (j: number) => Float32Array): void {
     this.head.prefilled(prompt, hidden);
+  }
+
+  /** Another drafter's round: the accepted nodes' features still become the head's next real rows. */
+  observe(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
+    this.head.accept(tree, result, outputs);
   }
 }
 

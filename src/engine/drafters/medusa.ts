@@ -172,6 +172,12 @@ export class MedusaDrafter implements Drafter {
     this.rootHidden = outputs.hidden(result.path[result.path.length - 1] as number).slice();
   }
 
+  /** Another drafter's round: the state at its last accepted node is the next round's input. */
+  observe(_tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
+    if (!outputs.hidden) throw new Error("Medusa heads: the round's target call returned no hidden states");
+    this.rootHidden = outputs.hidden(result.path[result.path.length - 1] as number).slice();
+  }
+
   reset(): void {
     this.table.clear();
     this.rootHidden = null;
