@@ -12,6 +12,7 @@ import type { ComputeType } from '../src/model/index';
 import { ortForNodeWebGpu } from '../src/runtime/ort-node-webgpu';
 import { type AdapterReport, describeAdapter } from '../src/runtime/webgpu';
 import { type BenchOptions, type BenchPrompt, type BenchReport, markdown, runBench } from './harness';
+import { type HeadsFolders, loadHeadsEngines, releaseAll } from './heads-engines';
 import { type BenchCli, selectPrompts } from './options';
 
 export type PlanName = 'smoke' | 'software' | 'gpu';
@@ -33,7 +34,7 @@ export const NODE_WEBGPU_PLANS: Record<
     perCategory: 1,
     categories: ['austen-heldout', 'repeat-quote'],
     options: {
-      methods: ['ar', 'chain', 'dynamic', 'lookup'],
+      methods: ['ar', 'chain', 'dynamic', 'lookup', 'eagle', 'medusa'],
       maxNewTokens: 12,
       repeats: 1,
       curveQs: [1, 2, 4, 8, 16, 32, 64],
@@ -84,6 +85,8 @@ export interface NodeWebGpuBenchOptions {
   curveModels?: string[];
   /** Default: 'software' on a fallback (CPU) adapter, 'gpu' otherwise. */
   plan?: PlanName;
+  /** Heads for the methods that run on them (medusa, eagle). */
+  heads?: HeadsFolders;
   log: (line: string) => void;
 }
 
@@ -114,12 +117,20 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
   const planName = o.plan ?? (gpu.adapter.isFallbackAdapter ? 'software' : 'gpu');
   const plan = NODE_WEBGPU_PLANS[planName];
   const engine = await SpecEngine.load(gpu.ort, { target: o.target, draft: o.draft, device: 'webgpu' });
+  const cliMethods = o.cli?.methods;
+  const heads = await loadHeadsEngines(
+    plan.options.methods.filter((m) => !cliMethods || cliMethods.includes(m)),
+    o.heads ?? {},
+    (h) => SpecEngine.load(gpu.ort, { target: o.target, heads: h, device: 'webgpu' }),
+    o.log,
+  );
   let bench: BenchReport;
   try {
     o.log(`plan ${planName}: harness on the pair (${engine.target.compute})`);
     const cli = o.cli;
     bench = await runBench(engine, {
       ...plan.options,
+      engineFor: (m) => heads.get(m) ?? engine,
       ...(cli?.maxNewTokens ? { maxNewTokens: cli.maxNewTokens } : {}),
       ...(cli?.repeats ? { repeats: cli.repeats } : {}),
       methods: cli ? plan.options.methods.filter((m) => cli.methods.includes(m)) : plan.options.methods,
@@ -132,6 +143,7 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
     });
   } finally {
     await engine.release();
+    await releaseAll(heads);
   }
   const computes: ComputeType[] = gpu.adapter.shaderF16 ? ['fp32', 'fp16'] : ['fp32'];
   const curves: PrecisionCurve[] = [];

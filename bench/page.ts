@@ -28,6 +28,7 @@ export function runInWorker(
       device,
       target: 'models/austen-target/',
       draft: 'models/austen-draft/',
+      heads: { medusa: 'models/austen-medusa/', eagle3: 'models/austen-eagle3/' },
       options,
     };
     worker.postMessage(request);

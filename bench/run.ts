@@ -4,13 +4,13 @@
  * page, driven by Playwright. Prints markdown tables and writes bench/results/<date>-<machine>.json and latest.md.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { DEFAULT_HEADS } from '../src/cli/args';
-import { headsNeeded, type Method, methodSpec } from '../src/engine/drafters/index';
 import { SpecEngine } from '../src/engine/engine';
 import { ortForNode } from '../src/runtime/ort-node';
 import { type BenchPrompt, type BenchReport, markdown, runBench } from './harness';
+import { loadHeadsEngines, releaseAll } from './heads-engines';
 import { BENCH_USAGE, type BenchCli, BenchUsageError, parseBenchArgs, selectPrompts } from './options';
 
 const promptFile = JSON.parse(readFileSync('bench/prompts.json', 'utf8')) as { prompts: BenchPrompt[] };
@@ -40,19 +40,13 @@ if (cli.backends.includes('node-wasm')) {
     device: 'wasm',
   });
   // Methods on draft heads run on an engine with the bundled target's heads (one kind of heads per engine).
-  const headsEngines = new Map<Method, SpecEngine>();
-  for (const m of cli.methods) {
-    const kind = headsNeeded(methodSpec(m));
-    if (!kind || !existsSync(DEFAULT_HEADS[kind])) continue;
-    headsEngines.set(
-      m,
-      await SpecEngine.load(ortForNode(cli.threads), {
-        target: 'public/models/austen-target',
-        heads: DEFAULT_HEADS[kind],
-        device: 'wasm',
-      }),
-    );
-  }
+  const headsEngines = await loadHeadsEngines(
+    cli.methods,
+    DEFAULT_HEADS,
+    (heads) =>
+      SpecEngine.load(ortForNode(cli.threads), { target: 'public/models/austen-target', heads, device: 'wasm' }),
+    (l) => console.log(`  ${l}`),
+  );
   const report = await runBench(engine, {
     engineFor: (m) => headsEngines.get(m) ?? engine,
     prompts: selectPrompts(allPrompts, cli.categories, cli.promptsPerCategory),
@@ -64,7 +58,7 @@ if (cli.backends.includes('node-wasm')) {
     log: (l) => console.log(`  ${l}`),
   });
   await engine.release();
-  for (const e of headsEngines.values()) await e.release();
+  await releaseAll(headsEngines);
   reports['node-wasm'] = report;
   tables.push(markdown('wasm in Node', report));
   console.log(`\n${tables[tables.length - 1]}\n`);
@@ -77,6 +71,7 @@ if (cli.backends.includes('node-webgpu')) {
   const r = await benchNodeWebGpu({
     target: 'public/models/austen-target',
     draft: 'public/models/austen-draft',
+    heads: DEFAULT_HEADS,
     prompts: allPrompts,
     cli,
     log: (l) => console.log(`  ${l}`),

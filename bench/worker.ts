@@ -3,6 +3,7 @@
 import { SpecEngine } from '../src/engine/engine';
 import { ortForWeb } from '../src/runtime/ort-web';
 import { type BenchOptions, type BenchReport, runBench } from './harness';
+import { type HeadsFolders, loadHeadsEngines, releaseAll } from './heads-engines';
 
 declare const self: DedicatedWorkerGlobalScope;
 
@@ -12,7 +13,9 @@ export interface BenchRequest {
   device: 'wasm' | 'webgpu';
   target: string;
   draft: string;
-  options: Omit<BenchOptions, 'log'>;
+  /** Heads for the methods that run on them (medusa, eagle). */
+  heads?: HeadsFolders;
+  options: Omit<BenchOptions, 'log' | 'engineFor'>;
 }
 
 export type BenchMessage =
@@ -31,8 +34,16 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
       device: req.device,
       base: req.base,
     });
-    const report = await runBench(engine, { ...req.options, log: (line) => post({ type: 'log', line }) });
+    const log = (line: string) => post({ type: 'log', line });
+    const heads = await loadHeadsEngines(
+      req.options.methods,
+      req.heads ?? {},
+      (h) => SpecEngine.load(ort, { target: req.target, heads: h, device: req.device, base: req.base }),
+      log,
+    );
+    const report = await runBench(engine, { ...req.options, engineFor: (m) => heads.get(m) ?? engine, log });
     await engine.release();
+    await releaseAll(heads);
     post({ type: 'report', report });
   } catch (e) {
     post({ type: 'error', error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) });
