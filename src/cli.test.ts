@@ -83,6 +83,13 @@ describe('CLI flags', () => {
 });
 
 describe('CLI chat flags', () => {
+  it('--threads: a whole number from 1 to 64, default 1', () => {
+    expect(parseCli(['--prompt', 'x']).threads).toBe(1);
+    expect(parseCli(['--prompt', 'x', '--threads', '2']).threads).toBe(2);
+    expect(() => parseCli(['--prompt', 'x', '--threads', '0'])).toThrow(/--threads must be between 1 and 64; got 0/);
+    expect(() => parseCli(['--prompt', 'x', '--threads', '1.5'])).toThrow(/--threads expects a whole number/);
+  });
+
   it('heads: the bundled target gets its own for medusa and eagle; another target must name them', () => {
     expect(parseCli(['--prompt', 'x', '--method', 'eagle']).heads).toBe('public/models/austen-eagle3');
     expect(parseCli(['--prompt', 'x', '--method', 'medusa']).heads).toBe('public/models/austen-medusa');

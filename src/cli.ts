@@ -41,7 +41,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     return 0;
   }
   // WebGPU in Node runs on Dawn; the adapter (or why there is none and wasm is used) goes to stderr.
-  const runtime = await nodeRuntime(options.device, (line) => io.err(`${line}\n`));
+  const runtime = await nodeRuntime(options.device, (line) => io.err(`${line}\n`), options.threads);
   let engine: SpecEngine;
   try {
     engine = await SpecEngine.load(runtime.ort, {
@@ -61,6 +61,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     return 2;
   }
   const paint = painter(io.colour);
+  const ran = { device: runtime.device, threads: runtime.device === 'wasm' ? options.threads : 0 };
   const rounds: RoundIds[] = [];
   try {
     const it = engine.generate(enginePrompt(options), {
@@ -80,7 +81,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       rounds.push(roundIds(step.value));
       if (!options.json) io.out(paint.round(step.value));
     }
-    if (options.json) io.out(`${jsonResult(result, rounds, undefined, engine.timings)}\n`);
+    if (options.json) io.out(`${jsonResult(result, rounds, undefined, engine.timings, ran)}\n`);
     else {
       io.out(`\n\n${paint.dim(statsLine(result, options.method))}\n`);
       if (options.verify === 'typical' && options.sampling.temperature > 0) {
@@ -92,7 +93,8 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     return 0;
   } catch (e) {
     // Whatever was generated before the failure is kept: printed already as text, or in the JSON object.
-    if (e instanceof GenerationError && options.json) io.out(`${jsonResult(e.partial, rounds, e, engine.timings)}\n`);
+    if (e instanceof GenerationError && options.json)
+      io.out(`${jsonResult(e.partial, rounds, e, engine.timings, ran)}\n`);
     io.err(`${options.json ? '' : '\n'}error: ${(e as Error).message}\n`);
     return 2;
   } finally {

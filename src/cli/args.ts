@@ -23,7 +23,7 @@ export const DEFAULT_HEADS = { medusa: 'public/models/austen-medusa', eagle3: 'p
 
 export const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--heads DIR] [--method NAME]
        [--max-new-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S] [--device wasm|webgpu]
-       [--precision fp32|fp16|int4|auto] [--verify rejection|typical] [--chat [--system TEXT]] [--json]
+       [--precision fp32|fp16|int4|auto] [--verify rejection|typical] [--threads N] [--chat [--system TEXT]] [--json]
 
 --target/--draft/--heads take a folder or a hub id, hf:org/name[@revision] (HF_ENDPOINT, HF_TOKEN and HF_HOME as
 for huggingface_hub). --heads: Medusa heads or an EAGLE-3 head trained on the target (for medusa and eagle; the
@@ -46,6 +46,8 @@ export interface CliOptions {
   maxNewTokens: number;
   sampling: SamplingParams;
   device: 'wasm' | 'webgpu';
+  /** onnxruntime's wasm threads (wasm only; default 1). */
+  threads: number;
   precision: Precision;
   verify: 'rejection' | 'typical';
   json: boolean;
@@ -69,6 +71,7 @@ const VALUE_FLAGS = [
   'device',
   'precision',
   'verify',
+  'threads',
   'system',
 ] as const;
 
@@ -133,6 +136,8 @@ export function parseCli(argv: string[]): CliOptions {
   if (!(sampling.topP > 0 && sampling.topP <= 1))
     throw new UsageError(`--top-p must be in (0, 1]; got ${sampling.topP}`);
   if (str('system') !== undefined && !values.chat) throw new UsageError('--system needs --chat');
+  const threads = number('threads', str('threads'), 1, true);
+  if (threads < 1 || threads > 64) throw new UsageError(`--threads must be between 1 and 64; got ${threads}`);
   const maxNewTokens = number('max-new-tokens', str('max-new-tokens'), 64, true);
   if (maxNewTokens < 1) throw new UsageError(`--max-new-tokens must be >= 1; got ${maxNewTokens}`);
   const target = str('target') ?? DEFAULT_TARGET;
@@ -154,6 +159,7 @@ export function parseCli(argv: string[]): CliOptions {
     maxNewTokens,
     sampling,
     device,
+    threads,
     precision: precision as Precision,
     verify,
     json: Boolean(values.json),

@@ -55,13 +55,15 @@ export const roundIds = (e: RoundEvent): RoundIds => ({
 
 /**
  * The --json object; `error` is present when the run failed part-way (everything before it is kept); `timings` are
- * the engine's load, warm-up and calibration times, apart from the generation's own.
+ * the engine's load, warm-up and calibration times, apart from the generation's own; `runtime` the device and the
+ * wasm threads it ran with.
  */
 export function jsonResult(
   result: GenerationResult,
   rounds: RoundIds[],
   error?: Error,
   timings?: EngineTimings,
+  runtime?: { device: string; threads: number },
 ): string {
   const { stats } = result;
   return JSON.stringify({
@@ -79,6 +81,7 @@ export function jsonResult(
       stopReason: result.stopReason,
     },
     ...(timings ? { timings } : {}),
+    ...(runtime ? { runtime } : {}),
     ...(error ? { error: { name: error.name, message: error.message } } : {}),
   });
 }
