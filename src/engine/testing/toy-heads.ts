@@ -9,7 +9,7 @@
 
 import type { HeadsResource } from '../drafters/method';
 import type { Eagle3Head, Eagle3RowInput, ForwardInput, HiddenStatesLM, MedusaHeads } from '../lm';
-import { type LogitsFn, SkippingToyLM } from './toy-lm';
+import { type LogitsFn, SkippingToyLM, ToyCache } from './toy-lm';
 
 /** Tokens of context a state keeps (the toy logits read only the last 2). */
 const KEEP = 3;
@@ -110,8 +110,8 @@ export class ToyMedusaHeads implements MedusaHeads {
 export class ToyEagle3Head implements Eagle3Head {
   calls = 0;
   readonly hiddenSize = STATE_WIDTH;
-  private slots: number[] = []; // the token of each cached row
-  private pendingKeep: number[] | null = null;
+  /** The token of each cached row. */
+  private readonly cache = new ToyCache<number>();
 
   constructor(
     private readonly vocab: number,
@@ -129,18 +129,15 @@ export class ToyEagle3Head implements Eagle3Head {
   }
 
   get length(): number {
-    return this.pendingKeep ? this.pendingKeep.length : this.slots.length;
+    return this.cache.length;
   }
 
   keep(indices: ArrayLike<number>): void {
-    const list = Array.from(indices);
-    const pending = this.pendingKeep;
-    this.pendingKeep = pending ? list.map((i) => pending[i] as number) : list;
+    this.cache.keep(indices);
   }
 
   reset(): void {
-    this.slots = [];
-    this.pendingKeep = null;
+    this.cache.reset();
   }
 
   async forward(input: {
@@ -151,11 +148,8 @@ export class ToyEagle3Head implements Eagle3Head {
     rows: readonly number[];
   }): Promise<{ logits: Float32Array; out: Float32Array }> {
     this.calls++;
-    if (this.pendingKeep) {
-      this.slots = this.pendingKeep.map((i) => this.slots[i] as number);
-      this.pendingKeep = null;
-    }
-    const cache = this.slots.length;
+    const slots = this.cache.begin();
+    const cache = slots.length;
     const q = input.tokens.length;
     const width = cache + q;
     if (input.bias.length !== q * width) throw new Error(`toy eagle: bias ${input.bias.length} != ${q} x ${width}`);
@@ -172,7 +166,7 @@ export class ToyEagle3Head implements Eagle3Head {
       const seen: number[] = [];
       for (let j = 0; j < width; j++)
         if (input.bias[i * width + j] === 0)
-          seen.push(j < cache ? (this.slots[j] as number) : (input.tokens[j - cache] as number));
+          seen.push(j < cache ? (slots[j] as number) : (input.tokens[j - cache] as number));
       // Visible rows carry x_1 .. x_{j+1}: one per position, ending with this row's own token.
       if (seen.length !== length) throw new Error(`toy eagle: row ${i} sees ${seen.length} rows, wants ${length}`);
       const want = ctx.slice(-Math.min(ctx.length, seen.length));
@@ -180,7 +174,7 @@ export class ToyEagle3Head implements Eagle3Head {
         throw new Error(`toy eagle: row ${i} sees ${seen.slice(-want.length)} but its context ends ${want}`);
       outs.push(encodeContext([...Array(Math.max(0, length + 1 - ctx.length)).fill(0), ...ctx]));
     }
-    this.slots.push(...input.tokens);
+    this.cache.push(...input.tokens);
     const logits = new Float32Array(input.rows.length * this.draftVocab);
     input.rows.forEach((r, k) => {
       const o = outs[r] as Float32Array;

@@ -7,9 +7,51 @@ import { type CausalLM, ContextLimitError, type ForwardInput, type LayerSkipping
 
 export type LogitsFn = (context: readonly number[]) => Float32Array;
 
-export class ToyLM implements CausalLM {
-  private slots: number[][] = [];
+/**
+ * A toy KV cache: one entry per slot, compacted like ModelRunner's (keep() takes indices into the cache as `length`
+ * sees it; a second keep before the next call composes with the first; applied when the next call starts).
+ */
+export class ToyCache<T> {
+  private slots: T[] = [];
   private pendingKeep: number[] | null = null;
+
+  get length(): number {
+    return this.pendingKeep ? this.pendingKeep.length : this.slots.length;
+  }
+
+  keep(indices: ArrayLike<number>): void {
+    const list = Array.from(indices);
+    const pending = this.pendingKeep;
+    this.pendingKeep = pending ? list.map((i) => pending[i] as number) : list;
+  }
+
+  reset(): void {
+    this.slots = [];
+    this.pendingKeep = null;
+  }
+
+  /** The slots a call sees: pending compaction applied. */
+  begin(): readonly T[] {
+    if (this.pendingKeep) {
+      const pending = this.pendingKeep;
+      this.slots = pending.map((i) => this.slots[i] as T);
+      this.pendingKeep = null;
+    }
+    return this.slots;
+  }
+
+  push(...entries: T[]): void {
+    this.slots.push(...entries);
+  }
+
+  /** The last n slots. */
+  last(n: number): T[] {
+    return this.slots.slice(this.slots.length - n);
+  }
+}
+
+export class ToyLM implements CausalLM {
+  private readonly cache = new ToyCache<number[]>();
   calls = 0;
   readonly config: { vocabSize: number; maxPositions: number; eosTokenIds: number[] };
 
@@ -23,34 +65,28 @@ export class ToyLM implements CausalLM {
   }
 
   get length(): number {
-    return this.pendingKeep ? this.pendingKeep.length : this.slots.length;
+    return this.cache.length;
   }
 
   /** Like ModelRunner.keep: indices into the logical cache; a second keep before the next call composes. */
   keep(indices: ArrayLike<number>): void {
-    const list = Array.from(indices);
-    const pending = this.pendingKeep;
-    this.pendingKeep = pending ? list.map((i) => pending[i] as number) : list;
+    this.cache.keep(indices);
   }
 
   reset(): void {
-    this.slots = [];
-    this.pendingKeep = null;
+    this.cache.reset();
   }
 
   /** The full context of each row of the last call. */
   protected lastContexts(q: number): number[][] {
-    return this.slots.slice(this.slots.length - q);
+    return this.cache.last(q);
   }
 
   /** Each slot stores the full context of its token (so a row's context is its visible slots' tokens). */
   async forward(input: ForwardInput): Promise<Float32Array> {
     this.calls++;
-    if (this.pendingKeep) {
-      this.slots = this.pendingKeep.map((i) => this.slots[i] as number[]);
-      this.pendingKeep = null;
-    }
-    const cache = this.slots.length;
+    const slots = this.cache.begin();
+    const cache = slots.length;
     const q = input.tokens.length;
     const width = cache + q;
     // Like a real model: no positions beyond its context.
@@ -64,7 +100,7 @@ export class ToyLM implements CausalLM {
         if (input.bias[i * width + j] !== 0) continue;
         ctx.push(
           j < cache
-            ? ((this.slots[j] as number[])[(this.slots[j] as number[]).length - 1] as number)
+            ? ((slots[j] as number[])[(slots[j] as number[]).length - 1] as number)
             : (input.tokens[j - cache] as number),
         );
       }
@@ -74,7 +110,7 @@ export class ToyLM implements CausalLM {
       }
       contexts.push(ctx);
     }
-    this.slots.push(...contexts);
+    this.cache.push(...contexts);
     const V = this.config.vocabSize;
     const out = new Float32Array(input.rows.length * V);
     Array.from(input.rows).forEach((r, k) => {
