@@ -19,7 +19,7 @@ export class EngineError extends Error {
 
 export interface ClientLoadOptions
   extends Partial<
-    Pick<LoadRequest, 'device' | 'compute' | 'precision' | 'base' | 'ortBase' | 'hub' | 'layerSwitches'>
+    Pick<LoadRequest, 'device' | 'compute' | 'precision' | 'base' | 'ortBase' | 'hub' | 'layerSwitches' | 'heads'>
   > {
   target: string;
   draft?: string;
@@ -103,6 +103,7 @@ export class EngineClient {
       ortBase: options.ortBase ?? defaultOrtBase(base),
       ...(options.hub ? { hub: options.hub } : {}),
       ...(options.layerSwitches ? { layerSwitches: true } : {}),
+      ...(options.heads ? { heads: options.heads } : {}),
     };
     this.loaded = null;
     return new Promise<LoadInfo>((resolve, reject) => {

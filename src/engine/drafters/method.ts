@@ -88,10 +88,10 @@ export function uses(spec: MethodSpec, r: Requirement): boolean {
   return spec.needs.includes(r) || (spec.optional ?? []).includes(r);
 }
 
-/** Which kind of draft heads a method runs on (none: null). */
+/** Which kind of draft heads a method needs (null: none; auto uses heads when loaded but needs none). */
 export function headsNeeded(spec: MethodSpec): 'medusa' | 'eagle3' | null {
-  if (uses(spec, 'medusa-heads')) return 'medusa';
-  if (uses(spec, 'eagle-head')) return 'eagle3';
+  if (spec.needs.includes('medusa-heads')) return 'medusa';
+  if (spec.needs.includes('eagle-head')) return 'eagle3';
   return null;
 }
 
