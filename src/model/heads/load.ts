@@ -166,8 +166,13 @@ export async function loadHeads(
   const source = resolveSource(spec, options.base, options.hub, (message) => progress.warn(message));
   const config = (await readJson(source, 'config.json', false, progress)) as Record<string, unknown> | null;
   if (!config) fail(spec, `missing file: config.json not found in ${source.location}`);
-  const medusa = await readOptional(source, 'medusa_lm_head.safetensors', progress);
-  const eagle = medusa ? null : await readOptional(source, 'model.safetensors', progress);
+  // Ask for the file the config points to first (Medusa's config has medusa_num_heads), so a browser sees no 404.
+  const medusaFirst = 'medusa_num_heads' in (config as Record<string, unknown>);
+  let medusa: Uint8Array | null = null;
+  let eagle: Uint8Array | null = null;
+  if (medusaFirst) medusa = await readOptional(source, 'medusa_lm_head.safetensors', progress);
+  if (!medusa) eagle = await readOptional(source, 'model.safetensors', progress);
+  if (!medusa && !eagle && !medusaFirst) medusa = await readOptional(source, 'medusa_lm_head.safetensors', progress);
   if (!medusa && !eagle) {
     fail(
       spec,
