@@ -47,8 +47,16 @@ if (cli.backends.includes('node-wasm')) {
       SpecEngine.load(ortForNode(cli.threads), { target: 'public/models/austen-target', heads, device: 'wasm' }),
     (l) => console.log(`  ${l}`),
   );
+  // Layer skipping needs the target built with layer switches (a few percent slower per call, so not the pair's).
+  const swiftEngine = cli.methods.includes('swift')
+    ? await SpecEngine.load(ortForNode(cli.threads), {
+        target: 'public/models/austen-target',
+        device: 'wasm',
+        layerSwitches: true,
+      })
+    : null;
   const report = await runBench(engine, {
-    engineFor: (m) => headsEngines.get(m) ?? engine,
+    engineFor: (m) => (m === 'swift' && swiftEngine ? swiftEngine : (headsEngines.get(m) ?? engine)),
     prompts: selectPrompts(allPrompts, cli.categories, cli.promptsPerCategory),
     methods: cli.methods,
     maxNewTokens: cli.maxNewTokens ?? 64,
@@ -59,6 +67,7 @@ if (cli.backends.includes('node-wasm')) {
   });
   await engine.release();
   await releaseAll(headsEngines);
+  await swiftEngine?.release();
   reports['node-wasm'] = report;
   tables.push(markdown('wasm in Node', report));
   console.log(`\n${tables[tables.length - 1]}\n`);
