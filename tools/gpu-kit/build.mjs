@@ -104,9 +104,17 @@ execFileSync('tar', ['-cJf', archive, '-C', out, 'kit'], {
   env: { ...process.env, XZ_OPT: process.env.KIT_XZ_OPT ?? '-9 -T0' },
 });
 
+/**
+ * Tracked files the GPU run does not need (the kit's bench skips heads methods whose heads are absent; the fixtures
+ * are for tests). With them the tree plus the kit exceed what travels, so a GPU session leaves them behind first:
+ * `git rm -r -q --cached <paths> && printf '%s\n' <paths> >> .git/info/exclude` (undo after the run with
+ * `git reset -q` and by removing those lines). Not counted below.
+ */
+const LEAVE_BEHIND = ['public/models/austen-medusa/', 'public/models/austen-eagle3/', 'tests/fixtures/'];
+
 const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' })
   .split('\0')
-  .filter(Boolean)
+  .filter((f) => f && !LEAVE_BEHIND.some((p) => f.startsWith(p)))
   .reduce((sum, f) => {
     try {
       return sum + statSync(join(root, f)).size;
@@ -126,7 +134,7 @@ for (const [what, path] of [
   console.log(`  ${what.padEnd(10)} ${MB(statSync(join(kit, path)).size)}`);
 }
 console.log(
-  `${archive}: ${MB(packed)}; tracked tree ${MB(tracked)}; together ${MB(packed + tracked)} of ${MB(LIMIT)} (64 MiB)`,
+  `${archive}: ${MB(packed)}; tracked tree ${MB(tracked)} (without ${LEAVE_BEHIND.join(', ')}, which a GPU session leaves behind: see LEAVE_BEHIND); together ${MB(packed + tracked)} of ${MB(LIMIT)} (64 MiB)`,
 );
 if (packed + tracked > LIMIT) {
   console.error('Too big to travel with the tree: the kit plus the tracked files exceed 64 MiB.');
