@@ -7,6 +7,7 @@
 import { chainBias, keepIndices, pathTo, positionIds, treeAttentionBias } from '../engine/tree';
 import type { LoadedModel } from '../model/load';
 import { type Device, ModelRunner, type RunnerOptions } from '../model/runner';
+import { maxDiff } from '../util/max-diff';
 
 type Ort = Parameters<typeof ModelRunner.create>[0];
 
@@ -51,13 +52,6 @@ function argmax(row: ArrayLike<number>): number {
   let best = 0;
   for (let i = 1; i < row.length; i++) if ((row[i] as number) > (row[best] as number)) best = i;
   return best;
-}
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  if (a.length !== b.length) return Number.POSITIVE_INFINITY;
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
-  return m;
 }
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);

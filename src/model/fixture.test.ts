@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { chainBias, treeAttentionBias } from '../engine/tree';
 import { ortForNode } from '../runtime/ort-node';
+import { maxDiff } from '../util/max-diff';
 import { loadModel } from './load';
 import { ModelRunner } from './runner';
 
@@ -30,13 +31,6 @@ interface TokenizerCases {
 
 const fixture = JSON.parse(readFileSync('tests/fixtures/reference-logits.json', 'utf8')) as Fixture;
 const tokenizerCases = JSON.parse(readFileSync('tests/fixtures/tokenizer-cases.json', 'utf8')) as TokenizerCases;
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
-  return m;
-}
 
 describe('bundled models vs PyTorch reference logits (fp32, wasm EP)', () => {
   for (const ref of fixture.models) {

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { chainBias, pathTo, positionIds, treeAttentionBias } from '../../engine/tree';
 import { ortForNode } from '../../runtime/ort-node';
+import { maxDiff } from '../../util/max-diff';
 import { ModelRunner } from '../runner';
 import { randomModel } from '../testing/random-model';
 import { referenceForward } from '../testing/reference-llama';
@@ -15,12 +16,6 @@ const ort = ortForNode();
 const PROMPT = [3, 17, 42, 8, 25, 60, 1];
 const TREE = [-1, 0, 0, 1, 2];
 const TREE_TOKENS = [9, 4, 33, 12, 5];
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
-  return m;
-}
 
 /** The reference's hidden states of every position of `seq` (a plain causal sequence). */
 function reference(model: ReturnType<typeof randomModel>, seq: number[]) {

@@ -2,18 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { checkTreeConsistency, type TreeCheckOptions } from '../../diagnostics/tree-check';
 import { chainBias } from '../../engine/tree';
 import { ortForNode } from '../../runtime/ort-node';
+import { maxDiff } from '../../util/max-diff';
 import { ModelRunner } from '../runner';
 import { randomModel } from '../testing/random-model';
 import { referenceForward } from '../testing/reference-llama';
 
 const ort = ortForNode();
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
-  return m;
-}
 
 const causal = (i: number, j: number) => j <= i;
 const PROMPT = [3, 17, 42, 8, 25, 60, 1];

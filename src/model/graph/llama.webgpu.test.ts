@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { checkTreeConsistency } from '../../diagnostics/tree-check';
 import { chainBias, positionIds, treeAttentionBias } from '../../engine/tree';
 import { nodeWebGpu, webGpuOrt, webGpuTitle } from '../../runtime/testing/node-webgpu';
+import { maxDiff } from '../../util/max-diff';
 import { ModelRunner, type RunnerOptions } from '../runner';
 import { int4Reference } from '../testing/int4-reference';
 import { randomModel } from '../testing/random-model';
@@ -23,13 +24,6 @@ function lineage(parents: readonly number[]): Set<number>[] {
     for (let k = n; k >= 0; k = parents[k] as number) s.add(k);
     return s;
   });
-}
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
-  return m;
 }
 
 function maxAbs(a: ArrayLike<number>): number {

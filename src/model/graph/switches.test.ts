@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { chainBias, keepIndices, treeAttentionBias } from '../../engine/tree';
 import { ortForNode } from '../../runtime/ort-node';
+import { maxDiff } from '../../util/max-diff';
 import { ModelRunner } from '../runner';
 import { randomModel } from '../testing/random-model';
 import { referenceForward } from '../testing/reference-llama';
@@ -13,12 +14,6 @@ import { referenceForward } from '../testing/reference-llama';
 const ort = ortForNode();
 const PROMPT = [3, 17, 42, 8, 25, 60, 1];
 const LAYERS = 4;
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
-  return m;
-}
 
 const prefill = (tokens: number[]) => ({
   tokens,
@@ -58,6 +53,7 @@ describe('layer switches', () => {
       const row = skipped.subarray(r * model.config.vocabSize, (r + 1) * model.config.vocabSize);
       expect(maxDiff(row, ref[r] as Float64Array)).toBeLessThan(1e-4);
     }
+    expect(skipped.length).toBe(a.length);
     expect(maxDiff(a, skipped)).toBeGreaterThan(1e-3); // it did skip something
     await plain.release();
     await switched.release();

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { checkTreeConsistency } from '../../diagnostics/tree-check';
 import { chainBias, treeAttentionBias } from '../../engine/tree';
 import { ortForNode } from '../../runtime/ort-node';
+import { maxDiff } from '../../util/max-diff';
 import { ModelRunner, type RunnerOptions } from '../runner';
 import { int4Reference } from '../testing/int4-reference';
 import { randomModel } from '../testing/random-model';
@@ -17,13 +18,6 @@ const ort = ortForNode();
 const PROMPT = [3, 17, 42, 8, 25, 60, 1];
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 const causal = (i: number, j: number) => j <= i;
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
-  return m;
-}
 
 function argmaxRows(logits: Float32Array, vocab: number): number[] {
   const out: number[] = [];

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { MASKED } from '../../engine/lm';
 import { chainBias } from '../../engine/tree';
 import { ortForNode } from '../../runtime/ort-node';
+import { maxDiff } from '../../util/max-diff';
 import { loadModel } from '../load';
 import { ModelRunner } from '../runner';
 import { loadHeads } from './load';
@@ -22,13 +23,6 @@ interface Blob {
 const f32 = (b: Blob) => new Float32Array(Uint8Array.from(Buffer.from(b.f32le_base64, 'base64')).buffer);
 const fx = JSON.parse(readFileSync('tests/fixtures/heads-reference.json', 'utf8'));
 const ort = ortForNode();
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
-  return m;
-}
 
 const visibleBias = (visible: number[][]) => Float32Array.from(visible.flat(), (v) => (v ? 0 : MASKED));
 const topK = (row: Float32Array, k: number) =>

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ortForNode } from '../../runtime/ort-node';
+import { maxDiff } from '../../util/max-diff';
 import { writeSafetensors } from '../safetensors';
 import { randomEagle3, randomMedusa } from '../testing/random-heads';
 import { randomModel } from '../testing/random-model';
@@ -23,12 +24,6 @@ function folder(files: Record<string, Uint8Array>): string {
   const dir = mkdtempSync(join(tmpdir(), 'spec-heads-'));
   for (const [name, bytes] of Object.entries(files)) writeFileSync(join(dir, name), bytes);
   return dir;
-}
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
-  return m;
 }
 
 const rand = (n: number, seed: number) =>
