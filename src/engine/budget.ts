@@ -8,6 +8,7 @@
  * on a flat one it keeps everything.
  */
 import { type CostCurve, relativeCost } from './calibrate';
+import { childrenOf } from './tree';
 
 export interface BudgetChoice {
   /** How many of the best-first candidates to keep (0 = verify the root alone). */
@@ -69,6 +70,16 @@ export class AcceptanceTable {
     const o = this.offered.get(key) ?? 0;
     const a = this.accepted.get(key) ?? 0;
     return (a + this.prior(key) * this.priorWeight) / (o + this.priorWeight);
+  }
+
+  /**
+   * One verified round: every node offered on the accepted path (a child of a path node) counts once for its
+   * bucket, accepted if the path went through it.
+   */
+  recordOffered(parents: readonly number[], path: readonly number[], keyOf: (node: number) => string): void {
+    const kids = childrenOf(parents);
+    const onPath = new Set(path);
+    for (const node of path) for (const child of kids[node] ?? []) this.record(keyOf(child), onPath.has(child));
   }
 
   record(key: string, accepted: boolean): void {

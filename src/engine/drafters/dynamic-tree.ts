@@ -238,13 +238,7 @@ export class DynamicTreeDrafter implements Drafter {
 
   accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
     this.state.accept(tree, result, outputs);
-    if (this.options.calibrated) {
-      // Every node offered on the accepted path counts once for its bucket: accepted if the path went through it.
-      const kids = childrenOf(tree.parents);
-      const onPath = new Set(result.path);
-      for (const node of result.path)
-        for (const child of kids[node] ?? []) this.table.record(this.keys[child] as string, onPath.has(child));
-    }
+    if (this.options.calibrated) this.table.recordOffered(tree.parents, result.path, (n) => this.keys[n] as string);
     if (!this.options.adaptive) return;
     const accepted = result.path.length - 1;
     if (accepted >= this.depth - 1) this.depth = Math.min(this.depth + 1, 12);

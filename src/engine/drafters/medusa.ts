@@ -15,7 +15,7 @@
  */
 import { AcceptanceTable, chooseBudget } from '../budget';
 import { checkLogits, type MedusaHeads } from '../lm';
-import { childrenOf } from '../tree';
+import { type SamplingParams, toProbs, topK } from '../sampling';
 import type { VerifyResult } from '../verify';
 import {
   type Drafter,
@@ -48,22 +48,13 @@ interface Candidate {
   key: string;
 }
 
-/** The top `k` entries of one row of logits, as softmax probabilities, most probable first. */
-function topCandidates(logits: Float32Array, offset: number, vocab: number, k: number): { token: number; p: number }[] {
-  let max = Number.NEGATIVE_INFINITY;
-  for (let i = 0; i < vocab; i++) max = Math.max(max, logits[offset + i] as number);
-  let sum = 0;
-  for (let i = 0; i < vocab; i++) sum += Math.exp((logits[offset + i] as number) - max);
-  const best: { token: number; l: number }[] = [];
-  for (let i = 0; i < vocab; i++) {
-    const l = logits[offset + i] as number;
-    if (best.length === k && l <= (best[k - 1] as { l: number }).l) continue;
-    let at = best.length;
-    while (at > 0 && (best[at - 1] as { l: number }).l < l) at--;
-    best.splice(at, 0, { token: i, l });
-    if (best.length > k) best.pop();
-  }
-  return best.map(({ token, l }) => ({ token, p: Math.exp(l - max) / sum }));
+/** The heads' distribution: a plain softmax of their logits. */
+const SOFTMAX: SamplingParams = { temperature: 1, topK: 0, topP: 1, seed: 0 };
+
+/** The top `k` tokens of one head's logits row, with their softmax probabilities, most probable first. */
+function topCandidates(row: Float32Array, k: number): { token: number; p: number }[] {
+  const probs = toProbs(row, SOFTMAX);
+  return topK(probs, k).map((token) => ({ token, p: probs[token] as number }));
 }
 
 export class MedusaDrafter implements Drafter {
@@ -103,7 +94,9 @@ export class MedusaDrafter implements Drafter {
     this.calledThisRound = true;
     const vocab = this.heads.vocab;
     checkLogits(logits, vocab, 'the Medusa heads');
-    const perHead = Array.from({ length: depth }, (_, k) => topCandidates(logits, k * vocab, vocab, this.options.topK));
+    const perHead = Array.from({ length: depth }, (_, k) =>
+      topCandidates(logits.subarray(k * vocab, (k + 1) * vocab), this.options.topK),
+    );
 
     // Best-first over the product tree: pop the best open candidate, open its children (the next head's guesses).
     const chosen: Candidate[] = [];
@@ -162,17 +155,11 @@ export class MedusaDrafter implements Drafter {
   }
 
   accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
-    // Every node offered on the accepted path counts once for its bucket: accepted if the path went through it.
-    const kids = childrenOf(tree.parents);
-    const onPath = new Set(result.path);
-    for (const node of result.path) {
-      for (const child of kids[node] ?? []) this.table.record(this.keys[child] as string, onPath.has(child));
-    }
-    if (!outputs.hidden) throw new Error("Medusa heads: the round's target call returned no hidden states");
-    this.rootHidden = outputs.hidden(result.path[result.path.length - 1] as number).slice();
+    this.table.recordOffered(tree.parents, result.path, (n) => this.keys[n] as string);
+    this.observe(tree, result, outputs);
   }
 
-  /** Another drafter's round: the state at its last accepted node is the next round's input. */
+  /** Another drafter's round (or this one's): the state at its last accepted node is the next round's input. */
   observe(_tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
     if (!outputs.hidden) throw new Error("Medusa heads: the round's target call returned no hidden states");
     this.rootHidden = outputs.hidden(result.path[result.path.length - 1] as number).slice();

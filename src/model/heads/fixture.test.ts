@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { MASKED } from '../../engine/lm';
+import { topK } from '../../engine/sampling';
 import { chainBias } from '../../engine/tree';
 import { ortForNode } from '../../runtime/ort-node';
 import { maxDiff } from '../../util/max-diff';
@@ -25,10 +26,6 @@ const fx = JSON.parse(readFileSync('tests/fixtures/heads-reference.json', 'utf8'
 const ort = ortForNode();
 
 const visibleBias = (visible: number[][]) => Float32Array.from(visible.flat(), (v) => (v ? 0 : MASKED));
-const topK = (row: Float32Array, k: number) =>
-  Array.from(row.keys())
-    .sort((a, b) => (row[b] as number) - (row[a] as number))
-    .slice(0, k);
 
 describe('hidden states and heads against PyTorch (bundled target and heads, fp32)', () => {
   for (const kind of ['last', 'eagle3'] as const) {

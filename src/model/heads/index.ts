@@ -2,8 +2,9 @@
  * Draft heads opened next to their target: which hidden states the target must return for them, and the session
  * that runs them (Medusa's K heads, or the EAGLE-3 head with its own cache).
  */
+
+import { chainBias } from '../../engine/tree';
 import type { HiddenKind } from '../graph/llama';
-import { MASKED } from '../graph/mask';
 import type { LoadedModel } from '../load';
 import type { Device } from '../precision';
 import type { HeadsKind, LoadedHeads } from './load';
@@ -58,13 +59,11 @@ export async function warmupHeads(heads: OpenedHeads, hiddenWidth: number): Prom
   for (const q of [16, 4, 1]) {
     e.reset();
     const rows = Array.from({ length: q }, (_, i) => i);
-    const bias = new Float32Array(q * q);
-    for (let i = 0; i < q; i++) for (let j = i + 1; j < q; j++) bias[i * q + j] = MASKED;
     await e.forward({
       tokens: rows,
       inputs: rows.map((i) => (i % 2 ? { drafted: new Float32Array(d) } : { feature: new Float32Array(3 * d) })),
       positions: rows,
-      bias,
+      bias: chainBias(0, q),
       rows: [q - 1],
     });
   }
