@@ -77,23 +77,8 @@ export async function openPair(
   specs: { target: string; draft: string },
   options: OpenOptions,
 ): Promise<ModelPair> {
-  const [targetModel, draftModel]: LoadedModel[] = await Promise.all([
-    asRole('target', specs.target, () => loadModel(specs.target, options)),
-    asRole('draft', specs.draft, () => loadModel(specs.draft, options)),
-  ]);
-  assertSameVocabulary(targetModel as LoadedModel, draftModel as LoadedModel);
-  const target = await asRole('target', specs.target, () =>
-    ModelRunner.create(ort, targetModel as LoadedModel, runnerOptions(options)),
-  );
-  try {
-    const draft = await asRole('draft', specs.draft, () =>
-      ModelRunner.create(ort, draftModel as LoadedModel, runnerOptions(options, 'draft')),
-    );
-    return { target, draft };
-  } catch (e) {
-    await target.release();
-    throw e;
-  }
+  const { target, draft } = await openModels(ort, specs, options);
+  return { target, draft: draft as ModelRunner };
 }
 
 export interface OpenedModels {
