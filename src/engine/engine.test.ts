@@ -68,6 +68,14 @@ describe('SpecEngine', () => {
       // Still usable after the refusal; the same text as plain decoding.
       const plain = await finish(withEagle, 'She was', 'ar', GREEDY, 12);
       expect((await finish(withEagle, 'She was', 'eagle', GREEDY, 12)).tokens).toEqual(plain.tokens);
+      // The heads' cost per call is measured with the rest of the cost model (no estimate left standing in for it),
+      // and measured again by an explicit calibration.
+      const measured = withEagle.costModel?.headsRelative as number;
+      expect(measured).toBeGreaterThan(0.01);
+      expect(measured).toBeLessThan(2);
+      const again = (await withEagle.calibrate([1, 2], 2)).headsRelative;
+      expect(again).toBeGreaterThan(0);
+      expect(again).not.toBe(measured);
     } finally {
       await withEagle.release();
     }

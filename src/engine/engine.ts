@@ -4,7 +4,14 @@
  */
 
 import type { ComputeType, GraphVariant, HubOptions, Precision } from '../model/index';
-import { type ModelRunner, type OpenedHeads, openModels, type ProgressCallback, warmupHeads } from '../model/index';
+import {
+  type ModelRunner,
+  type OpenedHeads,
+  openModels,
+  type ProgressCallback,
+  timeHeadsCall,
+  warmupHeads,
+} from '../model/index';
 import type { Device } from '../model/runner';
 import type { ChatMessage, TextTokenizer } from '../model/tokenizer';
 import { type Calibration, calibrateCosts } from './costs';
@@ -229,16 +236,17 @@ export class SpecEngine {
   }
 
   /**
-   * The heads as a drafter sees them. Their cost per call is estimated from the weights each call reads, relative
-   * to one target call (the heads run on the same device in the same float type): a Medusa call reads K ResBlocks
-   * and K vocabulary projections, an EAGLE-3 call one decoder layer, its fc and a draft-vocabulary head.
+   * The heads as a drafter sees them. Their cost per call is measured with the cost model (timeHeadsCall); until
+   * then (or without calibration) it is estimated from the weights each call reads, relative to one target call: a
+   * Medusa call reads K ResBlocks and K vocabulary projections, an EAGLE-3 call one decoder layer, its fc and a
+   * draft-vocabulary head. The estimate is low on wasm, where a call's fixed costs weigh more than its bytes.
    */
   private headsResource(heads: OpenedHeads): HeadsResource {
     return {
       spec: heads.loaded.spec,
       ...(heads.medusa ? { medusa: heads.medusa } : {}),
       ...(heads.eagle3 ? { eagle3: heads.eagle3 } : {}),
-      relativeCost: heads.loaded.weightBytes / this.target.computeWeightBytes,
+      relativeCost: () => this.costs?.headsRelative ?? heads.loaded.weightBytes / this.target.computeWeightBytes,
     };
   }
 
@@ -272,10 +280,18 @@ export class SpecEngine {
       store: this.store,
       fresh,
     });
-    this.costs = result.costs;
-    this.timings.calibrationMs += result.ms;
+    let { costs, ms } = result;
+    if (this.heads) {
+      // The heads' calls are timed every time (a few milliseconds): the remembered record is the models' alone.
+      const started = performance.now();
+      const headsMs = await timeHeadsCall(this.heads, this.target.hiddenWidth);
+      costs = { ...costs, headsRelative: headsMs / (costs.curve.points[0]?.ms ?? headsMs) };
+      ms += performance.now() - started;
+    }
+    this.costs = costs;
+    this.timings.calibrationMs += ms;
     this.timings.calibration = result.source;
-    return result;
+    return { ...result, costs, ms };
   }
 
   /** The prompt text the target's chat template makes of `messages` (ending where the assistant's reply starts). */

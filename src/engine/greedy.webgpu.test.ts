@@ -76,7 +76,11 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('greedy identity of every method on 
     const on = h ? h.target : target;
     const heads = h
       ? {
-          heads: { spec: 'random heads', ...h.heads, relativeCost: h.heads.loaded.weightBytes / on.computeWeightBytes },
+          heads: {
+            spec: 'random heads',
+            ...h.heads,
+            relativeCost: () => h.heads.loaded.weightBytes / on.computeWeightBytes,
+          },
         }
       : {};
     const drafter = createDrafter(method, { target: on, draft, ...heads, costs: () => null });

@@ -10,7 +10,14 @@ import { ModelRunner, type RunnerOptions } from './runner';
 export { parseLlamaConfig } from './config';
 export { DownloadError, ModelLoadError } from './errors';
 export { type ComputeType, type GraphVariant, MASKED } from './graph/llama';
-export { type HeadsKind, type LoadedHeads, loadHeads, type OpenedHeads, warmupHeads } from './heads/index';
+export {
+  type HeadsKind,
+  type LoadedHeads,
+  loadHeads,
+  type OpenedHeads,
+  timeHeadsCall,
+  warmupHeads,
+} from './heads/index';
 export { assertSameVocabulary, type LoadedModel, loadModel } from './load';
 export { PRECISIONS, type Precision } from './precision';
 export { ContextLimitError, type Device, type ForwardInput, ModelRunner } from './runner';

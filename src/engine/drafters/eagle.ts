@@ -40,8 +40,8 @@ export class Eagle3State implements TreeDraftModel {
     readonly head: Eagle3Head,
     /** The target's vocabulary size. */
     private readonly vocab: number,
-    /** One single-row head call relative to one single-token target call. */
-    private readonly relative: number,
+    /** One single-row head call relative to one single-token target call (read each round: measured once the engine calibrates). */
+    private readonly relative: () => number,
   ) {}
 
   get calls(): number {
@@ -49,12 +49,12 @@ export class Eagle3State implements TreeDraftModel {
   }
 
   callCost(): number {
-    return this.relative;
+    return this.relative();
   }
 
   roundCost(costs: CostModel): number {
     // A head call's width costs like the target's (both are memory-bound at these widths); scaled by the head's size.
-    return this.roundWidths.reduce((sum, w) => sum + relativeCost(costs.curve, w), 0) * this.relative;
+    return this.roundWidths.reduce((sum, w) => sum + relativeCost(costs.curve, w), 0) * this.relative();
   }
 
   room(): number {
@@ -212,7 +212,7 @@ export class EagleDrafter extends DynamicTreeDrafter {
   }
 }
 
-export function eagleHeadOf(heads: HeadsResource | undefined): { head: Eagle3Head; relativeCost: number } {
+export function eagleHeadOf(heads: HeadsResource | undefined): { head: Eagle3Head; relativeCost: () => number } {
   if (!heads?.eagle3) throw new Error('this method needs an EAGLE-3 head, and none is loaded');
   return { head: heads.eagle3, relativeCost: heads.relativeCost };
 }

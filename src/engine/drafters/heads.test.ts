@@ -46,7 +46,7 @@ async function tauOf(
   const heads = {
     spec: 'toy',
     ...(method === 'medusa' ? { medusa: new ToyMedusaHeads(4, V, guess) } : { eagle3: new ToyEagle3Head(V, guess) }),
-    relativeCost: 0.05,
+    relativeCost: () => 0.05,
   };
   const drafter = createDrafter(method, { target, heads, costs: () => costs });
   const r = await generateAll({ target, drafter, tokenizer }, prompt, { maxNewTokens: 60, sampling: GREEDY });

@@ -70,7 +70,8 @@ export class MedusaDrafter implements Drafter {
 
   constructor(
     private readonly heads: MedusaHeads,
-    private readonly relativeCost: number,
+    /** One heads call in single-token target calls (read each round: measured once the engine calibrates). */
+    private readonly relativeCost: () => number,
     private readonly costs: () => CostModel | null = () => null,
     private readonly options: MedusaOptions = MEDUSA_DEFAULTS,
   ) {}
@@ -121,7 +122,7 @@ export class MedusaDrafter implements Drafter {
     const { keep, predictedSpeedup } = chooseBudget(
       chosen.map((c) => c.value),
       costs?.curve ?? null,
-      costs ? this.relativeCost : 0,
+      costs ? this.relativeCost() : 0,
     );
     const tree = this.build(req.committed, chosen.slice(0, keep));
     this.lastNote = {
@@ -177,11 +178,11 @@ export class MedusaDrafter implements Drafter {
   }
 
   draftCost(): number {
-    return this.calledThisRound ? this.relativeCost : 0;
+    return this.calledThisRound ? this.relativeCost() : 0;
   }
 }
 
-export function medusaHeadsOf(heads: HeadsResource | undefined): { heads: MedusaHeads; relativeCost: number } {
+export function medusaHeadsOf(heads: HeadsResource | undefined): { heads: MedusaHeads; relativeCost: () => number } {
   if (!heads?.medusa) throw new Error('this method needs Medusa heads, and none are loaded');
   return { heads: heads.medusa, relativeCost: heads.relativeCost };
 }

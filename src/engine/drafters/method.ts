@@ -25,6 +25,8 @@ export interface CostModel {
   draftRelative: number;
   /** The draft model's own curve (empty without a draft model). */
   draftCurve: CostCurve;
+  /** One single-row call of the loaded draft heads relative to one single-token target call, measured. */
+  headsRelative?: number;
 }
 
 /** What a method's factory receives: exactly what it asked for, plus live access to the measured costs. */
@@ -47,8 +49,11 @@ export interface HeadsResource {
   spec: string;
   medusa?: MedusaHeads;
   eagle3?: Eagle3Head;
-  /** One single-row heads call relative to one single-token target call (by the weights each reads). */
-  relativeCost: number;
+  /**
+   * One single-row heads call relative to one single-token target call: measured with the cost model, estimated
+   * from the weights each call reads before that (read it each round).
+   */
+  relativeCost: () => number;
 }
 
 export interface MethodSpec<Name extends string = string> {

@@ -198,6 +198,6 @@ export function toyHeads(target: HiddenToyLM, draft: LogitsFn): HeadsResource {
     spec: 'toy heads',
     medusa: new ToyMedusaHeads(4, target.config.vocabSize, draft, target.hiddenWidth),
     eagle3: new ToyEagle3Head(target.config.vocabSize, draft),
-    relativeCost: 0.05,
+    relativeCost: () => 0.05,
   };
 }

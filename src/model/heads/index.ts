@@ -69,3 +69,45 @@ export async function warmupHeads(heads: OpenedHeads, hiddenWidth: number): Prom
   }
   e.reset();
 }
+
+/**
+ * Median milliseconds of one single-row heads call as drafting makes it: Medusa on one hidden row; the EAGLE-3
+ * head on one drafted row over a 64-row cache (its cache is reset afterwards). The engine divides it by a
+ * single-token target call to get the heads' cost per call on this hardware.
+ */
+export async function timeHeadsCall(heads: OpenedHeads, hiddenWidth: number, reps = 5): Promise<number> {
+  const e = heads.eagle3;
+  const context = e ? 64 : 0;
+  if (e) {
+    e.reset();
+    const rows = Array.from({ length: context }, (_, i) => i);
+    await e.forward({
+      tokens: rows,
+      inputs: rows.map(() => ({ feature: new Float32Array(3 * e.hiddenSize) })),
+      positions: rows,
+      bias: chainBias(0, context),
+      rows: [context - 1],
+    });
+  }
+  const kept = Array.from({ length: context }, (_, i) => i);
+  const times: number[] = [];
+  for (let i = 0; i <= reps; i++) {
+    const started = performance.now();
+    if (heads.medusa) await heads.medusa.predict(new Float32Array(hiddenWidth));
+    else if (e) {
+      await e.forward({
+        tokens: [0],
+        inputs: [{ drafted: new Float32Array(e.hiddenSize) }],
+        positions: [context],
+        bias: new Float32Array(context + 1),
+        rows: [0],
+      });
+      e.keep(kept);
+    }
+    // The first call pays for the new shape; the rest are the steady state.
+    if (i > 0) times.push(performance.now() - started);
+  }
+  e?.reset();
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)] as number;
+}
