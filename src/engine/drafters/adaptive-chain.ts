@@ -30,7 +30,7 @@ export class AdaptiveChainDrafter extends ChainDrafter {
   private tried = 0;
 
   constructor(
-    draft: DraftModelState['lm'],
+    draft: DraftModelState['lm'] | DraftModelState,
     /** This hardware's measured costs, once known (null: the +2/-1 heuristic). */
     private readonly costs: () => CostModel | null = () => null,
     private readonly adaptive: AdaptiveChainOptions = ADAPTIVE_DEFAULTS,

@@ -1,20 +1,22 @@
 /**
  * `auto`: speculation that fits the machine. Each round it picks one way of drafting (an "arm") and the tree for it:
  *
- * - arms: plain decoding (no draft), prompt lookup, and, with what is loaded, prompt lookup merged with the draft
- *   model's tree, self-speculation by layer skipping, and draft heads (EAGLE-3, Medusa; the arms not chosen in a
- *   round observe it, so the heads' view of the target's states stays current). Within an arm the tree is sized on the measured verify-cost
- *   curve: candidates carry calibrated acceptance values and are kept best-first as long as expected tokens per unit
- *   of time grow (budget.ts; per-source acceptance by sibling rank and confidence is kept by the merged drafter).
- *   So on a steep curve (wasm) a tree shrinks to a short chain or to nothing, on a flat one (a GPU) it grows wide
- *   and deep; a tree whose predicted time per token is worse than plain decoding's is never proposed.
- * - between arms: each arm's throughput over its recent rounds decides: tokens produced per unit of cost, the cost
- *   of a round being its verification call on the measured verify-cost curve (width of tree and auxiliary nodes)
- *   plus its own model calls on the measured curves (Drafter.draftCost: draft-model calls, skipping calls, none for
- *   lookup). Every arm is tried early and the others are revisited now and then, so the estimates follow the text.
- *   This is the expected-gain rule applied to whole drafters, with costs from measurements made once: the choice
- *   is reproducible for a seed (same text, same costs, same choices). Without a cost model (calibration off, e.g.
- *   on a software GPU adapter) real time stands in.
+ * - arms: plain decoding (no draft) and, with what is loaded: prompt lookup (without a draft model), the draft
+ *   model's adaptive chain and its cost-sized tree merged with prompt lookup (one draft cache between them),
+ *   self-speculation by layer skipping, and draft heads (EAGLE-3, Medusa; the arms not chosen in a round observe
+ *   it, so the heads' view of the target's states stays current). Within an arm the tree is sized on the measured
+ *   verify-cost curve: candidates carry calibrated acceptance values and are kept best-first as long as expected
+ *   tokens per unit of time grow (budget.ts; per-source acceptance by sibling rank and confidence is kept by the
+ *   merged drafter). So on a steep curve (wasm) a tree shrinks to a short chain or to nothing, on a flat one (a
+ *   GPU) it grows wide and deep; a tree whose predicted time per token is worse than plain decoding's is never
+ *   proposed.
+ * - between arms: each arm's throughput over its recent rounds decides: tokens produced per unit of cost. Under
+ *   greedy decoding the cost is real time (the text does not depend on the arm, and time counts each arm's own
+ *   overhead); under sampling it is the cost model: the verification call on the measured verify-cost curve (width
+ *   of tree and auxiliary nodes) plus the arm's own model calls on the measured curves (Drafter.draftCost), so the
+ *   choice is reproducible for a seed (same text, same costs, same choices). Every arm is tried early, the others
+ *   are revisited now and then (the further behind, the rarer) so the estimates follow the text, and the arm in use
+ *   is displaced only by one clearly ahead. This is the expected-gain rule applied to whole drafters.
  *
  * Why not Sequoia's dynamic programme over (depth, rank) acceptance for a fixed tree shape: our candidates come with
  * per-node estimates (draft confidence, n-gram agreement) that a per-position acceptance vector would throw away;
@@ -23,7 +25,10 @@
  */
 import { relativeCost } from '../calibrate';
 import { hasHiddenStates, isLayerSkipping } from '../lm';
+import { isGreedy } from '../sampling';
 import type { VerifyResult } from '../verify';
+import { AdaptiveChainDrafter } from './adaptive-chain';
+import { DraftModelState } from './draft-model';
 import type { Drafter, DrafterNote, DraftRequest, DraftTree, TargetOutputs } from './drafter';
 import { DYNAMIC_DEFAULTS, DynamicTreeDrafter } from './dynamic-tree';
 import { EAGLE_DEFAULTS, Eagle3State, EagleDrafter } from './eagle';
@@ -49,14 +54,33 @@ interface Arm {
 const DECAY = 0.9;
 /** Rounds each arm is tried before the choice is made on measurements. */
 const WARMUP_SAMPLES = 2;
-/** A non-chosen arm is revisited after this many rounds without it. */
-const REVISIT = 24;
+/**
+ * Revisiting a non-chosen arm costs its gap to the best arm for one round. An arm whose estimate is the share g
+ * below the best waits g / EXPLORE_SHARE rounds (between REVISIT_MIN and REVISIT_MAX), so each arm's revisits cost
+ * about EXPLORE_SHARE of the throughput however far behind it is: close arms are checked often (cheap, and they
+ * may overtake), far ones rarely.
+ */
+const EXPLORE_SHARE = 0.004;
+const REVISIT_MIN = 12;
+/** How far ahead (a share of its throughput) an arm must be to displace the arm in use. */
+const SWITCH_MARGIN = 0.05;
+const REVISIT_MAX = 256;
+
+/** Rounds a non-chosen arm waits before it is revisited, from its throughput and the best one's. */
+export function revisitAfter(armThroughput: number, bestThroughput: number): number {
+  const gap = bestThroughput > 0 ? Math.max(0, 1 - armThroughput / bestThroughput) : 0;
+  return Math.min(REVISIT_MAX, Math.max(REVISIT_MIN, Math.round(gap / EXPLORE_SHARE)));
+}
 
 export class AutoDrafter implements Drafter {
   readonly name = 'auto';
   private readonly arms: Arm[];
   private current: Arm;
   private round = 0;
+  /** The arm chosen on measurements last time (revisits aside). */
+  private incumbent: Arm | null = null;
+  private measure: 'model' | 'time' = 'time';
+  private draftCalls = 0;
   private started = 0;
   private why = '';
 
@@ -68,17 +92,29 @@ export class AutoDrafter implements Drafter {
     this.current = this.arms[0] as Arm;
   }
 
+  /** Model calls the arms made while drafting (counted per round: arms may share one draft model). */
   get calls(): number {
-    return this.arms.reduce((sum, a) => sum + a.drafter.calls, 0);
+    return this.draftCalls;
   }
 
-  /** Tokens per unit of cost of an arm: per single-token call with a cost model, per second without (NaN untried). */
+  /** Tokens per unit of cost of an arm: per single-token call on the cost model, or per second (NaN untried). */
   throughput(arm: Arm): number {
     return arm.cost > 0 ? arm.tokens / arm.cost : Number.NaN;
   }
 
   private get unit(): string {
-    return this.costs() ? 'tokens/call' : 'tok/s';
+    return this.measure === 'model' ? 'tokens/call' : 'tok/s';
+  }
+
+  /**
+   * What a round's cost is measured in. Under greedy decoding the text is the same whichever arm drafts, so the
+   * arms are compared on real time, which also counts what the cost model leaves out (each arm's own overhead:
+   * tree building, merging, a draft cache catching up after another arm's rounds). Under sampling the arm drafted
+   * from shapes the sample, so the comparison uses the cost model alone and a seed gives the same text again on the
+   * same measured costs. Without a cost model, real time.
+   */
+  private measureFor(sampling: DraftRequest['sampling']): 'model' | 'time' {
+    return this.costs() && !isGreedy(sampling) ? 'model' : 'time';
   }
 
   private choose(): Arm {
@@ -87,22 +123,41 @@ export class AutoDrafter implements Drafter {
       this.why = `trying ${untried.name}`;
       return untried;
     }
-    const best = this.arms.reduce((a, b) => (this.throughput(b) > this.throughput(a) ? b : a));
-    // Revisit the arm that has waited longest once it has waited REVISIT rounds (its estimate may be stale).
-    const waited = this.arms.filter((a) => a !== best).sort((a, b) => a.lastRound - b.lastRound)[0];
-    if (waited && this.round - waited.lastRound >= REVISIT) {
-      this.why = `revisiting ${waited.name}`;
-      return waited;
+    let best = this.arms.reduce((a, b) => (this.throughput(b) > this.throughput(a) ? b : a));
+    // Hysteresis: the arm in use keeps its place unless another is clearly ahead; small leads are noise that
+    // switching (a draft cache catching up, estimates settling) would pay for.
+    if (this.incumbent && this.throughput(best) < this.throughput(this.incumbent) * (1 + SWITCH_MARGIN))
+      best = this.incumbent;
+    this.incumbent = best;
+    // Revisit the arm most overdue (its estimate may be stale), the wait scaled by how far behind it is.
+    const top = this.throughput(best);
+    const overdue = this.arms
+      .filter((a) => a !== best)
+      .map((a) => ({ a, late: this.round - a.lastRound - revisitAfter(this.throughput(a), top) }))
+      .filter((x) => x.late >= 0)
+      .sort((x, y) => y.late - x.late)[0];
+    if (overdue) {
+      this.why = `revisiting ${overdue.a.name}`;
+      return overdue.a;
     }
     this.why = `best: ${this.arms.map((a) => `${a.name} ${this.throughput(a).toFixed(2)}`).join(', ')} ${this.unit}`;
     return best;
   }
 
   async propose(req: DraftRequest): Promise<DraftTree> {
+    const measure = this.measureFor(req.sampling);
+    if (measure !== this.measure) {
+      // Estimates in another unit say nothing here: measure every arm afresh.
+      for (const a of this.arms) Object.assign(a, { tokens: 0, cost: 0, samples: 0, lastRound: -1 });
+      this.incumbent = null;
+      this.measure = measure;
+    }
     this.current = this.choose();
     this.current.lastRound = this.round;
     this.started = performance.now();
+    const before = this.current.drafter.calls;
     const tree = await this.current.drafter.propose(req);
+    this.draftCalls += this.current.drafter.calls - before;
     tree.sources ??= tree.tokens.map((_, i) => (i === 0 ? '' : this.current.name));
     return tree;
   }
@@ -120,13 +175,14 @@ export class AutoDrafter implements Drafter {
     const arm = this.current;
     arm.drafter.accept(tree, result, outputs);
     for (const a of this.arms) if (a !== arm) a.drafter.observe?.(tree, result, outputs);
-    // The round's tokens (the accepted path plus the target's own) and its cost: the verification call's width on
-    // the measured curve plus the arm's own model calls; real seconds when nothing is measured.
+    // The round's tokens (the accepted path plus the target's own) and its cost: real seconds, or on the cost model
+    // the verification call's width on the measured curve plus the arm's own model calls.
     const costs = this.costs();
     const width = tree.tokens.length + (tree.aux?.tokens.length ?? 0);
-    const cost = costs
-      ? relativeCost(costs.curve, width) + (arm.drafter.draftCost?.(costs) ?? 0)
-      : (performance.now() - this.started) / 1000;
+    const cost =
+      this.measure === 'model' && costs
+        ? relativeCost(costs.curve, width) + (arm.drafter.draftCost?.(costs) ?? 0)
+        : (performance.now() - this.started) / 1000;
     arm.cost = DECAY * arm.cost + cost;
     arm.tokens = DECAY * arm.tokens + result.path.length;
     arm.samples++;
@@ -152,11 +208,16 @@ export class AutoDrafter implements Drafter {
 
 /** The arms auto can use with what is loaded. */
 export function autoArms(r: DrafterResources): { name: string; drafter: Drafter }[] {
-  const arms: { name: string; drafter: Drafter }[] = [
-    { name: 'plain', drafter: new NoDrafter() },
-    { name: 'lookup', drafter: new LookupDrafter(r.costs) },
-  ];
+  const arms: { name: string; drafter: Drafter }[] = [{ name: 'plain', drafter: new NoDrafter() }];
+  // Prompt lookup on its own only without a draft model: with one, lookup drafts inside the merged arm, and a
+  // lookup arm of its own wins rounds on bursts of repetition and loses more on the rounds after (measured: 4-5%
+  // behind the adaptive chain alone over the bench prompts, 1% without it).
+  if (!r.draft) arms.push({ name: 'lookup', drafter: new LookupDrafter(r.costs) });
   if (r.draft) {
+    // Two arms on the draft model, one cache between them: its adaptive chain (cheapest where verifying costs
+    // grow steeply with width) and its cost-sized tree merged with prompt lookup (where width is nearly free).
+    const draft = new DraftModelState(r.draft);
+    arms.push({ name: 'chain', drafter: new AdaptiveChainDrafter(draft, r.costs) });
     arms.push({
       name: 'draft',
       drafter: new MergedDrafter(
@@ -164,7 +225,7 @@ export function autoArms(r: DrafterResources): { name: string; drafter: Drafter 
           { label: 'lookup', drafter: new LookupDrafter(r.costs, { ...LOOKUP_DEFAULTS, selfBudget: false }) },
           {
             label: 'draft',
-            drafter: new DynamicTreeDrafter(r.draft, { ...DYNAMIC_DEFAULTS, costAware: true }, r.costs),
+            drafter: new DynamicTreeDrafter(draft, { ...DYNAMIC_DEFAULTS, costAware: true }, r.costs),
           },
         ],
         r.costs,

@@ -19,11 +19,12 @@ export class ChainDrafter implements Drafter {
   readonly name: string = 'chain';
   protected readonly state: DraftModelState;
 
+  /** `draft`: a draft model, or the state of one shared with another drafter (auto's draft-model arms). */
   constructor(
-    draft: DraftModelState['lm'],
+    draft: DraftModelState['lm'] | DraftModelState,
     protected options: ChainOptions,
   ) {
-    this.state = new DraftModelState(draft);
+    this.state = draft instanceof DraftModelState ? draft : new DraftModelState(draft);
   }
 
   get calls(): number {

@@ -1,0 +1,128 @@
+/**
+ * `auto` between arms: it settles on the arm with the best measured throughput, revisits the others at a rate that
+ * shrinks with how far behind they are, and counts model calls once when arms share one draft model.
+ */
+import { describe, expect, it } from 'vitest';
+import { GREEDY, Rng, type SamplingParams } from '../sampling';
+import type { VerifyResult } from '../verify';
+import { AutoDrafter, revisitAfter } from './auto';
+import type { Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
+import type { CostModel } from './method';
+
+/** An arm that drafts a chain of `length` tokens, of which the target accepts `accepted`; `calls` is shared. */
+class Arm implements Drafter {
+  constructor(
+    readonly name: string,
+    private readonly length: number,
+    readonly accepted: number,
+    private readonly counter: { calls: number },
+  ) {}
+  get calls(): number {
+    return this.counter.calls;
+  }
+  async propose(req: DraftRequest): Promise<DraftTree> {
+    this.counter.calls += this.length;
+    const tree: DraftTree = { tokens: [req.committed.at(-1) as number], parents: [-1], draftProbs: [null] };
+    for (let i = 0; i < this.length; i++) {
+      tree.tokens.push(i);
+      tree.parents.push(i);
+      tree.draftProbs.push(null);
+    }
+    return tree;
+  }
+  accept(): void {}
+  reset(): void {}
+}
+
+/** A flat verify-cost curve (a GPU): a round costs one call whatever its width. */
+const FLAT: CostModel = {
+  curve: { context: 64, points: [1, 2, 4, 8, 16].map((q) => ({ q, ms: 1, relative: 1 })) },
+  draftRelative: 0,
+  draftCurve: { context: 64, points: [] },
+};
+const OUTPUTS: TargetOutputs = { logits: () => new Float32Array(0), auxLogits: () => new Float32Array(0) };
+
+/** Sampling: arms compared on the cost model (greedy compares real time). */
+const SAMPLED: SamplingParams = { temperature: 1, topK: 0, topP: 1, seed: 1 };
+
+async function run(
+  auto: AutoDrafter,
+  arms: Arm[],
+  rounds: number,
+  sampling = SAMPLED,
+): Promise<{ chosen: Map<string, number>; why: string[] }> {
+  const chosen = new Map<string, number>();
+  const why: string[] = [];
+  const req: DraftRequest = {
+    committed: [1, 2, 3],
+    maxNodes: 32,
+    maxDepth: 32,
+    sampling,
+    rng: new Rng(1),
+    eos: new Set(),
+  };
+  for (let r = 0; r < rounds; r++) {
+    const tree = await auto.propose(req);
+    const name = auto.note()?.fields?.arm as string;
+    why.push(auto.note()?.text ?? '');
+    chosen.set(name, (chosen.get(name) ?? 0) + 1);
+    const arm = arms.find((a) => a.name === name) as Arm;
+    const result: VerifyResult = {
+      path: Array.from({ length: Math.min(arm.accepted, tree.tokens.length - 1) + 1 }, (_, i) => i),
+      token: 0,
+      kind: 'correction',
+      status: [],
+    };
+    auto.accept(tree, result, OUTPUTS);
+  }
+  return { chosen, why };
+}
+
+describe('auto between arms', () => {
+  it('waits longer to revisit an arm the further it is behind', () => {
+    expect(revisitAfter(1, 1)).toBe(12);
+    expect(revisitAfter(1.3, 1)).toBe(12);
+    expect(revisitAfter(0.75, 1)).toBe(63);
+    expect(revisitAfter(0.1, 1)).toBe(225);
+    expect(revisitAfter(0, 1)).toBe(225 + 25);
+    expect(revisitAfter(0, 0)).toBe(12);
+  });
+
+  it('settles on the best arm: the others get about one round in a hundred, and each is still revisited', async () => {
+    const counter = { calls: 0 };
+    const arms = [
+      new Arm('plain', 0, 0, { calls: 0 }),
+      new Arm('weak', 4, 1, { calls: 0 }),
+      new Arm('good', 4, 3, counter),
+      new Arm('close', 4, 2, counter),
+    ];
+    const auto = new AutoDrafter(
+      arms.map((a) => ({ name: a.name, drafter: a })),
+      () => FLAT,
+    );
+    const { chosen } = await run(auto, arms, 1000);
+    expect(chosen.get('good')).toBeGreaterThan(900);
+    for (const name of ['plain', 'weak', 'close']) expect(chosen.get(name)).toBeGreaterThan(2);
+    // Revisits go to the close arm far more often than to the far ones.
+    expect(chosen.get('close') as number).toBeGreaterThan(2 * (chosen.get('plain') as number));
+    // Two arms share one counter (one draft model): each call is counted once.
+    expect(auto.calls).toBe(counter.calls + (arms[1] as Arm).calls);
+  });
+
+  it('compares real time under greedy decoding and the cost model under sampling, measuring afresh on a change', async () => {
+    const arms = [new Arm('plain', 0, 0, { calls: 0 }), new Arm('good', 4, 3, { calls: 0 })];
+    const auto = new AutoDrafter(
+      arms.map((a) => ({ name: a.name, drafter: a })),
+      () => FLAT,
+    );
+    const sampled = await run(auto, arms, 10);
+    expect(sampled.why[0]).toContain('trying plain');
+    expect(sampled.why.at(-1)).toContain('tokens/call)');
+    const greedy = await run(auto, arms, 10, GREEDY);
+    expect(greedy.why[0]).toContain('trying plain');
+    expect(greedy.why.at(-1)).toContain('tok/s)');
+    // Without a cost model, real time whatever the sampling.
+    const bare = new AutoDrafter(arms.map((a) => ({ name: a.name, drafter: a })));
+    expect((await run(bare, arms, 10)).why.at(-1)).toContain('tok/s)');
+  });
+});
