@@ -32,6 +32,8 @@ export async function measureCurve(
   reps = 5,
   context = 64,
   warmRounds = 2,
+  /** How the repeats of one width become its time (the median; a spot check takes the fastest). */
+  summary: (times: number[]) => number = median,
 ): Promise<CostCurve> {
   const pick = (n: number, offset: number) =>
     Array.from({ length: n }, (_, i) => tokens[(offset + i) % tokens.length] as number);
@@ -58,7 +60,7 @@ export async function measureCurve(
   // Then interleave the widths, so drifting machine load hits all of them alike.
   const times = new Map<number, number[]>(qs.map((q) => [q, []]));
   for (let r = 0; r < reps; r++) for (const q of qs) times.get(q)?.push(await call(q, r));
-  const points: CostPoint[] = qs.map((q) => ({ q, ms: median(times.get(q) ?? []), relative: 0 }));
+  const points: CostPoint[] = qs.map((q) => ({ q, ms: summary(times.get(q) ?? []), relative: 0 }));
   const base = points[0]?.ms ?? 1;
   for (const p of points) p.relative = p.ms / base;
   lm.reset();

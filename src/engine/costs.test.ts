@@ -21,8 +21,10 @@ class TimedLM extends ToyLM {
   ) {
     super(20, hashedLogits(20, 1));
   }
+  /** Calls still to run three times slower (a fresh process whose compiled code has not settled yet). */
+  slow = 0;
   override async forward(input: ForwardInput): Promise<Float32Array> {
-    clock += this.perToken * (1 + input.tokens.length / 8);
+    clock += this.perToken * (1 + input.tokens.length / 8) * (this.slow-- > 0 ? 3 : 1);
     return super.forward(input);
   }
 }
@@ -48,6 +50,9 @@ describe('remembered costs', () => {
     const again = await calibrateCosts(request(lm, store));
     expect(again.source).toBe('remembered');
     expect(again.costs).toEqual(first.costs);
+    // A fresh process: its first calls are three times slower while the code settles; still the same machine.
+    lm.slow = 5;
+    expect((await calibrateCosts(request(lm, store))).source).toBe('remembered');
     lm.perToken = 10; // the same model, ten times slower now: another machine, or a busy one
     expect((await calibrateCosts(request(lm, store))).source).toBe('measured');
     expect((await calibrateCosts(request(new TimedLM(10, 'another-model'), store))).source).toBe('measured');
