@@ -79,6 +79,20 @@ describe('Medusa heads', () => {
     expect(tight.tau).toBeLessThan(free.tau);
   });
 
+  it('backs off calling the heads while no tree pays, so a steep curve costs about plain decoding', async () => {
+    // Every node costs a whole call: no tree pays, and each heads call would be paid for nothing.
+    const s = await tauOf(
+      'medusa',
+      1.5,
+      [4, 5, 6],
+      costsWith((q) => q),
+    );
+    expect(s.tau).toBe(1);
+    // Rests of 1, 2, 4, then 8 rounds between calls: about one call in nine rounds once settled.
+    expect(s.draftCalls).toBeLessThan(s.rounds / 5);
+    expect(s.draftCalls).toBeGreaterThan(s.rounds / 12);
+  });
+
   it('a one-token prompt drafts from the second round on (no state before the root until the target has run)', async () => {
     const s = await tauOf('medusa', 0, [7]);
     expect(s.tau).toBeGreaterThan(3.5);

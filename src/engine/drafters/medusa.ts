@@ -67,6 +67,9 @@ export class MedusaDrafter implements Drafter {
   private keys: string[] = [];
   private calledThisRound = false;
   private lastNote: DrafterNote | null = null;
+  /** Rounds left without calling the heads, and how many heads calls in a row found no tree worth verifying. */
+  private skip = 0;
+  private unpaid = 0;
 
   constructor(
     private readonly heads: MedusaHeads,
@@ -91,6 +94,12 @@ export class MedusaDrafter implements Drafter {
     const room = Math.min(this.options.maxNodes, req.maxNodes);
     this.lastNote = { text: 'medusa: nothing to draft from yet', fields: { nodes: 0 } };
     if (!this.rootHidden || depth < 1 || room < 1) return rootOnly(req.committed);
+    if (this.skip > 0) {
+      // The last heads calls found nothing worth verifying: a plain round, without paying for the heads.
+      this.skip--;
+      this.lastNote = { text: `medusa: resting (${this.unpaid} calls in a row did not pay)`, fields: { nodes: 0 } };
+      return rootOnly(req.committed);
+    }
     const logits = await this.heads.predict(this.rootHidden);
     this.calledThisRound = true;
     const vocab = this.heads.vocab;
@@ -124,6 +133,10 @@ export class MedusaDrafter implements Drafter {
       costs?.curve ?? null,
       costs ? this.relativeCost() : 0,
     );
+    // Back off when a call finds no tree that pays (a steep verify-cost curve, text the heads do not know): rest 1,
+    // 2, 4, then 8 rounds between calls until one pays again, so such stretches cost about plain decoding.
+    this.unpaid = keep === 0 ? this.unpaid + 1 : 0;
+    this.skip = keep === 0 ? Math.min(8, 2 ** (this.unpaid - 1)) : 0;
     const tree = this.build(req.committed, chosen.slice(0, keep));
     this.lastNote = {
       text: `medusa: ${tree.tokens.length - 1} of ${chosen.length} candidates from ${depth} heads verified${Number.isFinite(predictedSpeedup) ? `, predicted ${predictedSpeedup.toFixed(2)}x` : ''}`,
@@ -171,6 +184,8 @@ export class MedusaDrafter implements Drafter {
     this.rootHidden = null;
     this.keys = [];
     this.lastNote = null;
+    this.skip = 0;
+    this.unpaid = 0;
   }
 
   note(): DrafterNote | null {
