@@ -43,7 +43,7 @@ const PLANS: Record<
     perCategory: 1,
     categories: ['austen-heldout', 'repeat-quote'],
     options: {
-      methods: ['ar', 'chain', 'dynamic', 'lookup', 'eagle', 'medusa'],
+      methods: ['ar', 'auto', 'chain', 'dynamic', 'lookup', 'eagle', 'medusa'],
       maxNewTokens: 12,
       repeats: 1,
       curveQs: [1, 2, 4, 8, 16],
