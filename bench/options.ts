@@ -7,7 +7,7 @@ import { isMethod, METHOD_NAMES, type Method } from '../src/engine/drafters/inde
 import { joinNegativeValues } from '../src/util/args';
 import type { BenchPrompt } from './harness';
 
-export const BACKENDS = ['node-wasm', 'node-webgpu', 'chromium-wasm', 'chromium-webgpu'] as const;
+export const BACKENDS = ['node-wasm', 'node-cold', 'node-webgpu', 'chromium-wasm', 'chromium-webgpu'] as const;
 export type Backend = (typeof BACKENDS)[number];
 
 export const BENCH_USAGE = `usage: npm run bench -- [options]
@@ -15,8 +15,9 @@ export const BENCH_USAGE = `usage: npm run bench -- [options]
 Runs the bundled pair on bench/prompts.json, methods interleaved, and prints tables (overall and per prompt
 category); writes bench/results/<date>-<machine>.json and bench/results/latest.md.
 
-  --backends LIST      comma-separated, from ${BACKENDS.join(', ')} (default: all four; node-webgpu
-                       needs a Vulkan adapter: lavapipe on a CPU-only machine, which the bootstrap installs)
+  --backends LIST      comma-separated, from ${BACKENDS.join(', ')} (default: all; node-cold: first
+                       generations in fresh Node processes and \`npm run generate\` timed; node-webgpu needs a Vulkan
+                       adapter: lavapipe on a CPU-only machine, which the bootstrap installs)
   --methods LIST       methods to compare (default: all; plain decoding 'ar' always runs as the baseline):
                        ${METHOD_NAMES.join(', ')}
   --categories LIST    prompt categories (default: all): see "kind" in bench/prompts.json

@@ -73,6 +73,20 @@ if (cli.backends.includes('node-wasm')) {
   console.log(`\n${tables[tables.length - 1]}\n`);
 }
 
+if (cli.backends.includes('node-cold')) {
+  console.log('== node-cold (first generations in fresh Node processes)');
+  const { benchCold, coldMarkdown } = await import('./cold');
+  const cold = benchCold({
+    methods: ['ar', 'auto'],
+    processes: 3,
+    maxNewTokens: cli.maxNewTokens ?? 64,
+    log: (l) => console.log(`  ${l}`),
+  });
+  reports['node-cold'] = cold as never;
+  tables.push(coldMarkdown(cold));
+  console.log(`\n${tables[tables.length - 1]}\n`);
+}
+
 // After node-wasm: WebGPU in Node sets V8 to Liftoff only for the rest of this process (see ort-node-webgpu.ts).
 if (cli.backends.includes('node-webgpu')) {
   console.log('== node-webgpu (onnxruntime-web WebGPU EP in Node, on Dawn)');

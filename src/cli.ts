@@ -40,8 +40,11 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     io.out(`${USAGE}\n`);
     return 0;
   }
-  // WebGPU in Node runs on Dawn; the adapter (or why there is none and wasm is used) goes to stderr.
-  const runtime = await nodeRuntime(options.device, (line) => io.err(`${line}\n`), options.threads);
+  // WebGPU in Node runs on Dawn; the adapter (or why there is none and wasm is used) goes to stderr. One generation
+  // and out: wasm compiled so that the first generation is not the slow one (ort-node.ts, wasmTieringFor).
+  const runtime = await nodeRuntime(options.device, (line) => io.err(`${line}\n`), options.threads, {
+    maxNewTokens: options.maxNewTokens,
+  });
   let engine: SpecEngine;
   try {
     engine = await SpecEngine.load(runtime.ort, {

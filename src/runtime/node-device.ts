@@ -3,7 +3,7 @@
  * WebGPU EP on Dawn, falling back to wasm with the reason said when WebGPU has no adapter here.
  */
 import type { Device } from '../model/runner';
-import { ortForNode } from './ort-node';
+import { ortForNode, wasmTieringFor } from './ort-node';
 import { ortForNodeWebGpu } from './ort-node-webgpu';
 import { type AdapterReport, describeAdapter } from './webgpu';
 
@@ -18,8 +18,15 @@ export interface NodeRuntime {
 
 /**
  * @param say where the adapter line or the fallback notice goes (the CLI uses stderr, so --json stays parseable)
+ * @param oneShot for a process that loads, generates up to this many tokens and ends (the CLI): wasm compiled so
+ *   that its first generation runs at full speed (wasmTieringFor); WebGPU in Node always runs on Liftoff
  */
-export async function nodeRuntime(requested: Device, say: (line: string) => void, threads = 1): Promise<NodeRuntime> {
+export async function nodeRuntime(
+  requested: Device,
+  say: (line: string) => void,
+  threads = 1,
+  oneShot: { maxNewTokens: number } | null = null,
+): Promise<NodeRuntime> {
   if (requested === 'webgpu') {
     const gpu = await ortForNodeWebGpu();
     if (gpu.ok) {
@@ -28,5 +35,6 @@ export async function nodeRuntime(requested: Device, say: (line: string) => void
     }
     say(`WebGPU unavailable, falling back to wasm: ${gpu.reason}`);
   }
-  return { ort: ortForNode(threads), device: 'wasm', adapter: null, shutdown: async () => {} };
+  const done = oneShot ? wasmTieringFor(oneShot.maxNewTokens) : () => {};
+  return { ort: ortForNode(threads), device: 'wasm', adapter: null, shutdown: async () => done() };
 }

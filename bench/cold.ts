@@ -1,0 +1,118 @@
+/**
+ * The speed people get the first time (backend `node-cold`): fresh Node processes that each load the bundled pair
+ * and generate (bench/cold-run.ts), next to the steady state measured at the end of the same processes; and
+ * `npm run generate` timed end to end. The first process starts with nothing remembered (its costs are measured);
+ * the later ones find the records the first one wrote, as a user's second run does.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface ColdProcess {
+  method: string;
+  /** How onnxruntime's wasm was compiled: V8's default tiering (the library), or Liftoff only (the CLI). */
+  tier: 'default' | 'liftoff' | 'keep-alive';
+  bootMs: number;
+  importMs: number;
+  loadMs: number;
+  warmupMs: number;
+  calibrationMs: number;
+  calibration: string;
+  generations: { msPerToken: number; wallMs: number; tokens: number }[];
+  steadyMsPerToken: number;
+  firstResultMs: number;
+}
+
+export interface ColdReport {
+  maxNewTokens: number;
+  processes: ColdProcess[];
+  /** Wall-clock seconds of `npm run generate -- --prompt … --max-new-tokens N`, each run. */
+  cliSeconds: number[];
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+
+export function benchCold(options: {
+  methods: readonly string[];
+  processes: number;
+  maxNewTokens: number;
+  log: (line: string) => void;
+}): ColdReport {
+  const cache = mkdtempSync(join(tmpdir(), 'spec-decoder-cold-'));
+  const env = { ...process.env, SPEC_DECODER_CACHE: cache };
+  const processes: ColdProcess[] = [];
+  try {
+    for (let p = 0; p < options.processes; p++) {
+      for (const tier of ['default', 'liftoff', 'keep-alive'] as const) {
+        for (const method of options.methods) {
+          const args = ['bench/cold-run.ts', method, String(options.maxNewTokens), tier];
+          const out = execFileSync('node_modules/.bin/tsx', args, {
+            encoding: 'utf8',
+            env,
+            stdio: ['ignore', 'pipe', 'inherit'],
+          });
+          const r = JSON.parse(out.trim().split('\n').at(-1) as string) as ColdProcess;
+          processes.push(r);
+          options.log(
+            `${method} (${tier}) process ${p + 1}: first ${r.generations.map((g) => g.msPerToken.toFixed(1)).join(', ')} ms/token, steady ${r.steadyMsPerToken.toFixed(1)}; calibration ${r.calibration}`,
+          );
+        }
+      }
+    }
+    const cliSeconds: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const started = performance.now();
+      const r = spawnSync(
+        'npm',
+        [
+          'run',
+          'generate',
+          '--silent',
+          '--',
+          '--prompt',
+          'It is a truth',
+          '--max-new-tokens',
+          String(options.maxNewTokens),
+        ],
+        { env, stdio: 'ignore' },
+      );
+      if (r.status !== 0) throw new Error(`npm run generate exited with ${r.status}`);
+      cliSeconds.push((performance.now() - started) / 1000);
+    }
+    options.log(`npm run generate: ${cliSeconds.map((s) => s.toFixed(2)).join(', ')} s`);
+    return { maxNewTokens: options.maxNewTokens, processes, cliSeconds };
+  } finally {
+    rmSync(cache, { recursive: true, force: true });
+  }
+}
+
+export function coldMarkdown(r: ColdReport): string {
+  const kinds = [...new Set(r.processes.map((p) => `${p.method} ${p.tier}`))];
+  const rows = kinds.map((kind) => {
+    const ps = r.processes.filter((p) => `${p.method} ${p.tier}` === kind);
+    const [m, tier] = kind.split(' ');
+    const gen = (i: number) => median(ps.map((p) => p.generations[i]?.msPerToken ?? Number.NaN));
+    const steady = median(ps.map((p) => p.steadyMsPerToken));
+    const ms = (key: 'bootMs' | 'importMs' | 'loadMs' | 'warmupMs' | 'firstResultMs') =>
+      median(ps.map((p) => p[key])).toFixed(0);
+    const calibration = ps.map((p) => `${p.calibration} ${p.calibrationMs.toFixed(0)}`).join(' / ');
+    const how = {
+      default: 'default (library)',
+      liftoff: 'Liftoff only (CLI, <= 512 tokens)',
+      'keep-alive': 'tier-up, loop kept alive (CLI, > 512)',
+    };
+    return `| ${m} | ${how[tier as ColdProcess['tier']]} | ${gen(0).toFixed(2)} | ${gen(1).toFixed(2)} | ${gen(2).toFixed(2)} | ${steady.toFixed(2)} | ${(gen(0) / steady).toFixed(2)}x | ${ms('bootMs')} | ${ms('importMs')} | ${ms('loadMs')} (${ms('warmupMs')}) | ${calibration} | ${ms('firstResultMs')} |`;
+  });
+  return [
+    '### First generation in a fresh Node process (wasm)',
+    '',
+    `${r.processes.length / Math.max(1, kinds.length)} fresh processes per row, ${r.maxNewTokens} new tokens, greedy; ms/token of the 1st, 2nd and 3rd generation against the same processes' steady state (median of 8 more); times in ms, medians over the processes (calibration per process: the first finds nothing remembered). Compilation: V8's default tiering (Liftoff, then TurboFan in the background), Liftoff only, or tier-up with an interval keeping the event loop alive (src/runtime/ort-node.ts)`,
+    '',
+    '| method | wasm compilation | 1st | 2nd | 3rd | steady | 1st/steady | Node + loader | imports | load (warm-up) | calibration | process start to first result |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...rows,
+    '',
+    `\`npm run generate -- --prompt "It is a truth" --max-new-tokens ${r.maxNewTokens}\` end to end (default method, costs remembered): ${r.cliSeconds.map((s) => `${s.toFixed(2)} s`).join(', ')}`,
+  ].join('\n');
+}
