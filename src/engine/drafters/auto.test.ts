@@ -14,7 +14,7 @@ class Arm implements Drafter {
   constructor(
     readonly name: string,
     private readonly length: number,
-    readonly accepted: number,
+    public accepted: number,
     private readonly counter: { calls: number },
   ) {}
   get calls(): number {
@@ -124,5 +124,21 @@ describe('auto between arms', () => {
     // Without a cost model, real time whatever the sampling.
     const bare = new AutoDrafter(arms.map((a) => ({ name: a.name, drafter: a })));
     expect((await run(bare, arms, 10)).why.at(-1)).toContain('tok/s)');
+  });
+
+  it('follows the text: an arm that fell behind and then recovered takes over again at its next revisit', async () => {
+    const arms = [new Arm('a', 4, 2, { calls: 0 }), new Arm('b', 4, 3, { calls: 0 })];
+    const auto = new AutoDrafter(
+      arms.map((x) => ({ name: x.name, drafter: x })),
+      () => FLAT,
+    );
+    expect((await run(auto, arms, 300)).chosen.get('b')).toBeGreaterThan(280);
+    (arms[1] as Arm).accepted = 0; // b's drafts stop holding: a takes over within a few rounds
+    expect((await run(auto, arms, 300)).chosen.get('a')).toBeGreaterThan(280);
+    (arms[1] as Arm).accepted = 3; // and hold again
+    // With its history discounted per round of the whole run (not per round of its own), b's old bad record has
+    // faded by its next revisit, and one good round puts it back in front (per own round: 221 rounds, measured).
+    const after = await run(auto, arms, 300);
+    expect(after.chosen.get('b')).toBeGreaterThan(250);
   });
 });

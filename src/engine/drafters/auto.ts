@@ -42,7 +42,11 @@ import { SwiftDrafter } from './swift';
 interface Arm {
   name: string;
   drafter: Drafter;
-  /** Discounted sums of tokens produced and of cost (single-token target calls, or seconds) of its rounds. */
+  /**
+   * Discounted sums of tokens produced and of cost (single-token target calls, or seconds) of its rounds; the
+   * discount runs with every round of the generation, so the record of an arm left aside fades and its next
+   * revisit counts for more.
+   */
   tokens: number;
   cost: number;
   samples: number;
@@ -50,7 +54,7 @@ interface Arm {
   lastRound: number;
 }
 
-/** Discount per round of an arm's history (recent rounds weigh more). */
+/** Discount per round (of any arm) of every arm's history: recent rounds weigh more. */
 const DECAY = 0.9;
 /** Rounds each arm is tried before the choice is made on measurements. */
 const WARMUP_SAMPLES = 2;
@@ -183,8 +187,12 @@ export class AutoDrafter implements Drafter {
       this.measure === 'model' && costs
         ? relativeCost(costs.curve, width) + (arm.drafter.draftCost?.(costs) ?? 0)
         : (performance.now() - this.started) / 1000;
-    arm.cost = DECAY * arm.cost + cost;
-    arm.tokens = DECAY * arm.tokens + result.path.length;
+    for (const a of this.arms) {
+      a.cost *= DECAY;
+      a.tokens *= DECAY;
+    }
+    arm.cost += cost;
+    arm.tokens += result.path.length;
     arm.samples++;
     this.round++;
   }
