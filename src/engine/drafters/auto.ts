@@ -66,9 +66,9 @@ const WARMUP_SAMPLES = 2;
  */
 const EXPLORE_SHARE = 0.004;
 const REVISIT_MIN = 12;
+const REVISIT_MAX = 256;
 /** How far ahead (a share of its throughput) an arm must be to displace the arm in use. */
 const SWITCH_MARGIN = 0.05;
-const REVISIT_MAX = 256;
 
 /** Rounds a non-chosen arm waits before it is revisited, from its throughput and the best one's. */
 export function revisitAfter(armThroughput: number, bestThroughput: number): number {
