@@ -3,9 +3,11 @@
  * --enable-unsafe-webgpu: a SwiftShader adapter here) on bench.html, and runs the harness in a worker there.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chromium } from '@playwright/test';
+import { type Browser, chromium } from '@playwright/test';
 import { CHROMIUM_PATH, WEBGPU_ARGS } from '../e2e/chromium';
 import { METHOD_NAMES, type Method } from '../src/engine/drafters/index';
+import type { BrowserCold } from './cold';
+import type { ColdResult } from './cold-worker';
 import { exportForTransformers } from './export-peer';
 import type { BenchOptions, BenchPrompt, BenchReport } from './harness';
 import { type BenchCli, selectPrompts } from './options';
@@ -100,7 +102,11 @@ export async function runBrowserBenches(
   backends: string[],
   allPrompts: BenchPrompt[],
   cli: BenchCli,
-): Promise<{ reports: Record<string, BenchReport | { error: string }>; peer: PeerReport | { error: string } | null }> {
+): Promise<{
+  reports: Record<string, BenchReport | { error: string }>;
+  peer: PeerReport | { error: string } | null;
+  cold: BrowserCold | { error: string } | null;
+}> {
   const peer: { device: 'wasm' | 'webgpu'; prompts: number; tokens: number; best: Method } | null = cli.peer
     ? { device: 'wasm', prompts: 6, tokens: 48, best: 'adaptive' } // the best method on wasm in the last run
     : null;
@@ -109,6 +115,7 @@ export async function runBrowserBenches(
   if (build.status !== 0) throw new Error('vite build failed');
   if (peer) await exportForTransformers('public/models/austen-target', 'dist/peer-models/austen-target');
   let peerReport: PeerReport | { error: string } | null = null;
+  let cold: BrowserCold | { error: string } | null = null;
   let server: ChildProcess | null = null;
   const reports: Record<string, BenchReport | { error: string }> = {};
   const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: WEBGPU_ARGS, headless: true });
@@ -161,6 +168,15 @@ export async function runBrowserBenches(
         reports[name] = { error: (e as Error).message };
       }
     }
+    if (backends.includes('chromium-wasm') && !cli.quick) {
+      console.log('== cold: first generation on a first visit and after a reload (Chromium wasm)');
+      const tokens = cli.maxNewTokens ?? 48;
+      try {
+        cold = { maxNewTokens: tokens, ...(await coldVisits(browser, url, prompts[0] as string, tokens)) };
+      } catch (e) {
+        cold = { error: (e as Error).message };
+      }
+    }
     if (peer) {
       console.log(`== peer: transformers.js on Chromium ${peer.device}`);
       const tokens = peer.tokens;
@@ -193,5 +209,40 @@ export async function runBrowserBenches(
     await browser.close();
     server?.kill();
   }
-  return { reports, peer: peerReport };
+  return { reports, peer: peerReport, cold };
+}
+
+type ColdRun = ColdResult & { pageMs: number; workerMs: number };
+
+/**
+ * A first visit (a fresh browser context: empty HTTP cache, no compiled code cached) and a reload in the same
+ * context: each runs the cold worker once (plain decoding, and auto, the default, in that order).
+ */
+async function coldVisits(
+  browser: Browser,
+  url: string,
+  prompt: string,
+  maxNewTokens: number,
+): Promise<Omit<BrowserCold, 'maxNewTokens'>> {
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    const visit = async (): Promise<Record<string, ColdRun>> => {
+      const runs: Record<string, ColdRun> = {};
+      for (const method of ['ar', 'auto'] as const) {
+        runs[method] = await page.evaluate(
+          (req) => (window as unknown as { coldBenchmark: (r: unknown) => Promise<ColdRun> }).coldBenchmark(req),
+          { device: 'wasm', method, prompt, maxNewTokens, steadyRuns: 6 },
+        );
+      }
+      return runs;
+    };
+    await page.goto(url);
+    const first = await visit();
+    await page.reload();
+    const reload = await visit();
+    return { first, reload };
+  } finally {
+    await context.close();
+  }
 }

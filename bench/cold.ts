@@ -116,3 +116,38 @@ export function coldMarkdown(r: ColdReport): string {
     `\`npm run generate -- --prompt "It is a truth" --max-new-tokens ${r.maxNewTokens}\` end to end (default method, costs remembered): ${r.cliSeconds.map((s) => `${s.toFixed(2)} s`).join(', ')}`,
   ].join('\n');
 }
+
+/** The browser's cold runs (bench/cold-worker.ts): a first visit and a reload, each running ar and then auto. */
+export interface BrowserCold {
+  maxNewTokens: number;
+  first: Record<string, BrowserColdRun>;
+  reload: Record<string, BrowserColdRun>;
+}
+
+interface BrowserColdRun {
+  pageMs: number;
+  startedMs: number;
+  loadMs: number;
+  warmupMs: number;
+  calibrationMs: number;
+  generations: number[];
+  steadyMsPerToken: number;
+  firstResultMs: number;
+}
+
+export function browserColdMarkdown(r: BrowserCold): string {
+  const row = (visit: string, method: string, c: BrowserColdRun | undefined) =>
+    c
+      ? `| ${visit} | ${method} | ${c.generations.map((g) => g.toFixed(2)).join(' / ')} | ${c.steadyMsPerToken.toFixed(2)} | ${((c.generations[0] ?? Number.NaN) / c.steadyMsPerToken).toFixed(2)}x | ${c.startedMs.toFixed(0)} | ${c.loadMs.toFixed(0)} (${c.warmupMs.toFixed(0)}) | ${c.calibrationMs.toFixed(0)} | ${c.firstResultMs.toFixed(0)} |`
+      : `| ${visit} | ${method} | - | - | - | - | - | - | - |`;
+  return [
+    '### First generation in Chromium (wasm): first visit and reload',
+    '',
+    `A fresh browser context (empty HTTP cache, nothing compiled cached), then a reload in it; each runs a fresh worker that loads the bundled pair and generates ${r.maxNewTokens} tokens (plain decoding, then auto, in the same visit: auto's worker finds the browser's caches warm from the plain one); ms/token of the 1st, 2nd and 3rd generation against the same worker's steady state (median of 6 more); times in ms from the worker's start`,
+    '',
+    '| visit | method | 1st / 2nd / 3rd | steady | 1st/steady | worker script ready | load (warm-up) | calibration | first result |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...Object.entries(r.first).map(([m, c]) => row('first visit', m, c)),
+    ...Object.entries(r.reload).map(([m, c]) => row('reload', m, c)),
+  ].join('\n');
+}

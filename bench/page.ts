@@ -1,6 +1,7 @@
 /** The bench page: run the benchmark in this browser (wasm or WebGPU) and show the table. */
 import { METHOD_NAMES } from '../src/engine/drafters/index';
 import { defaultOrtBase } from '../src/runtime/ort-base';
+import type { ColdMessage, ColdRequest, ColdResult } from './cold-worker';
 import { type BenchReport, markdown } from './harness';
 import type { PeerMessage, PeerRequest, PeerRow } from './peer-worker';
 import prompts from './prompts.json';
@@ -59,9 +60,30 @@ export function runPeer(
   }).finally(() => worker.terminate());
 }
 
+/** One cold run (bench/cold-worker.ts) in a fresh worker; pageMs: this page's age when it started. */
+export function runCold(
+  request: Omit<ColdRequest, 'ortBase' | 'base'>,
+): Promise<ColdResult & { pageMs: number; workerMs: number }> {
+  const pageMs = performance.now();
+  const worker = new Worker(new URL('./cold-worker.ts', import.meta.url), { type: 'module' });
+  return new Promise<ColdResult & { pageMs: number; workerMs: number }>((resolve, reject) => {
+    worker.onmessage = (e: MessageEvent<ColdMessage>) => {
+      if (e.data.type === 'done') resolve({ ...e.data.result, pageMs, workerMs: performance.now() - pageMs });
+      else reject(new Error(e.data.error));
+    };
+    worker.onerror = (e) => reject(new Error(`cold worker crashed: ${e.message}`));
+    worker.postMessage({
+      ...request,
+      ortBase: defaultOrtBase(document.baseURI),
+      base: document.baseURI,
+    } satisfies ColdRequest);
+  }).finally(() => worker.terminate());
+}
+
 Object.assign(window, {
   benchmark: (device: 'wasm' | 'webgpu', options: Options, onLog = log) => runInWorker(device, options, onLog),
   peerBenchmark: runPeer,
+  coldBenchmark: runCold,
 });
 
 document.getElementById('run')?.addEventListener('click', async () => {

@@ -118,6 +118,14 @@ if (browserBackends.length > 0) {
       console.log(`\n${tables[tables.length - 1]}\n`);
     } else console.log(`\n${name}: ${r.error}\n`);
   }
+  if (browser.cold) {
+    reports['chromium-cold'] = browser.cold as never;
+    if ('first' in browser.cold) {
+      const { browserColdMarkdown } = await import('./cold');
+      tables.push(browserColdMarkdown(browser.cold));
+      console.log(`\n${tables[tables.length - 1]}\n`);
+    } else console.log(`\ncold (Chromium): ${browser.cold.error}\n`);
+  }
   if (browser.peer) {
     reports.peer = browser.peer as never;
     if ('markdown' in browser.peer) {
