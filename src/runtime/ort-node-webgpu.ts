@@ -6,8 +6,8 @@
  *
  * Node only: never import this from code that runs in a browser.
  */
-import v8 from 'node:v8';
 import type * as OrtWebGpu from 'onnxruntime-web/webgpu';
+import { avoidTierUpStall } from './v8-tiering';
 import { type AdapterReport, NO_ADAPTER, probeWebGpu } from './webgpu';
 
 export type OrtWebGpuModule = typeof OrtWebGpu;
@@ -65,32 +65,21 @@ export function copySharedUploads(queuePrototype: GPUQueue): void {
   marked[COPIES_SHARED] = true;
 }
 
-/**
- * The stall: V8 compiles ORT's 27 MB asyncify wasm with Liftoff, then tiers hot functions up to TurboFan on
- * background threads. Our reading of what we saw: whenever Node's event loop runs out of handles (ORT awaiting a
- * GPU promise between Dawn's polls), Node drains V8's background tasks before going on, so it sits until those
- * compiles finish; at the end the same drain holds the exit. Measured on our 2-core machine with the bundled pair on
- * lavapipe (first 8-token greedy run / whole script including load and release; noisy, shared machine):
+/*
+ * The tier-up stall with WebGPU (v8-tiering.ts): ORT's 27 MB asyncify wasm, and the event loop empty while ORT
+ * awaits a GPU promise between Dawn's polls. Measured on our 2-core machine with the bundled pair on lavapipe
+ * (first 8-token greedy run / whole script including load and release; noisy, shared machine):
  *   default tiering                   48.5 s / 62 s
  *   --liftoff-only                     7.0 s / 22 s   (ends right after release)
  *   keep-alive interval (tier-up on)   9.5 s / 27 s   before release, then 43 s to 3 min more to end
  *   --no-wasm-tier-up                 93 s  / 112 s
  *   --no-wasm-dynamic-tiering        125 s  / 149 s
- * We pick Liftoff only, set at run time before ORT compiles its wasm (`v8.setFlagsFromString` works as well as the
- * command-line flag, so `tsx`, vitest workers and the bundled kit need no extra node arguments): no stall, and the
- * process ends by itself. Its price is slower CPU-side ORT code: on a dispatch-bound tiny model, 19-27 ms per call
- * against 13-15 ms once tiered up (same machine, noisy), which matters on a real GPU. The benchmark can measure it:
+ * We pick Liftoff only (avoidTierUpStall(false)): no stall, and the process ends by itself. Its price is slower
+ * CPU-side ORT code: on a dispatch-bound tiny model, 19-27 ms per call against 13-15 ms once tiered up (same
+ * machine, noisy), which matters on a real GPU. The benchmark can measure it:
  * SPEC_DECODER_WASM_TIERUP=1 keeps tier-up and holds the event loop awake with an interval until shutdown(); a
  * process in that mode must call process.exit() at its end (the GPU kit's entry, bench/gpu-kit.ts, does).
  */
-function avoidTierUpStall(tierUp: boolean): (() => void) | null {
-  if (!tierUp) {
-    v8.setFlagsFromString('--liftoff-only');
-    return null;
-  }
-  const keepAlive = setInterval(() => {}, 5);
-  return () => clearInterval(keepAlive);
-}
 
 /** One line: Dawn's own message lists the adapters it saw on several lines. */
 function noAdapterReason(dawnMessage: string, adapterName: string | undefined): string {
@@ -146,7 +135,7 @@ async function install(options: NodeWebGpuOptions): Promise<NodeWebGpu> {
     shutdown: async () => {
       if (down) return;
       down = true;
-      stopKeepAlive?.();
+      stopKeepAlive();
     },
   };
 }

@@ -2,8 +2,8 @@
  * onnxruntime-web for Node (tests, CLI, benchmarks): the wasm EP, single-threaded by default so that timings are
  * steady and nothing depends on worker threads.
  */
-import * as v8 from 'node:v8';
 import * as ort from 'onnxruntime-web';
+import { avoidTierUpStall } from './v8-tiering';
 
 let configured = false;
 
@@ -17,10 +17,8 @@ export function ortForNode(numThreads = 1): typeof ort {
 }
 
 /**
- * How V8 compiles onnxruntime's wasm in a process that loads, generates and ends (the CLI). V8 tiers hot wasm
- * functions up to TurboFan on background threads, and whenever Node's event loop runs out of handles (a short script
- * awaiting between rounds) Node waits for those background compiles before going on: the same stall
- * ort-node-webgpu.ts describes. Measured on our 2-core machine, bundled pair, 64 tokens, fresh processes (bench's
+ * How V8 compiles onnxruntime's wasm in a process that loads, generates and ends (the CLI), against the tier-up
+ * stall (v8-tiering.ts: a short script's event loop is empty between rounds). Measured on our 2-core machine, bundled pair, 64 tokens, fresh processes (bench's
  * node-cold table): default tiering: first generation 16-24 ms/token (one 0.5-0.7 s wait), steady 3.6 (auto) and
  * 4.5 (plain) ms/token, first result 3.1-3.9 s after process start; Liftoff only: first 6.3-6.7 ms/token, steady
  * 4.8 and 5.4 (a quarter slower), first result 2.1-2.2 s; tier-up with a keep-alive interval (no wait): first 8.6,
@@ -29,12 +27,7 @@ export function ortForNode(numThreads = 1): typeof ort {
  * Returns what to call at the end (the keep-alive's interval is cleared).
  */
 export function wasmTieringFor(maxNewTokens: number): () => void {
-  if (maxNewTokens <= LIFTOFF_UP_TO) {
-    v8.setFlagsFromString('--liftoff-only');
-    return () => {};
-  }
-  const keepAlive = setInterval(() => {}, 5);
-  return () => clearInterval(keepAlive);
+  return avoidTierUpStall(maxNewTokens > LIFTOFF_UP_TO);
 }
 
 /** Longest generation compiled with Liftoff only (break-even against tier-up measured at 650-800 tokens). */
