@@ -2,6 +2,8 @@
  * Measuring what one model call costs on this hardware: the verify-cost curve T(q) / T(1) (how much more a call
  * over q tokens costs than a call over one), the thing that decides whether speculation can win at all.
  */
+
+import { median } from '../util/median';
 import type { CausalLM } from './lm';
 import { chainBias } from './tree';
 
@@ -17,12 +19,6 @@ export interface CostCurve {
   context: number;
   points: CostPoint[];
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 
 /** Time calls of width q after a fixed cached context (compacted back to it before every call). */
 export async function measureCurve(

@@ -8,6 +8,7 @@
  */
 import type * as OrtModule from 'onnxruntime-common';
 import { chainBias } from '../engine/tree';
+import { median } from '../util/median';
 import { buildLlamaGraph, type ComputeType, GRAPH_VARIANTS, type GraphVariant, type WeightFormat } from './graph/llama';
 import { GRAPH_INPUTS, pastKey, pastValue, presentKey, presentValue } from './graph/signature';
 import type { LoadedModel } from './load';
@@ -56,11 +57,6 @@ export function forgetVariantChoices(): void {
   remembered.clear();
 }
 const CONTEXT = 32;
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? Number.NaN : ((s[(s.length - 1) >> 1] as number) + (s[s.length >> 1] as number)) / 2;
-};
 
 export async function measureVariants(
   ort: Ort,

@@ -4,6 +4,7 @@
  */
 
 import { chainBias } from '../../engine/tree';
+import { median } from '../../util/median';
 import type { HiddenKind } from '../graph/llama';
 import type { LoadedModel } from '../load';
 import type { Device } from '../precision';
@@ -108,6 +109,5 @@ export async function timeHeadsCall(heads: OpenedHeads, hiddenWidth: number, rep
     if (i > 0) times.push(performance.now() - started);
   }
   e?.reset();
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)] as number;
+  return median(times);
 }
