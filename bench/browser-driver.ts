@@ -212,8 +212,6 @@ export async function runBrowserBenches(
   return { reports, peer: peerReport, cold };
 }
 
-type ColdRun = ColdResult & { pageMs: number; workerMs: number };
-
 /**
  * A first visit (a fresh browser context: empty HTTP cache, no compiled code cached) and a reload in the same
  * context: each runs the cold worker once (plain decoding, and auto, the default, in that order).
@@ -227,11 +225,11 @@ async function coldVisits(
   const context = await browser.newContext();
   try {
     const page = await context.newPage();
-    const visit = async (): Promise<Record<string, ColdRun>> => {
-      const runs: Record<string, ColdRun> = {};
+    const visit = async (): Promise<Record<string, ColdResult>> => {
+      const runs: Record<string, ColdResult> = {};
       for (const method of ['ar', 'auto'] as const) {
         runs[method] = await page.evaluate(
-          (req) => (window as unknown as { coldBenchmark: (r: unknown) => Promise<ColdRun> }).coldBenchmark(req),
+          (req) => (window as unknown as { coldBenchmark: (r: unknown) => Promise<ColdResult> }).coldBenchmark(req),
           { device: 'wasm', method, prompt, maxNewTokens, steadyRuns: 6 },
         );
       }

@@ -12,12 +12,13 @@
 import type { Method } from '../src/engine/drafters/index';
 
 const booted = performance.now(); // milliseconds since this process started: Node, the TypeScript loader
-const [{ SpecEngine }, { LIFTOFF_UP_TO, ortForNode, wasmTieringFor }, { FileStore }, { GREEDY }] = await Promise.all([
-  import('../src/engine/engine'),
-  import('../src/runtime/ort-node'),
-  import('../src/runtime/store-node'),
-  import('../src/engine/sampling'),
-]);
+const [{ SpecEngine }, { LIFTOFF_UP_TO, ortForNode, wasmTieringFor }, { FileStore }, { firstAndSteady }] =
+  await Promise.all([
+    import('../src/engine/engine'),
+    import('../src/runtime/ort-node'),
+    import('../src/runtime/store-node'),
+    import('./cold-measure'),
+  ]);
 const imported = performance.now();
 
 const method = (process.argv[2] ?? 'ar') as Method;
@@ -35,20 +36,7 @@ const engine = await SpecEngine.load(ortForNode(), {
   store: new FileStore(),
 });
 
-async function once(): Promise<{ msPerToken: number; wallMs: number; tokens: number }> {
-  const it = engine.generate(PROMPT, { method, maxNewTokens, sampling: GREEDY });
-  let step = await it.next();
-  while (!step.done) step = await it.next();
-  const { stats } = step.value;
-  return { msPerToken: stats.wallMs / stats.tokens, wallMs: stats.wallMs, tokens: stats.tokens };
-}
-
-const first = await once();
-const firstDone = performance.now();
-const firsts = [first, await once(), await once()];
-const steady: number[] = [];
-for (let i = 0; i < STEADY_RUNS; i++) steady.push((await once()).msPerToken);
-steady.sort((a, b) => a - b);
+const measured = await firstAndSteady(engine, method, PROMPT, maxNewTokens, STEADY_RUNS);
 await engine.release();
 stopTiering();
 
@@ -64,10 +52,9 @@ console.log(
     warmupMs: engine.timings.warmupMs,
     calibrationMs: engine.timings.calibrationMs,
     calibration: engine.timings.calibration,
-    generations: firsts,
-    steadyMsPerToken: steady[Math.floor(steady.length / 2)],
-    /** From process start to the end of the first generation: what a one-shot CLI user waits. */
-    firstResultMs: firstDone,
+    // generations, steadyMsPerToken, and firstResultMs: from process start to the end of the first generation,
+    // what a one-shot CLI user waits.
+    ...measured,
   }),
 );
 // A process that tiered up would wait for its background compiles at exit; the line above is all that was wanted.

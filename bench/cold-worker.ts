@@ -7,9 +7,9 @@
  */
 import type { Method } from '../src/engine/drafters/index';
 import { SpecEngine } from '../src/engine/engine';
-import { GREEDY } from '../src/engine/sampling';
 import { ortForWeb } from '../src/runtime/ort-web';
 import { IndexedDbStore } from '../src/runtime/store-web';
+import { type FirstAndSteady, firstAndSteady } from './cold-measure';
 
 declare const self: DedicatedWorkerGlobalScope;
 
@@ -23,16 +23,13 @@ export interface ColdRequest {
   steadyRuns: number;
 }
 
-export interface ColdResult {
-  /** Milliseconds from the worker's start: its script loaded and ready, the engine loaded (warm-up included). */
+export interface ColdResult extends FirstAndSteady {
+  /** Milliseconds from the worker's start to its script loaded and ready. */
   startedMs: number;
+  /** The engine's load (warm-up included), warm-up and calibration times. */
   loadMs: number;
   warmupMs: number;
   calibrationMs: number;
-  /** ms/token of the first three generations, and the median of the steady runs after them. */
-  generations: number[];
-  steadyMsPerToken: number;
-  firstResultMs: number;
 }
 
 export type ColdMessage = { type: 'done'; result: ColdResult } | { type: 'error'; error: string };
@@ -49,31 +46,12 @@ self.onmessage = async (event: MessageEvent<ColdRequest>) => {
       // As the element's worker does: the graph variant and the costs are remembered for the next visit.
       store: new IndexedDbStore(),
     });
-    const once = async (): Promise<number> => {
-      const it = engine.generate(req.prompt, { method: req.method, maxNewTokens: req.maxNewTokens, sampling: GREEDY });
-      let step = await it.next();
-      while (!step.done) step = await it.next();
-      return step.value.stats.wallMs / step.value.stats.tokens;
-    };
-    const generations = [await once()];
-    const firstResultMs = performance.now();
-    generations.push(await once(), await once());
-    const steady: number[] = [];
-    for (let i = 0; i < req.steadyRuns; i++) steady.push(await once());
-    steady.sort((a, b) => a - b);
+    const measured = await firstAndSteady(engine, req.method, req.prompt, req.maxNewTokens, req.steadyRuns);
     const { loadMs, warmupMs, calibrationMs } = engine.timings;
     await engine.release();
     self.postMessage({
       type: 'done',
-      result: {
-        startedMs,
-        loadMs,
-        warmupMs,
-        calibrationMs,
-        generations,
-        steadyMsPerToken: steady[steady.length >> 1] as number,
-        firstResultMs,
-      },
+      result: { startedMs, loadMs, warmupMs, calibrationMs, ...measured },
     } satisfies ColdMessage);
   } catch (e) {
     self.postMessage({ type: 'error', error: e instanceof Error ? e.message : String(e) } satisfies ColdMessage);

@@ -8,8 +8,11 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { median } from '../src/util/median';
+import type { FirstAndSteady } from './cold-measure';
+import type { ColdResult } from './cold-worker';
 
-export interface ColdProcess {
+export interface ColdProcess extends FirstAndSteady {
   method: string;
   /** How onnxruntime's wasm was compiled: V8's default tiering (the library), or Liftoff only (the CLI). */
   tier: 'default' | 'liftoff' | 'keep-alive';
@@ -19,9 +22,6 @@ export interface ColdProcess {
   warmupMs: number;
   calibrationMs: number;
   calibration: string;
-  generations: { msPerToken: number; wallMs: number; tokens: number }[];
-  steadyMsPerToken: number;
-  firstResultMs: number;
 }
 
 export interface ColdReport {
@@ -30,8 +30,6 @@ export interface ColdReport {
   /** Wall-clock seconds of `npm run generate -- --prompt … --max-new-tokens N`, each run. */
   cliSeconds: number[];
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 export function benchCold(options: {
   methods: readonly string[];
@@ -120,25 +118,14 @@ export function coldMarkdown(r: ColdReport): string {
 /** The browser's cold runs (bench/cold-worker.ts): a first visit and a reload, each running ar and then auto. */
 export interface BrowserCold {
   maxNewTokens: number;
-  first: Record<string, BrowserColdRun>;
-  reload: Record<string, BrowserColdRun>;
-}
-
-interface BrowserColdRun {
-  pageMs: number;
-  startedMs: number;
-  loadMs: number;
-  warmupMs: number;
-  calibrationMs: number;
-  generations: number[];
-  steadyMsPerToken: number;
-  firstResultMs: number;
+  first: Record<string, ColdResult>;
+  reload: Record<string, ColdResult>;
 }
 
 export function browserColdMarkdown(r: BrowserCold): string {
-  const row = (visit: string, method: string, c: BrowserColdRun | undefined) =>
+  const row = (visit: string, method: string, c: ColdResult | undefined) =>
     c
-      ? `| ${visit} | ${method} | ${c.generations.map((g) => g.toFixed(2)).join(' / ')} | ${c.steadyMsPerToken.toFixed(2)} | ${((c.generations[0] ?? Number.NaN) / c.steadyMsPerToken).toFixed(2)}x | ${c.startedMs.toFixed(0)} | ${c.loadMs.toFixed(0)} (${c.warmupMs.toFixed(0)}) | ${c.calibrationMs.toFixed(0)} | ${c.firstResultMs.toFixed(0)} |`
+      ? `| ${visit} | ${method} | ${c.generations.map((g) => g.msPerToken.toFixed(2)).join(' / ')} | ${c.steadyMsPerToken.toFixed(2)} | ${((c.generations[0]?.msPerToken ?? Number.NaN) / c.steadyMsPerToken).toFixed(2)}x | ${c.startedMs.toFixed(0)} | ${c.loadMs.toFixed(0)} (${c.warmupMs.toFixed(0)}) | ${c.calibrationMs.toFixed(0)} | ${c.firstResultMs.toFixed(0)} |`
       : `| ${visit} | ${method} | - | - | - | - | - | - | - |`;
   return [
     '### First generation in Chromium (wasm): first visit and reload',

@@ -103,7 +103,8 @@ export function spread(xs: number[]): Spread {
   return { median: at(0.5), p25: at(0.25), p75: at(0.75) };
 }
 
-async function runOnce(engine: SpecEngine, method: Method, prompt: string, maxNewTokens: number) {
+/** One greedy generation to its end. */
+export async function runOnce(engine: SpecEngine, method: Method, prompt: string, maxNewTokens: number) {
   const it = engine.generate(prompt, { method, maxNewTokens, sampling: GREEDY });
   let step = await it.next();
   while (!step.done) step = await it.next();

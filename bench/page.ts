@@ -42,42 +42,40 @@ const log = (line: string) => {
   logEl.textContent += `${line}\n`;
 };
 
+/**
+ * Send one request (with this page's onnxruntime and model bases added) to a fresh worker, and settle on its reply:
+ * `done` gives the value, `error` or a crash rejects; the worker is ended either way.
+ */
+function askWorker<Done extends { type: 'done' }, T>(
+  worker: Worker,
+  name: string,
+  request: object,
+  value: (done: Done) => T,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    worker.onmessage = (e: MessageEvent<Done | { type: 'error'; error: string }>) => {
+      if (e.data.type === 'done') resolve(value(e.data as Done));
+      else reject(new Error((e.data as { error: string }).error));
+    };
+    worker.onerror = (e) => reject(new Error(`${name} worker crashed: ${e.message}`));
+    worker.postMessage({ ...request, ortBase: defaultOrtBase(document.baseURI), base: document.baseURI });
+  }).finally(() => worker.terminate());
+}
+
 export function runPeer(
   request: Omit<PeerRequest, 'ortBase' | 'base'>,
 ): Promise<{ rows: PeerRow[]; versions: string }> {
   const worker = new Worker(new URL('./peer-worker.ts', import.meta.url), { type: 'module' });
-  return new Promise<{ rows: PeerRow[]; versions: string }>((resolve, reject) => {
-    worker.onmessage = (e: MessageEvent<PeerMessage>) => {
-      if (e.data.type === 'done') resolve({ rows: e.data.rows, versions: e.data.versions });
-      else reject(new Error(e.data.error));
-    };
-    worker.onerror = (e) => reject(new Error(`peer worker crashed: ${e.message}`));
-    worker.postMessage({
-      ...request,
-      ortBase: defaultOrtBase(document.baseURI),
-      base: document.baseURI,
-    } satisfies PeerRequest);
-  }).finally(() => worker.terminate());
+  return askWorker(worker, 'peer', request, (d: Extract<PeerMessage, { type: 'done' }>) => ({
+    rows: d.rows,
+    versions: d.versions,
+  }));
 }
 
-/** One cold run (bench/cold-worker.ts) in a fresh worker; pageMs: this page's age when it started. */
-export function runCold(
-  request: Omit<ColdRequest, 'ortBase' | 'base'>,
-): Promise<ColdResult & { pageMs: number; workerMs: number }> {
-  const pageMs = performance.now();
+/** One cold run (bench/cold-worker.ts) in a fresh worker. */
+export function runCold(request: Omit<ColdRequest, 'ortBase' | 'base'>): Promise<ColdResult> {
   const worker = new Worker(new URL('./cold-worker.ts', import.meta.url), { type: 'module' });
-  return new Promise<ColdResult & { pageMs: number; workerMs: number }>((resolve, reject) => {
-    worker.onmessage = (e: MessageEvent<ColdMessage>) => {
-      if (e.data.type === 'done') resolve({ ...e.data.result, pageMs, workerMs: performance.now() - pageMs });
-      else reject(new Error(e.data.error));
-    };
-    worker.onerror = (e) => reject(new Error(`cold worker crashed: ${e.message}`));
-    worker.postMessage({
-      ...request,
-      ortBase: defaultOrtBase(document.baseURI),
-      base: document.baseURI,
-    } satisfies ColdRequest);
-  }).finally(() => worker.terminate());
+  return askWorker(worker, 'cold', request, (d: Extract<ColdMessage, { type: 'done' }>) => d.result);
 }
 
 Object.assign(window, {
