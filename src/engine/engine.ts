@@ -52,7 +52,7 @@ export interface EngineLoadOptions {
   graph?: GraphVariant | 'auto';
   /**
    * Build the target with layer switches so it can draft for itself with sub-layers skipped (method swift, and
-   * auto's layer-skipping arm). One graph and one copy of the weights; the plain graph with an If per sub-layer
+   * auto's layer-skipping arm). One graph and one copy of the weights, the variant's graph with an If per sub-layer
    * (a few percent slower per call on wasm, so off unless asked for).
    */
   layerSwitches?: boolean;

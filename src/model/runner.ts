@@ -37,7 +37,8 @@ import type { Int4Options } from './quant';
 import type { ProgressCallback } from './source';
 import { measureVariants, type VariantMemory, type VariantTiming } from './variant';
 
-type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>;
+/** What the runner needs of onnxruntime-web (its wasm or its WebGPU build). */
+export type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>;
 type Tensor = OrtModule.Tensor;
 
 export type { Device, Precision };
@@ -63,8 +64,8 @@ export interface RunnerOptions {
   /** Where a measured graph-variant choice is remembered across processes or visits (the engine's store). */
   variantMemory?: VariantMemory;
   /**
-   * Build the target with layer switches (the plain graph with an If per sub-layer), so that it can also run with
-   * sub-layers skipped (self-speculation: SWIFT) over the same weights and cache. Implies graph 'plain'.
+   * Build the target with layer switches (an If per sub-layer, in whichever graph variant), so that it can also run
+   * with sub-layers skipped (self-speculation: SWIFT) over the same weights and cache.
    */
   layerSwitches?: boolean;
   /** Also return hidden states for draft heads (see HiddenKind); absent: no hidden outputs at all. */
@@ -163,13 +164,11 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       );
     }
     const label = precisionLabel(precision);
-    if (options.layerSwitches && options.graph !== undefined && options.graph !== 'auto' && options.graph !== 'plain')
-      throw new ModelLoadError(`${model.spec}: layer switches need the plain graph, not ${options.graph}`);
     let variant: GraphVariant = options.graph === undefined || options.graph === 'auto' ? 'plain' : options.graph;
     let variantTimings: VariantTiming[] = [];
     // WebGPU gathers fp16 only with shader-f16; wasm always can.
     const embeddingType = options.device === 'webgpu' && native !== 'fp16' ? 'float32' : 'float16';
-    if (options.graph === 'auto' && !options.layerSwitches) {
+    if (options.graph === 'auto') {
       options.onProgress?.({ status: 'building', name: model.spec, file: 'choosing the graph variant' });
       const choice = await measureVariants(ort, model, options.device, precision, embeddingType, options.variantMemory);
       variant = choice.variant;

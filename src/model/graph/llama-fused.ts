@@ -15,7 +15,8 @@
  * about 15 nodes per layer against the plain body's 45. Returns the final-normed rows [rows, H].
  */
 import type { GraphContext } from './llama';
-import { pastKey, pastValue, presentKey, presentValue } from './signature';
+import { pastKey, pastValue, presentKey, presentValue, runAttention, runMlp } from './signature';
+import { isSwitched, switchSubLayer, switchTypes, zeroCacheSlots } from './switches';
 
 const MS = 'com.microsoft';
 
@@ -70,14 +71,23 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
   const as3d = g.constInt64([1, -1, nq + 2 * nkv]);
   const as2d = g.constInt64([-1, nq]);
 
-  let x = ctx.embed(inputs.inputIds); // [q, H], the residual stream
-  let h = g.op('SimplifiedLayerNormalization', [x, store.float('model.layers.0.input_layernorm.weight')], {
-    axis: -1,
-    epsilon,
-    stash_type: 1,
-  });
-  for (let i = 0; i < ctx.layers; i++) {
-    ctx.layerInput(i, x);
+  const norm = (x: string, w: string) =>
+    g.op('SimplifiedLayerNormalization', [x, store.float(w)], { axis: -1, epsilon, stash_type: 1 });
+  const nextNorm = (i: number) =>
+    i + 1 < ctx.layers ? `model.layers.${i + 1}.input_layernorm.weight` : 'model.norm.weight';
+
+  /**
+   * Attention sub-layer of layer i from the residual x and its normed h: [x + attention, its post-attention norm,
+   * present K, present V] (K/V named by the caller, or fresh inside a switch's branch).
+   */
+  const attentionLayer = (
+    i: number,
+    x: string,
+    h: string,
+    keptK: string,
+    keptV: string,
+    names: [string, string] | null,
+  ) => {
     const p = `model.layers.${i}`;
     const attn = (n: string) => `${p}.self_attn.${n}`;
     const qkvBias = cfg.qkvBias ? ['q', 'k', 'v'].map((n) => attn(`${n}_proj.bias`)) : undefined;
@@ -91,35 +101,89 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
       attrs: { axis: -1 },
       outputs: 3,
     }) as [string, string, string];
-    const keptK = keepIndices ? g.op('Gather', [pastKey(i), keepIndices], { axis: 2 }) : pastKey(i);
-    const keptV = keepIndices ? g.op('Gather', [pastValue(i), keepIndices], { axis: 2 }) : pastValue(i);
     let ctxOut = `${p}.attn_out`;
+    let present: [string, string];
     if (attention === 'gqa') {
+      present = names ?? [`${p}.present_key_run`, `${p}.present_value_run`];
       g.node(
         'GroupQueryAttention',
         [rotary(q3, nh), rotary(k3, kvh), v3, keptK, keptV, seqlensK, totalLength, '', '', '', bias],
         {
           domain: MS,
           attrs: { num_heads: nh, kv_num_heads: kvh },
-          outputs: [ctxOut, presentKey(i), presentValue(i)],
+          outputs: [ctxOut, ...present],
         },
       );
     } else {
-      ctxOut = matmulAttention(ctx, i, rotary(q3, nh), rotary(k3, kvh), v3, keptK, keptV, bias);
+      ({ ctx: ctxOut, present } = matmulAttention(
+        ctx,
+        i,
+        rotary(q3, nh),
+        rotary(k3, kvh),
+        v3,
+        keptK,
+        keptV,
+        bias,
+        names,
+      ));
     }
-    g.output(presentKey(i), T, [1, kvh, 'total', hd]);
-    g.output(presentValue(i), T, [1, kvh, 'total', hd]);
     const o = linear(g.op('Reshape', [ctxOut, as2d]), [attn('o_proj.weight')], attn('o_proj'));
     const post = skipNorm(x, o, `${p}.post_attention_layernorm.weight`);
-    const mlp = (n: string) => `${p}.mlp.${n}`;
-    const gateUp = linear(post.normed, [mlp('gate_proj.weight'), mlp('up_proj.weight')], mlp('gate_up_proj'));
+    return [post.sum, post.normed, ...present];
+  };
+  /** MLP sub-layer of layer i from the residual x and its normed h: [x + mlp, the next layer's input norm of it]. */
+  const mlpLayer = (i: number, x: string, h: string) => {
+    const mlp = (n: string) => `model.layers.${i}.mlp.${n}`;
+    const gateUp = linear(h, [mlp('gate_proj.weight'), mlp('up_proj.weight')], mlp('gate_up_proj'));
     const [gate, up] = g.node('Split', [gateUp, mlpSplit], { attrs: { axis: -1 }, outputs: 2 }) as [string, string];
     const act = g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), up]);
     const down = linear(act, [mlp('down_proj.weight')], mlp('down_proj'));
-    const next = i + 1 < ctx.layers ? `model.layers.${i + 1}.input_layernorm.weight` : 'model.norm.weight';
-    const pre = skipNorm(post.sum, down, next);
-    h = pre.normed;
-    x = pre.sum;
+    const pre = skipNorm(x, down, nextNorm(i));
+    return [pre.sum, pre.normed];
+  };
+
+  const zeroKv = ctx.layerSwitches ? zeroCacheSlots(ctx) : '';
+  const { residual, cache } = switchTypes(ctx);
+
+  let x = ctx.embed(inputs.inputIds); // [q, H], the residual stream
+  let h = norm(x, 'model.layers.0.input_layernorm.weight'); // x normed for the next sub-layer
+  for (let i = 0; i < ctx.layers; i++) {
+    ctx.layerInput(i, x);
+    const keptK = keepIndices ? g.op('Gather', [pastKey(i), keepIndices], { axis: 2 }) : pastKey(i);
+    const keptV = keepIndices ? g.op('Gather', [pastValue(i), keepIndices], { axis: 2 }) : pastValue(i);
+    g.output(presentKey(i), T, [1, kvh, 'total', hd]);
+    g.output(presentValue(i), T, [1, kvh, 'total', hd]);
+    if (!isSwitched(ctx, i)) {
+      [x, h] = attentionLayer(i, x, h, keptK, keptV, [presentKey(i), presentValue(i)]) as [string, string];
+      [x, h] = mlpLayer(i, x, h) as [string, string];
+      continue;
+    }
+    // Behind switches: a skipped sub-layer passes x through and normalises it for whatever comes next.
+    const [x0, h0] = [x, h];
+    [x, h] = switchSubLayer(
+      ctx,
+      `attention_${i}`,
+      runAttention(i),
+      [residual, residual, cache, cache],
+      () => attentionLayer(i, x0, h0, keptK, keptV, null),
+      () => [
+        g.op('Identity', [x0]),
+        norm(x0, `model.layers.${i}.post_attention_layernorm.weight`),
+        g.op('Concat', [keptK, zeroKv], { axis: 2 }),
+        g.op('Concat', [keptV, zeroKv], { axis: 2 }),
+      ],
+      [`model.layers.${i}.attention_out`, `model.layers.${i}.attention_normed`, presentKey(i), presentValue(i)],
+    ) as [string, string];
+    const [x1, h1] = [x, h];
+    [x, h] = switchSubLayer(
+      ctx,
+      `mlp_${i}`,
+      runMlp(i),
+      [residual, residual],
+      () => mlpLayer(i, x1, h1),
+      () => [g.op('Identity', [x1]), norm(x1, nextNorm(i))],
+      2,
+    ) as [string, string];
   }
   ctx.layerInput(ctx.layers, x);
   // h is the final-normed hidden state of every row; only the requested rows go to the head.
@@ -128,7 +192,7 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
 
 /**
  * Attention of layer i as MatMuls: q [1, q, nh*hd], k and v [1, q, kvh*hd] (rotated), the kept past [1, kvh, kept,
- * hd]; writes present.{i}.key/value and returns the context [1, q, nh*hd]. Queries are grouped per KV head
+ * hd]; returns the context [1, q, nh*hd] and the present K/V (named `names`, or fresh). Queries are grouped per KV head
  * ([kvh, group, q, hd]) against keys [kvh, 1, hd, total], so K/V are never copied per query head.
  */
 function matmulAttention(
@@ -140,13 +204,14 @@ function matmulAttention(
   keptK: string,
   keptV: string,
   bias: string,
-): string {
+  names: [string, string] | null,
+): { ctx: string; present: [string, string] } {
   const { g, cfg, toT } = ctx;
   const { numHeads: nh, numKvHeads: kvh, headDim: hd } = cfg;
   const heads = (x: string, n: number) => g.op('Reshape', [x, g.constInt64([1, -1, n, hd])]); // [1, q, n, hd]
   const asCache = (x: string, n: number) => g.op('Transpose', [heads(x, n)], { perm: [0, 2, 1, 3] }); // [1, n, q, hd]
-  const presentK = g.op('Concat', [keptK, asCache(k, kvh)], { axis: 2 }, presentKey(i));
-  const presentV = g.op('Concat', [keptV, asCache(v, kvh)], { axis: 2 }, presentValue(i));
+  const presentK = g.op('Concat', [keptK, asCache(k, kvh)], { axis: 2 }, names?.[0]);
+  const presentV = g.op('Concat', [keptV, asCache(v, kvh)], { axis: 2 }, names?.[1]);
   const scale = toT(g.constFloat32([1 / Math.sqrt(hd)], [], `scale_${i}`));
   // [1, nh, q, hd] -> [kvh, group, q, hd]
   const qg = g.op('Reshape', [g.op('Mul', [asCache(q, nh), scale]), g.constInt64([kvh, nh / kvh, -1, hd])]);
@@ -154,5 +219,6 @@ function matmulAttention(
   const vT = g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] }); // [kvh, 1, total, hd]
   const probs = g.op('Softmax', [g.op('Add', [g.op('MatMul', [qg, kT]), bias])], { axis: -1 });
   const out = g.op('Reshape', [g.op('MatMul', [probs, vT]), g.constInt64([1, nh, -1, hd])]); // [1, nh, q, hd]
-  return g.op('Transpose', [out], { perm: [0, 2, 1, 3] }); // [1, q, nh, hd]; reshaped to [q, nh*hd] by the caller
+  // [1, q, nh, hd]; reshaped to [q, nh*hd] by the caller
+  return { ctx: g.op('Transpose', [out], { perm: [0, 2, 1, 3] }), present: [presentK, presentV] };
 }

@@ -6,6 +6,7 @@
 import type { GraphContext } from './llama';
 import { plainOps } from './plain-ops';
 import { pastKey, pastValue, presentKey, presentValue, runAttention, runMlp } from './signature';
+import { isSwitched, switchSubLayer, switchTypes, zeroCacheSlots } from './switches';
 
 export function buildPlainBody(ctx: GraphContext): string {
   const { g, cfg, store, T, inputs, cast, toT, linear } = ctx;
@@ -44,17 +45,8 @@ export function buildPlainBody(ctx: GraphContext): string {
     return g.op('Add', [x0, linear(ops.swiglu(gate, up), w('mlp.down_proj'), `${p}.mlp.down_proj`)]);
   };
 
-  // With layer switches, a skipped attention sub-layer still writes this call's cache slots (zeros), so every
-  // layer's cache keeps the same length; those slots belong to draft tokens and are dropped before verification.
-  let zeroKv = '';
-  if (ctx.layerSwitches) {
-    const q = g.op('Slice', [g.op('Shape', [inputs.inputIds]), g.constInt64([1]), g.constInt64([2])]);
-    const shape = g.op('Concat', [g.constInt64([1, kvh]), q, g.constInt64([hd])], { axis: 0 });
-    const zero = { name: 'zero', dataType: T, dims: [1], raw: new Uint8Array(T === 'float16' ? 2 : 4) };
-    zeroKv = g.op('ConstantOfShape', [shape], { value: zero });
-  }
-  const residual = [{ dataType: T, shape: ['q', cfg.hiddenSize] }];
-  const cacheType = { dataType: T, shape: [1, kvh, 'total', hd] };
+  const zeroKv = ctx.layerSwitches ? zeroCacheSlots(ctx) : '';
+  const { residual, cache } = switchTypes(ctx);
 
   for (let i = 0; i < ctx.layers; i++) {
     ctx.layerInput(i, x);
@@ -62,32 +54,35 @@ export function buildPlainBody(ctx: GraphContext): string {
     const keptV = keepIndices ? g.op('Gather', [pastValue(i), keepIndices], { axis: 2 }) : pastValue(i);
     g.output(presentKey(i), T, [1, kvh, 'total', hd]);
     g.output(presentValue(i), T, [1, kvh, 'total', hd]);
-    const switched = ctx.layerSwitches && i > 0 && i < ctx.layers - 1;
-    if (!switched) {
+    if (!isSwitched(ctx, i)) {
       [x] = attention(i, x, keptK, keptV, [presentKey(i), presentValue(i)]) as [string];
       x = mlp(i, x);
       continue;
     }
     const x0 = x;
-    const runs = g.branch(`attention_${i}`, [...residual, cacheType, cacheType], () =>
-      attention(i, x0, keptK, keptV, null),
-    );
-    const skips = g.branch(`skip_attention_${i}`, [...residual, cacheType, cacheType], () => [
-      g.op('Identity', [x0]),
-      g.op('Concat', [keptK, zeroKv], { axis: 2 }),
-      g.op('Concat', [keptV, zeroKv], { axis: 2 }),
-    ]);
-    [x] = g.node('If', [g.input(runAttention(i), 'bool', [])], {
-      attrs: { then_branch: { graph: runs }, else_branch: { graph: skips } },
-      outputs: [`${`model.layers.${i}`}.attention_out`, presentKey(i), presentValue(i)],
-    }) as [string];
+    [x] = switchSubLayer(
+      ctx,
+      `attention_${i}`,
+      runAttention(i),
+      [residual, cache, cache],
+      () => attention(i, x0, keptK, keptV, null),
+      () => [
+        g.op('Identity', [x0]),
+        g.op('Concat', [keptK, zeroKv], { axis: 2 }),
+        g.op('Concat', [keptV, zeroKv], { axis: 2 }),
+      ],
+      [`model.layers.${i}.attention_out`, presentKey(i), presentValue(i)],
+    ) as [string];
     const x1 = x;
-    const mlpRuns = g.branch(`mlp_${i}`, residual, () => [mlp(i, x1)]);
-    const mlpSkips = g.branch(`skip_mlp_${i}`, residual, () => [g.op('Identity', [x1])]);
-    [x] = g.node('If', [g.input(runMlp(i), 'bool', [])], {
-      attrs: { then_branch: { graph: mlpRuns }, else_branch: { graph: mlpSkips } },
-      outputs: 1,
-    }) as [string];
+    [x] = switchSubLayer(
+      ctx,
+      `mlp_${i}`,
+      runMlp(i),
+      [residual],
+      () => [mlp(i, x1)],
+      () => [g.op('Identity', [x1])],
+      1,
+    ) as [string];
   }
 
   ctx.layerInput(ctx.layers, x);

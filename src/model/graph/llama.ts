@@ -122,7 +122,7 @@ export interface BuildOptions {
   /**
    * Switches that skip sub-layers (an If per attention and MLP sub-layer of every layer but the first and the
    * last; inputs run_attention.{i} / run_mlp.{i}): one graph, one copy of the weights, serves the target and its
-   * layer-skipping self-draft. Plain body only.
+   * layer-skipping self-draft. Every body (switches.ts).
    */
   layerSwitches?: boolean;
   /**
@@ -157,7 +157,7 @@ export interface GraphContext {
   embed(ids: string): string;
   /** Per-token RoPE angles [q, headDim / 2] in fp32, from the position ids. */
   ropeAngles(): string;
-  /** Whether sub-layers 1..L-2 are behind If switches (plain body). */
+  /** Whether sub-layers 1..L-2 are behind If switches. */
   layerSwitches: boolean;
   /** Bodies report the residual stream entering layer i (i = layers: leaving the last layer), for hidden outputs. */
   layerInput(i: number, x: string): void;
@@ -249,7 +249,6 @@ export function buildLlamaGraph(
   const layerInput = (i: number, x: string) => {
     if (wanted.has(i)) layerInputs.set(i, x);
   };
-  if (layerSwitches && variant !== 'plain') throw new Error(`layer switches need the plain graph, not ${variant}`);
   const ctx: GraphContext = {
     g,
     cfg,

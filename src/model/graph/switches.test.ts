@@ -1,7 +1,8 @@
 /**
- * Layer switches (self-speculation over one set of weights): switching nothing off gives exactly the target's
- * logits; switching sub-layers off gives what the float64 reference computes with those sub-layers removed; and the
- * cache after a skipping call plus compaction is the target's cache exactly.
+ * Layer switches (self-speculation over one set of weights), in every graph variant: switching nothing off gives
+ * exactly the same variant's logits without switches; switching sub-layers off gives what the float64 reference
+ * computes with those sub-layers removed; and the cache after a skipping call plus compaction is the target's cache
+ * exactly.
  */
 import { describe, expect, it } from 'vitest';
 import { chainBias, keepIndices, treeAttentionBias } from '../../engine/tree';
@@ -10,6 +11,8 @@ import { maxDiff } from '../../util/max-diff';
 import { ModelRunner } from '../runner';
 import { randomModel } from '../testing/random-model';
 import { referenceForward } from '../testing/reference-llama';
+import { checkSwitches } from '../testing/switch-check';
+import { GRAPH_VARIANTS } from './llama';
 
 const ort = ortForNode();
 const PROMPT = [3, 17, 42, 8, 25, 60, 1];
@@ -22,46 +25,19 @@ const prefill = (tokens: number[]) => ({
   rows: tokens.map((_, i) => i),
 });
 
-describe('layer switches', () => {
-  it('all on equals the target; some off equals the float64 reference without those sub-layers', async () => {
-    const { model, weights } = randomModel({ num_hidden_layers: LAYERS });
-    const plain = await ModelRunner.create(ort, model, { device: 'wasm' });
-    const switched = await ModelRunner.create(ort, model, { device: 'wasm', layerSwitches: true });
-    expect(switched.canSkipLayers).toBe(true);
-    expect(plain.canSkipLayers).toBe(false);
-    const a = await plain.forward(prefill(PROMPT));
-    const b = await switched.forward(prefill(PROMPT));
-    expect(maxDiff(a, b)).toBe(0);
-    switched.reset();
-    const none = await switched.forwardSkipping(prefill(PROMPT), new Uint8Array(2 * LAYERS));
-    expect(maxDiff(a, none)).toBe(0);
-    // Skip the attention of layer 1 and the MLP of layer 2.
-    const skip = new Uint8Array(2 * LAYERS);
-    skip[1] = 1;
-    skip[LAYERS + 2] = 1;
-    switched.reset();
-    const skipped = await switched.forwardSkipping(prefill(PROMPT), skip);
-    const ref = referenceForward(
-      model.config,
-      weights,
-      PROMPT,
-      PROMPT.map((_, i) => i),
-      (i, j) => j <= i,
-      { attention: [1], mlp: [2] },
-    );
-    for (let r = 0; r < PROMPT.length; r++) {
-      const row = skipped.subarray(r * model.config.vocabSize, (r + 1) * model.config.vocabSize);
-      expect(maxDiff(row, ref[r] as Float64Array)).toBeLessThan(1e-4);
-    }
-    expect(skipped.length).toBe(a.length);
-    expect(maxDiff(a, skipped)).toBeGreaterThan(1e-3); // it did skip something
-    await plain.release();
-    await switched.release();
+describe.each(GRAPH_VARIANTS)('layer switches, %s graph', (graph) => {
+  it('all on equals the same graph without switches; some off equals the float64 reference without them', async () => {
+    const c = await checkSwitches(ort, 'wasm', graph);
+    expect(c.canSkip).toEqual({ switched: true, plain: false });
+    expect(c.allOn).toBe(0);
+    expect(c.noneSkipped).toBe(0);
+    expect(c.skipped).toBeLessThan(1e-4);
+    expect(c.moved).toBeGreaterThan(1e-3); // it did skip something
   });
 
   it("the target's cache is unchanged after a skipping call and compaction", async () => {
     const { model } = randomModel({ num_hidden_layers: LAYERS });
-    const runner = await ModelRunner.create(ort, model, { device: 'wasm', layerSwitches: true });
+    const runner = await ModelRunner.create(ort, model, { device: 'wasm', graph, layerSwitches: true });
     await runner.forward({ ...prefill(PROMPT), rows: [PROMPT.length - 1] });
     const before = await Promise.all(Array.from({ length: LAYERS }, (_, l) => runner.readCache(l)));
     const skip = new Uint8Array(2 * LAYERS);
@@ -88,11 +64,11 @@ describe('layer switches', () => {
 
   it('refuses to skip the first or last layer, and a runner without switches refuses to skip at all', async () => {
     const { model } = randomModel({ num_hidden_layers: LAYERS });
-    const switched = await ModelRunner.create(ort, model, { device: 'wasm', layerSwitches: true });
+    const switched = await ModelRunner.create(ort, model, { device: 'wasm', graph, layerSwitches: true });
     const first = new Uint8Array(2 * LAYERS);
     first[0] = 1;
     await expect(switched.forwardSkipping(prefill(PROMPT), first)).rejects.toThrow(/first and the last layer/);
-    const plain = await ModelRunner.create(ort, model, { device: 'wasm' });
+    const plain = await ModelRunner.create(ort, model, { device: 'wasm', graph });
     await expect(plain.forwardSkipping(prefill(PROMPT), new Uint8Array(2 * LAYERS))).rejects.toThrow(
       /without layer switches/,
     );
