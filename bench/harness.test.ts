@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SpecEngine } from '../src/engine/engine';
 import { ortForNode } from '../src/runtime/ort-node';
-import { runBench } from './harness';
+import { markdown, runBench } from './harness';
 
 let engine: SpecEngine;
 beforeAll(async () => {
@@ -39,5 +39,40 @@ describe('benchmark harness', () => {
     expect(Object.keys(report.categories)).toEqual(['x', 'y']);
     expect(report.categories.x?.[1]?.runs).toBe(1);
     expect(report.categories.x?.[0]?.speedup.median).toBe(1);
+  });
+
+  it("reports swift's search: the set found, the steps and time it took, and a draft step's cost", async () => {
+    const swiftEngine = await SpecEngine.load(ortForNode(), {
+      target: 'public/models/austen-target',
+      device: 'wasm',
+      layerSwitches: true,
+    });
+    try {
+      const report = await runBench(engine, {
+        engineFor: (m) => (m === 'swift' ? swiftEngine : engine),
+        // Optimisation steps start once 32 tokens exist before the round's root.
+        prompts: [{ kind: 'x', text: 'It is a truth universally acknowledged, that a single man in possession of' }],
+        methods: ['swift'],
+        maxNewTokens: 40,
+        repeats: 2,
+        curveQs: [1, 2],
+        curveReps: 1,
+      });
+      const w = report.swift;
+      expect(w).toBeDefined();
+      expect(w?.timedRuns).toBe(2);
+      expect(w?.steps).toBeGreaterThan(0);
+      expect(w?.optimisingMs).toBeGreaterThan(0);
+      expect(w?.optimisingShare).toBeGreaterThan(0);
+      expect(w?.optimisingShare).toBeLessThan(1);
+      expect(w?.of).toBe(24); // the bundled target's 12 layers, attention and MLP each
+      expect(w?.bestMatchness).toBeGreaterThanOrEqual(0);
+      // A draft step skips some sub-layers: cheaper than a target call, but not free.
+      expect(w?.draftRelative).toBeGreaterThan(0.1);
+      expect(w?.draftRelative).toBeLessThan(1.5);
+      expect(markdown('t', report)).toMatch(/swift: found set skips \d+ of 24 sub-layers \(running: attn 0 /);
+    } finally {
+      await swiftEngine.release();
+    }
   });
 });

@@ -5,6 +5,7 @@
  * kept per run, so any subset (a prompt category) can be summarised the same way.
  */
 import { bestGamma, type CostCurve, relativeCost } from '../src/engine/calibrate';
+import type { DrafterNote } from '../src/engine/drafters/drafter';
 import type { Method } from '../src/engine/drafters/index';
 import type { SpecEngine } from '../src/engine/engine';
 import type { GenerationResult } from '../src/engine/events';
@@ -80,6 +81,8 @@ export interface BenchReport {
   /** The same per prompt category (kind -> cells). */
   categories: Record<string, CellReport[]>;
   targetWeightBytes: number;
+  /** When swift ran: its skip-set search. */
+  swift?: SwiftSearchReport;
 }
 
 interface Run {
@@ -105,10 +108,24 @@ export function spread(xs: number[]): Spread {
 
 /** One greedy generation to its end. */
 export async function runOnce(engine: SpecEngine, method: Method, prompt: string, maxNewTokens: number) {
+  return (await runNoted(engine, method, prompt, maxNewTokens)).result;
+}
+
+/** One greedy generation to its end, and its drafter's note on the last round (the state a learning drafter ended in). */
+async function runNoted(
+  engine: SpecEngine,
+  method: Method,
+  prompt: string,
+  maxNewTokens: number,
+): Promise<{ result: GenerationResult; note: DrafterNote | null }> {
   const it = engine.generate(prompt, { method, maxNewTokens, sampling: GREEDY });
+  let note: DrafterNote | null = null;
   let step = await it.next();
-  while (!step.done) step = await it.next();
-  return step.value;
+  while (!step.done) {
+    note = step.value.note ?? note;
+    step = await it.next();
+  }
+  return { result: step.value, note };
 }
 
 function summarise(
@@ -176,14 +193,18 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
   // One untimed generation per method first (first calls of a drafter's shapes are slower).
   for (const method of methods) await runOnce(on(method), method, (o.prompts[0] as BenchPrompt).text, 8);
   const runs: Run[] = [];
+  const swiftNotes: Record<string, number | string>[] = [];
   const plainTokens = new Map<number, number[]>();
   for (let r = 0; r < o.repeats; r++) {
     for (let p = 0; p < o.prompts.length; p++) {
       const shift = (r * o.prompts.length + p) % methods.length;
       const order = [...methods.slice(shift), ...methods.slice(0, shift)];
       const results = new Map<Method, GenerationResult>();
-      for (const method of order)
-        results.set(method, await runOnce(on(method), method, (o.prompts[p] as BenchPrompt).text, o.maxNewTokens));
+      for (const method of order) {
+        const { result, note } = await runNoted(on(method), method, (o.prompts[p] as BenchPrompt).text, o.maxNewTokens);
+        results.set(method, result);
+        if (method === 'swift' && note?.fields) swiftNotes.push({ ...note.fields, ms: result.stats.wallMs });
+      }
       const plain = results.get('ar') as GenerationResult;
       if (r === 0) plainTokens.set(p, plain.tokens);
       for (const [method, result] of results) {
@@ -229,6 +250,49 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
     cells: cellsFor(() => true),
     categories: Object.fromEntries(kinds.map((k) => [k, cellsFor((x) => o.prompts[x.prompt]?.kind === k)])),
     targetWeightBytes: targetBytes,
+    ...(swiftNotes.length > 0 ? { swift: swiftSearch(swiftNotes, costs.curve) } : {}),
+  };
+}
+
+/** SWIFT's search as the timed runs saw it: the set it found, what finding it cost, and what a draft step costs. */
+export interface SwiftSearchReport {
+  /** Sub-layers that run with the found set ("attn 0 2 … | mlp 0 1 …"), and how many of all (attention and MLP of
+   * every layer, the first and last layers' included, which always run) are skipped. */
+  runs: string;
+  skipped: number;
+  of: number;
+  steps: number;
+  bestMatchness: number;
+  /** Timed runs that were still optimising at their end (the search spans them), of all swift runs. */
+  optimisingRuns: number;
+  timedRuns: number;
+  /** Milliseconds in optimisation steps, in all (the untimed first run included), and the share of swift's time. */
+  optimisingMs: number;
+  optimisingShare: number;
+  /** A one-token draft step with the found set, and that over a one-token target call (the curve's q=1). */
+  draftCallMs: number;
+  draftRelative: number;
+}
+
+function swiftSearch(notes: readonly Record<string, number | string>[], curve: CostCurve): SwiftSearchReport {
+  const last = notes[notes.length - 1] as Record<string, number | string>;
+  const skipped = String(last.skipped ?? '');
+  const total = notes.reduce((a, n) => a + Number(n.ms), 0);
+  const optimisingMs = Number(last.optimisingMs ?? 0);
+  const draftCallMs = Number(last.draftCallMs ?? Number.NaN);
+  const one = curve.points.find((p) => p.q === 1)?.ms ?? Number.NaN;
+  return {
+    runs: String(last.runs ?? ''),
+    skipped: [...skipped].filter((c) => c === '1').length,
+    of: skipped.length,
+    steps: Number(last.step ?? 0),
+    bestMatchness: Number(last.best ?? Number.NaN),
+    optimisingRuns: notes.filter((n) => n.phase === 'optimising').length,
+    timedRuns: notes.length,
+    optimisingMs,
+    optimisingShare: total > 0 ? optimisingMs / total : Number.NaN,
+    draftCallMs,
+    draftRelative: draftCallMs / one,
   };
 }
 
@@ -276,6 +340,13 @@ export function markdown(title: string, r: BenchReport): string {
           ? ` Best chain for the measured per-token acceptance ${f(r.bestChain.alpha)}: gamma ${r.bestChain.gamma}, ideal speedup ${f(r.bestChain.speedup)}x.`
           : ''
       }`,
+    );
+  }
+  if (r.swift) {
+    const w = r.swift;
+    lines.push(
+      '',
+      `swift: found set skips ${w.skipped} of ${w.of} sub-layers (running: ${w.runs}), best matchness ${f(w.bestMatchness)} after ${w.steps} search steps; the search spanned ${w.optimisingRuns} of ${w.timedRuns} timed runs and took ${f(w.optimisingMs / 1000, 1)} s (${f(100 * w.optimisingShare, 0)}% of swift's time). A draft step with the found set: ${f(w.draftCallMs)} ms, ${f(w.draftRelative)}x a target call.`,
     );
   }
   return lines.join('\n');

@@ -69,6 +69,8 @@ export class SwiftDrafter implements Drafter {
   readonly matchness: number[] = [];
   /** Milliseconds spent in optimisation steps. */
   optimisingMs = 0;
+  /** One-token drafting calls with the best set: how many, and their milliseconds (what a draft step costs). */
+  private stepCalls = { calls: 0, ms: 0 };
 
   constructor(
     private readonly target: LayerSkippingLM,
@@ -155,7 +157,11 @@ export class SwiftDrafter implements Drafter {
         ...(matchness !== null ? { matchness } : {}),
         best: this.search.bestScore,
         skipped: Array.from(this.search.best).join(''),
+        runs: SkipSearch.describe(this.search.best, lm.numLayers),
         nodes: chosen.tokens.length - 1,
+        // Totals since this drafter was made (it lives as long as the engine): the search's cost, and a draft step's.
+        optimisingMs: this.optimisingMs,
+        ...(this.stepCalls.calls > 0 ? { draftCallMs: this.stepCalls.ms / this.stepCalls.calls } : {}),
       },
     };
     return chosen;
@@ -171,10 +177,13 @@ export class SwiftDrafter implements Drafter {
     let spine = 0;
     let token = tree.tokens[0] as number;
     for (let depth = 1; depth <= depthLimit && tree.tokens.length - 1 < room; depth++) {
+      const started = performance.now();
       const logits = await lm.forwardSkipping(
         { tokens: [token], positions: [req.committed.length - 2 + depth], bias: chainBias(lm.length, 1), rows: [0] },
         this.search.best,
       );
+      this.stepCalls.calls++;
+      this.stepCalls.ms += performance.now() - started;
       this.draftCalls++;
       this.roundCalls.push({ width: 1, share: runningShare(this.search.best) });
       const dist = new DraftDist(logits, req.sampling);
