@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BenchUsageError, parseBenchArgs, selectPrompts } from './options';
+import { BenchUsageError, parseBenchArgs, partialRun, selectPrompts } from './options';
 
 const kinds = ['austen-heldout', 'list'];
 const parse = (args: string[], env: Record<string, string> = {}) => parseBenchArgs(args, env, kinds);
@@ -23,6 +23,15 @@ describe('npm run bench flags', () => {
       expect(cli.peer).toBe(false);
     }
     expect(parse(['--quick', '--backends', 'chromium-wasm']).backends).toEqual(['chromium-wasm']);
+  });
+
+  it('name a partial run, so that it never replaces the full run\'s results', () => {
+    expect(partialRun(parse([]))).toBeNull();
+    expect(partialRun(parse(['--threads', '2']))).toBeNull();
+    expect(partialRun(parse(['--backends', 'node-wasm', '--methods', 'swift']))).toBe('node-wasm-swift');
+    expect(partialRun(parse(['--categories', 'list']))).toBe('list');
+    expect(partialRun(parse(['--repeats', '1']))).toBe('sized');
+    expect(partialRun(parse(['--no-peer']))).toBe('sized');
   });
 
   it('select at most N prompts of each chosen category', () => {

@@ -7,7 +7,14 @@ import { isMethod, METHOD_NAMES, type Method } from '../src/engine/drafters/inde
 import { joinNegativeValues } from '../src/util/args';
 import type { BenchPrompt } from './harness';
 
-export const BACKENDS = ['node-wasm', 'node-cold', 'node-webgpu', 'chromium-wasm', 'chromium-webgpu'] as const;
+export const BACKENDS = [
+  'node-wasm',
+  'node-cold',
+  'node-memory',
+  'node-webgpu',
+  'chromium-wasm',
+  'chromium-webgpu',
+] as const;
 export type Backend = (typeof BACKENDS)[number];
 
 export const BENCH_USAGE = `usage: npm run bench -- [options]
@@ -16,7 +23,8 @@ Runs the bundled pair on bench/prompts.json, methods interleaved, and prints tab
 category); writes bench/results/<date>-<machine>.json and bench/results/latest.md.
 
   --backends LIST      comma-separated, from ${BACKENDS.join(', ')} (default: all; node-cold: first
-                       generations in fresh Node processes and \`npm run generate\` timed; node-webgpu needs a Vulkan
+                       generations in fresh Node processes and \`npm run generate\` timed; node-memory: what each
+                       method's engine holds, wasm heap and GPU buffers, in fresh processes; node-webgpu needs a Vulkan
                        adapter: lavapipe on a CPU-only machine, which the bootstrap installs)
   --methods LIST       methods to compare (default: all; plain decoding 'ar' always runs as the baseline):
                        ${METHOD_NAMES.join(', ')}
@@ -134,4 +142,18 @@ export function selectPrompts(
     taken.set(p.kind, n + 1);
     return true;
   });
+}
+
+/**
+ * A run of part of the benchmark (some backends, methods or prompts, or other plan sizes): its results go to their own
+ * files, so a partial run never replaces the full run's tables.
+ */
+export function partialRun(cli: BenchCli): string | null {
+  const parts: string[] = [];
+  if (cli.backends.length < BACKENDS.length) parts.push(cli.backends.join('+'));
+  if (cli.methods.length < METHOD_NAMES.length) parts.push(cli.methods.join('+'));
+  if (cli.categories) parts.push(cli.categories.join('+'));
+  if (cli.promptsPerCategory !== null || cli.repeats !== null || cli.maxNewTokens !== null || !cli.peer)
+    parts.push('sized');
+  return parts.length > 0 ? parts.join('-') : null;
 }

@@ -11,7 +11,7 @@ import { SpecEngine } from '../src/engine/engine';
 import { ortForNode } from '../src/runtime/ort-node';
 import { type BenchPrompt, type BenchReport, markdown, runBench } from './harness';
 import { loadHeadsEngines, releaseAll } from './heads-engines';
-import { BENCH_USAGE, type BenchCli, BenchUsageError, parseBenchArgs, selectPrompts } from './options';
+import { BENCH_USAGE, type BenchCli, BenchUsageError, parseBenchArgs, partialRun, selectPrompts } from './options';
 
 const promptFile = JSON.parse(readFileSync('bench/prompts.json', 'utf8')) as { prompts: BenchPrompt[] };
 const allPrompts = promptFile.prompts.map(({ kind, text }) => ({ kind, text }));
@@ -84,6 +84,26 @@ if (cli.backends.includes('node-cold')) {
   });
   reports['node-cold'] = cold as never;
   tables.push(coldMarkdown(cold));
+  console.log(`\n${tables[tables.length - 1]}\n`);
+}
+
+if (cli.backends.includes('node-memory')) {
+  console.log('== node-memory (what each method holds, in fresh Node processes)');
+  const { benchMemory, memoryMarkdown } = await import('./memory');
+  const wanted = (m: string) => cli.methods.includes(m as never);
+  const memory = benchMemory({
+    runs: [
+      ...['ar', 'swift', 'chain', 'eagle']
+        .filter((m) => m === 'ar' || wanted(m))
+        .map((method) => ({ method, device: 'wasm' as const })),
+      ...['ar', 'swift']
+        .filter((m) => m === 'ar' || wanted(m))
+        .map((method) => ({ method, device: 'webgpu' as const })),
+    ],
+    log: (l) => console.log(`  ${l}`),
+  });
+  reports['node-memory'] = memory as never;
+  tables.push(memoryMarkdown(memory));
   console.log(`\n${tables[tables.length - 1]}\n`);
 }
 
@@ -161,10 +181,11 @@ const machine = {
   memoryGiB: Math.round(totalmem() / 2 ** 30),
 };
 const date = new Date().toISOString();
-const file = `bench/results/${date.slice(0, 10)}-${machine.cpus}cpu${cli.quick ? '-quick' : ''}.json`;
+// A quick run is a smoke test and a partial run answers one question: neither replaces the full run's files.
+const partial = cli.quick ? null : partialRun(cli);
+const file = `bench/results/${date.slice(0, 10)}-${machine.cpus}cpu${cli.quick ? '-quick' : partial ? `-partial-${partial}` : ''}.json`;
 writeFileSync(file, `${JSON.stringify({ date, machine, versions, args: process.argv.slice(2), reports }, null, 1)}\n`);
-// A quick run is a smoke test: it never replaces the full tables in latest.md.
-const summary = cli.quick ? 'bench/results/quick.md' : 'bench/results/latest.md';
+const summary = cli.quick ? 'bench/results/quick.md' : partial ? 'bench/results/partial.md' : 'bench/results/latest.md';
 writeFileSync(
   summary,
   `${tables.join('\n\n')}\n\nMachine: ${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB; ${JSON.stringify(versions)}; ${date}\n`,
