@@ -31,3 +31,44 @@ export async function loadHeadsEngines(
 export async function releaseAll(engines: Map<Method, SpecEngine>): Promise<void> {
   for (const e of engines.values()) await e.release();
 }
+
+/**
+ * The engines the benchmark runs in Node on wasm: the bundled pair for most methods, one engine per heads method
+ * with the bundled heads, and for swift the target built with layer switches (a few percent slower per call, so not
+ * the pair's).
+ */
+export async function nodeWasmEngines(
+  methods: readonly Method[],
+  threads: number,
+  log: (line: string) => void,
+): Promise<{ engine: SpecEngine; engineFor: (m: Method) => SpecEngine; release: () => Promise<void> }> {
+  const [{ SpecEngine: Engine }, { ortForNode }, { DEFAULT_HEADS }] = await Promise.all([
+    import('../src/engine/engine'),
+    import('../src/runtime/ort-node'),
+    import('../src/cli/args'),
+  ]);
+  const target = 'public/models/austen-target';
+  const engine = await Engine.load(ortForNode(threads), {
+    target,
+    draft: 'public/models/austen-draft',
+    device: 'wasm',
+  });
+  const headsEngines = await loadHeadsEngines(
+    methods,
+    DEFAULT_HEADS,
+    (heads) => Engine.load(ortForNode(threads), { target, heads, device: 'wasm' }),
+    log,
+  );
+  const swiftEngine = methods.includes('swift')
+    ? await Engine.load(ortForNode(threads), { target, device: 'wasm', layerSwitches: true })
+    : null;
+  return {
+    engine,
+    engineFor: (m) => (m === 'swift' && swiftEngine ? swiftEngine : (headsEngines.get(m) ?? engine)),
+    release: async () => {
+      await engine.release();
+      await releaseAll(headsEngines);
+      await swiftEngine?.release();
+    },
+  };
+}

@@ -25,7 +25,7 @@ describe('npm run bench flags', () => {
     expect(parse(['--quick', '--backends', 'chromium-wasm']).backends).toEqual(['chromium-wasm']);
   });
 
-  it('name a partial run, so that it never replaces the full run\'s results', () => {
+  it("name a partial run, so that it never replaces the full run's results", () => {
     expect(partialRun(parse([]))).toBeNull();
     expect(partialRun(parse(['--threads', '2']))).toBeNull();
     expect(partialRun(parse(['--backends', 'node-wasm', '--methods', 'swift']))).toBe('node-wasm-swift');

@@ -10,6 +10,7 @@ import type { BenchPrompt } from './harness';
 export const BACKENDS = [
   'node-wasm',
   'node-cold',
+  'node-cli',
   'node-memory',
   'node-webgpu',
   'chromium-wasm',
@@ -23,7 +24,8 @@ Runs the bundled pair on bench/prompts.json, methods interleaved, and prints tab
 category); writes bench/results/<date>-<machine>.json and bench/results/latest.md.
 
   --backends LIST      comma-separated, from ${BACKENDS.join(', ')} (default: all; node-cold: first
-                       generations in fresh Node processes and \`npm run generate\` timed; node-memory: what each
+                       generations in fresh Node processes and \`npm run generate\` timed; node-cli: every method through the CLI
+                       against the warmed-up harness on the same prompts; node-memory: what each
                        method's engine holds, wasm heap and GPU buffers, in fresh processes; node-webgpu needs a Vulkan
                        adapter: lavapipe on a CPU-only machine, which the bootstrap installs)
   --methods LIST       methods to compare (default: all; plain decoding 'ar' always runs as the baseline):

@@ -7,10 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { DEFAULT_HEADS } from '../src/cli/args';
-import { SpecEngine } from '../src/engine/engine';
-import { ortForNode } from '../src/runtime/ort-node';
 import { type BenchPrompt, type BenchReport, markdown, runBench } from './harness';
-import { loadHeadsEngines, releaseAll } from './heads-engines';
+import { nodeWasmEngines } from './heads-engines';
 import { BENCH_USAGE, type BenchCli, BenchUsageError, parseBenchArgs, partialRun, selectPrompts } from './options';
 
 const promptFile = JSON.parse(readFileSync('bench/prompts.json', 'utf8')) as { prompts: BenchPrompt[] };
@@ -34,29 +32,9 @@ const tables: string[] = [];
 
 if (cli.backends.includes('node-wasm')) {
   console.log(`== node-wasm (onnxruntime-web wasm EP in Node, ${cli.threads} thread(s))`);
-  const engine = await SpecEngine.load(ortForNode(cli.threads), {
-    target: 'public/models/austen-target',
-    draft: 'public/models/austen-draft',
-    device: 'wasm',
-  });
-  // Methods on draft heads run on an engine with the bundled target's heads (one kind of heads per engine).
-  const headsEngines = await loadHeadsEngines(
-    cli.methods,
-    DEFAULT_HEADS,
-    (heads) =>
-      SpecEngine.load(ortForNode(cli.threads), { target: 'public/models/austen-target', heads, device: 'wasm' }),
-    (l) => console.log(`  ${l}`),
-  );
-  // Layer skipping needs the target built with layer switches (a few percent slower per call, so not the pair's).
-  const swiftEngine = cli.methods.includes('swift')
-    ? await SpecEngine.load(ortForNode(cli.threads), {
-        target: 'public/models/austen-target',
-        device: 'wasm',
-        layerSwitches: true,
-      })
-    : null;
+  const { engine, engineFor, release } = await nodeWasmEngines(cli.methods, cli.threads, (l) => console.log(`  ${l}`));
   const report = await runBench(engine, {
-    engineFor: (m) => (m === 'swift' && swiftEngine ? swiftEngine : (headsEngines.get(m) ?? engine)),
+    engineFor,
     prompts: selectPrompts(allPrompts, cli.categories, cli.promptsPerCategory),
     methods: cli.methods,
     maxNewTokens: cli.maxNewTokens ?? 64,
@@ -65,9 +43,7 @@ if (cli.backends.includes('node-wasm')) {
     curveReps: cli.quick ? 2 : 7,
     log: (l) => console.log(`  ${l}`),
   });
-  await engine.release();
-  await releaseAll(headsEngines);
-  await swiftEngine?.release();
+  await release();
   reports['node-wasm'] = report;
   tables.push(markdown('wasm in Node', report));
   console.log(`\n${tables[tables.length - 1]}\n`);
@@ -84,6 +60,20 @@ if (cli.backends.includes('node-cold')) {
   });
   reports['node-cold'] = cold as never;
   tables.push(coldMarkdown(cold));
+  console.log(`\n${tables[tables.length - 1]}\n`);
+}
+
+if (cli.backends.includes('node-cli')) {
+  console.log('== node-cli (every method through the CLI, against the warmed-up harness)');
+  const { benchCliCheck, cliCheckMarkdown } = await import('./cli-check');
+  const check = await benchCliCheck({
+    methods: cli.methods,
+    prompts: selectPrompts(allPrompts, cli.categories, cli.promptsPerCategory ?? 2),
+    maxNewTokens: cli.maxNewTokens ?? 64,
+    log: (l) => console.log(`  ${l}`),
+  });
+  reports['node-cli'] = check as never;
+  tables.push(cliCheckMarkdown(check));
   console.log(`\n${tables[tables.length - 1]}\n`);
 }
 

@@ -1,0 +1,122 @@
+/**
+ * The CLI against the warmed-up benchmark (backend `node-cli`): every method through `npm run generate` (one fresh
+ * process per prompt and method, as a user runs it; through tools/bootstrap.mjs, without npm's own start-up), its
+ * ms/token relative to plain decoding on the same prompt, next to the same ratio from the warmed-up harness on the
+ * same prompts in this process. The two should agree: a CLI user should see the speedups the benchmark reports.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Method } from '../src/engine/drafters/index';
+import { median } from '../src/util/median';
+import { type BenchPrompt, type BenchReport, runBench } from './harness';
+import { nodeWasmEngines } from './heads-engines';
+
+export interface CliCheckRow {
+  method: string;
+  /** Median over prompts of the method's ms/token over plain decoding's on the same prompt. */
+  cli: number;
+  bench: number;
+  /** Per prompt: CLI ms/token for this method. */
+  cliMsPerToken: number[];
+}
+
+export interface CliCheckReport {
+  prompts: number;
+  maxNewTokens: number;
+  rows: CliCheckRow[];
+}
+
+function cliRun(method: string, prompt: string, maxNewTokens: number, env: NodeJS.ProcessEnv): number {
+  const r = spawnSync(
+    process.execPath,
+    [
+      'tools/bootstrap.mjs',
+      'generate',
+      '--prompt',
+      prompt,
+      '--method',
+      method,
+      '--max-new-tokens',
+      String(maxNewTokens),
+      '--json',
+    ],
+    { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  if (r.status !== 0) throw new Error(`generate --method ${method} exited with ${r.status}: ${r.stderr.trim()}`);
+  const out = JSON.parse(r.stdout.trim().split('\n').at(-1) as string) as {
+    tokens: number[];
+    stats: { wallMs: number };
+  };
+  return out.stats.wallMs / out.tokens.length;
+}
+
+export async function benchCliCheck(options: {
+  methods: readonly Method[];
+  prompts: readonly BenchPrompt[];
+  maxNewTokens: number;
+  log: (line: string) => void;
+}): Promise<CliCheckReport> {
+  const methods = ['ar', ...options.methods.filter((m) => m !== 'ar')];
+  const cache = mkdtempSync(join(tmpdir(), 'spec-decoder-cli-'));
+  const env = { ...process.env, SPEC_DECODER_CACHE: cache };
+  const cliMs = new Map<string, number[]>(methods.map((m) => [m, []]));
+  try {
+    // One untimed run per method first: it measures and remembers the costs, as a user's first run does.
+    for (const m of methods) cliRun(m, (options.prompts[0] as BenchPrompt).text, 8, env);
+    for (const [p, prompt] of options.prompts.entries()) {
+      for (const m of methods) cliMs.get(m)?.push(cliRun(m, prompt.text, options.maxNewTokens, env));
+      options.log(
+        `CLI prompt ${p + 1}/${options.prompts.length}: ${methods.map((m) => `${m} ${(cliMs.get(m)?.[p] ?? Number.NaN).toFixed(2)}`).join(', ')} ms/token`,
+      );
+    }
+  } finally {
+    rmSync(cache, { recursive: true, force: true });
+  }
+  const { engine, engineFor, release } = await nodeWasmEngines(options.methods, 1, options.log);
+  let bench: BenchReport;
+  try {
+    bench = await runBench(engine, {
+      engineFor,
+      prompts: [...options.prompts],
+      methods: [...options.methods],
+      maxNewTokens: options.maxNewTokens,
+      repeats: 1,
+      curveQs: [1, 2, 4, 8, 16, 32, 64],
+      curveReps: 3,
+      log: options.log,
+    });
+  } finally {
+    await release();
+  }
+  const plain = cliMs.get('ar') as number[];
+  const rows = methods.map((m) => {
+    const ms = cliMs.get(m) as number[];
+    const cell = bench.cells.find((c) => c.method === m);
+    return {
+      method: m,
+      cli: median(ms.map((x, i) => x / (plain[i] as number))),
+      // ms/token over plain decoding's is the inverse of the speedup (per prompt; the median of inverses is the
+      // inverse of the median).
+      bench: cell ? 1 / cell.speedup.median : Number.NaN,
+      cliMsPerToken: ms,
+    };
+  });
+  return { prompts: options.prompts.length, maxNewTokens: options.maxNewTokens, rows };
+}
+
+export function cliCheckMarkdown(r: CliCheckReport): string {
+  return [
+    '### The CLI against the warmed-up benchmark (wasm in Node)',
+    '',
+    `${r.prompts} prompts, ${r.maxNewTokens} new tokens, greedy. CLI: one fresh \`npm run generate -- --json\` process per prompt and method (costs remembered from an untimed first run per method), ms/token from its stats; bench: the warmed-up harness on the same prompts in one process. Each: the median over prompts of the method's ms/token over plain decoding's on the same prompt (below 1 is faster).`,
+    '',
+    '| method | CLI ms/token (median) | CLI / plain | bench / plain | CLI over bench |',
+    '| --- | --- | --- | --- | --- |',
+    ...r.rows.map(
+      (row) =>
+        `| ${row.method} | ${median(row.cliMsPerToken).toFixed(2)} | ${row.cli.toFixed(2)} | ${row.bench.toFixed(2)} | ${(row.cli / row.bench).toFixed(2)} |`,
+    ),
+  ].join('\n');
+}
