@@ -56,6 +56,23 @@ describe('SWIFT layer-set search', () => {
     expect(SkipSearch.describe(s.best, 8)).toMatch(/^attn 0 .* \| mlp 0 .*7$/);
   });
 
+  it('weighs each step by its cost: a costly step uses up patience and the step limit sooner', () => {
+    const steps = (weight: number) => {
+      const s = new SkipSearch({ layers: 8, ratio: 0.5, ...SEARCH_DEFAULTS, patience: 40, maxSteps: 1000 });
+      s.record(s.candidate(), 0.5); // the best there will be
+      let n = 1;
+      while (s.phase === 'optimising') {
+        s.record(s.candidate(), 0.1, weight);
+        n++;
+      }
+      return { n, resumed: s.toRecord('m').spent };
+    };
+    expect(steps(1).n).toBe(41);
+    expect(steps(4).n).toBe(11); // 10 steps of weight 4 reach patience 40
+    expect(steps(0.3).n).toBe(41); // cheaper than a target call still counts as one
+    expect(steps(4).resumed).toBe(41);
+  });
+
   it('resumes from a remembered record and ignores a stale or mismatched one', () => {
     const a = new SkipSearch({ layers: 8, ratio: 0.5, ...SEARCH_DEFAULTS });
     const z = a.candidate();

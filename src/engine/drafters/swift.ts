@@ -7,7 +7,10 @@
  * 1. while optimising (from gamma generated tokens on): one optimisation step. A candidate skip set (random search,
  *    Gaussian-process UCB every beta steps) is scored by matchness: the gamma latest tokens run teacher-forced
  *    through the skipping model in ONE call, and its argmax is compared with what the target actually produced;
- *    the best set is kept (search.ts). The search ends at its step limit, on stagnation or at matchness >= 0.95.
+ *    the best set is kept (search.ts). The search ends at its step limit, on stagnation or at matchness >= 0.95;
+ *    with measured costs, a step counts as many steps as target calls it costs (at least one), so on a steep curve
+ *    (wasm: a 32-token call costs about eight one-token calls) the search ends after as much time as the paper's
+ *    budgets take on a GPU, not after as many steps.
  * 2. drafting with the best set: autoregressively from the root, stopping when the draft's top-1 probability falls
  *    below epsilon; each step is widened to its top-k by confidence (the paper's 10/5/3/1 buckets under sampling,
  *    the reference code's 10/8/5/3 under greedy) into a caterpillar tree: the top-1 spine with leaf siblings.
@@ -140,7 +143,10 @@ export class SwiftDrafter implements Drafter {
       matchness = hits / gamma;
       this.matchness.push(matchness);
       const bestBefore = this.search.bestScore;
-      const ended = this.search.record(candidate, matchness);
+      // The step's cost in target calls: the search's budgets are meant in time (search.ts).
+      const costs = this.costs();
+      const weight = costs?.curve.points.length ? relativeCost(costs.curve, gamma) * runningShare(candidate) : 1;
+      const ended = this.search.record(candidate, matchness, weight);
       this.optimisingMs += performance.now() - started;
       if (ended || this.search.bestScore > bestBefore)
         await safeSet(this.store, this.key, this.search.toRecord(lm.fingerprint));

@@ -6,6 +6,11 @@
  * caller scores it (matchness of its teacher-forced argmax against the gamma tokens already generated) and the best
  * set so far is kept. The search ends at maxSteps, after `patience` steps without improvement, or once matchness
  * reaches `enough`. Deterministic for a fixed seed.
+ *
+ * maxSteps and patience count steps of unit weight: the paper's values assume a GPU, where the step's gamma-token
+ * teacher-forced call costs about one target call. Where a step costs more (a steep verify-cost curve: on wasm a
+ * 32-token call costs about eight one-token calls), the caller weighs each step by its cost in target calls, so the
+ * budgets bound the time spent searching rather than the number of steps.
  */
 import { Rng } from '../sampling';
 import { GaussianProcess } from './gp';
@@ -51,6 +56,8 @@ export interface SearchRecord {
   best: number[];
   bestScore: number;
   steps: number;
+  /** Weighted steps (record's weights); absent in older records, where it is taken as steps. */
+  spent?: number;
   phase: SearchPhase;
 }
 
@@ -64,6 +71,8 @@ export class SkipSearch {
   best: SkipSet;
   bestScore = -1;
   steps = 0;
+  /** Weighted steps so far, and since the last improvement (see record). */
+  private spent = 0;
   private stale = 0;
   phase: SearchPhase = 'optimising';
   private readonly observed: { x: number[]; y: number }[] = [];
@@ -128,17 +137,22 @@ export class SkipSearch {
     return this.fromCoordinates(this.switchable.map(() => this.rng.next()));
   }
 
-  /** Register a candidate's matchness; keeps it if better, ends the search when it should (returns true then). */
-  record(z: SkipSet, matchness: number): boolean {
+  /**
+   * Register a candidate's matchness; keeps it if better, ends the search when it should (returns true then). The
+   * step counts `weight` steps against maxSteps and patience (its cost in target calls, at least 1).
+   */
+  record(z: SkipSet, matchness: number, weight = 1): boolean {
+    const w = Math.max(1, Number.isFinite(weight) ? weight : 1);
     this.steps++;
+    this.spent += w;
     this.observed.push({ x: this.coordinates(z), y: matchness });
     if (matchness > this.bestScore) {
       this.best = Uint8Array.from(z);
       this.bestScore = matchness;
       this.stale = 0;
-    } else this.stale++;
+    } else this.stale += w;
     if (
-      this.steps >= this.options.maxSteps ||
+      this.spent >= this.options.maxSteps ||
       this.stale >= this.options.patience ||
       this.bestScore >= this.options.enough
     ) {
@@ -156,6 +170,7 @@ export class SkipSearch {
       best: Array.from(this.best),
       bestScore: this.bestScore,
       steps: this.steps,
+      spent: this.spent,
       phase: this.phase,
     };
   }
@@ -184,6 +199,7 @@ export class SkipSearch {
     this.best = Uint8Array.from(r.best);
     this.bestScore = r.bestScore;
     this.steps = typeof r.steps === 'number' ? r.steps : 0;
+    this.spent = typeof r.spent === 'number' && r.spent >= this.steps ? r.spent : this.steps;
     this.phase = r.phase;
     return true;
   }
