@@ -23,4 +23,14 @@ describe('wasm tiering for a one-shot process', () => {
     expect(timers()).toBe(before);
     done();
   });
+
+  it('follows SPEC_DECODER_WASM_TIERUP when it is set (1: tier-up and keep-alive, 0: Liftoff only)', () => {
+    const before = timers();
+    const up = wasmTieringFor(64, { SPEC_DECODER_WASM_TIERUP: '1' });
+    expect(timers()).toBe(before + 1);
+    up();
+    const off = wasmTieringFor(LIFTOFF_UP_TO + 1, { SPEC_DECODER_WASM_TIERUP: '0' });
+    expect(timers()).toBe(before);
+    off();
+  });
 });

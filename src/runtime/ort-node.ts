@@ -24,10 +24,15 @@ export function ortForNode(numThreads = 1): typeof ort {
  * 4.8 and 5.4 (a quarter slower), first result 2.1-2.2 s; tier-up with a keep-alive interval (no wait): first 8.6,
  * steady at TurboFan's speed, first result 2.9 s. So Liftoff only pays up to a few hundred tokens, the keep-alive
  * beyond. A long-lived process (a server holds handles, so it never waits) needs neither.
+ * SPEC_DECODER_WASM_TIERUP=1 (tier-up, keep-alive) or 0 (Liftoff only) overrides the choice. On Liftoff code the
+ * verify-cost curve is steeper than on TurboFan's (wide calls are compute-bound), so speculation gains less in a
+ * short CLI run than in the warmed-up benchmark (the bench's node-cli table).
  * Returns what to call at the end (the keep-alive's interval is cleared).
  */
-export function wasmTieringFor(maxNewTokens: number): () => void {
-  return avoidTierUpStall(maxNewTokens > LIFTOFF_UP_TO);
+export function wasmTieringFor(maxNewTokens: number, env: NodeJS.ProcessEnv = process.env): () => void {
+  // SPEC_DECODER_WASM_TIERUP=1 or 0 overrides the choice (as for WebGPU in Node, ort-node-webgpu.ts).
+  const forced = env.SPEC_DECODER_WASM_TIERUP;
+  return avoidTierUpStall(forced === '1' ? true : forced === '0' ? false : maxNewTokens > LIFTOFF_UP_TO);
 }
 
 /** Longest generation compiled with Liftoff only (break-even against tier-up measured at 650-800 tokens). */
