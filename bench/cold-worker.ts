@@ -3,7 +3,8 @@
  * The browser's side of the cold benchmark: a fresh worker loads the bundled pair and generates one prompt three
  * times, then measures its steady state, saying where the time went (as bench/cold-run.ts does in a Node process).
  * Like the element's worker it remembers the graph variant and the measured costs in IndexedDB.
- * The driver runs it on a first visit (a fresh browser profile) and again after a reload.
+ * The driver runs it on a first visit (a fresh browser profile on disk), after a reload, and on a later visit (the
+ * browser started again on the same profile).
  */
 import type { Method } from '../src/engine/drafters/index';
 import { SpecEngine } from '../src/engine/engine';

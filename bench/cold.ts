@@ -115,11 +115,15 @@ export function coldMarkdown(r: ColdReport): string {
   ].join('\n');
 }
 
-/** The browser's cold runs (bench/cold-worker.ts): a first visit and a reload, each running ar and then auto. */
+/**
+ * The browser's cold runs (bench/cold-worker.ts) in one browser profile: a first visit, a reload, and a later visit
+ * after the browser was closed; each runs ar and then auto.
+ */
 export interface BrowserCold {
   maxNewTokens: number;
   first: Record<string, ColdResult>;
   reload: Record<string, ColdResult>;
+  later: Record<string, ColdResult>;
 }
 
 export function browserColdMarkdown(r: BrowserCold): string {
@@ -128,13 +132,14 @@ export function browserColdMarkdown(r: BrowserCold): string {
       ? `| ${visit} | ${method} | ${c.generations.map((g) => g.msPerToken.toFixed(2)).join(' / ')} | ${c.steadyMsPerToken.toFixed(2)} | ${((c.generations[0]?.msPerToken ?? Number.NaN) / c.steadyMsPerToken).toFixed(2)}x | ${c.startedMs.toFixed(0)} | ${c.loadMs.toFixed(0)} (${c.warmupMs.toFixed(0)}) | ${c.calibrationMs.toFixed(0)} | ${c.firstResultMs.toFixed(0)} |`
       : `| ${visit} | ${method} | - | - | - | - | - | - | - |`;
   return [
-    '### First generation in Chromium (wasm): first visit and reload',
+    '### First generation in Chromium (wasm): first visit, reload, later visit',
     '',
-    `A fresh browser context (empty HTTP cache, nothing compiled cached), then a reload in it; each runs a fresh worker that loads the bundled pair and generates ${r.maxNewTokens} tokens (plain decoding, then auto, in the same visit: auto's worker finds the browser's caches warm from the plain one); ms/token of the 1st, 2nd and 3rd generation against the same worker's steady state (median of 6 more); times in ms from the worker's start`,
+    `A fresh browser profile on disk (empty HTTP cache, nothing compiled cached), a reload, then the browser closed and started again on the same profile; each runs a fresh worker that loads the bundled pair and generates ${r.maxNewTokens} tokens (plain decoding, then auto, in the same visit: auto's worker finds the browser's caches warm from the plain one); ms/token of the 1st, 2nd and 3rd generation against the same worker's steady state (median of 6 more); times in ms from the worker's start`,
     '',
     '| visit | method | 1st / 2nd / 3rd | steady | 1st/steady | worker script ready | load (warm-up) | calibration | first result |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...Object.entries(r.first).map(([m, c]) => row('first visit', m, c)),
     ...Object.entries(r.reload).map(([m, c]) => row('reload', m, c)),
+    ...Object.entries(r.later ?? {}).map(([m, c]) => row('later visit', m, c)),
   ].join('\n');
 }

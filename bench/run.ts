@@ -173,7 +173,9 @@ const machine = {
 const date = new Date().toISOString();
 // A quick run is a smoke test and a partial run answers one question: neither replaces the full run's files.
 const partial = cli.quick ? null : partialRun(cli);
-const file = `bench/results/${date.slice(0, 10)}-${machine.cpus}cpu${cli.quick ? '-quick' : partial ? `-partial-${partial}` : ''}.json`;
+// A partial run's file carries the time too: two partial runs on one day must not overwrite each other.
+const stamp = partial ? `${date.slice(0, 10)}T${date.slice(11, 16).replace(':', '')}` : date.slice(0, 10);
+const file = `bench/results/${stamp}-${machine.cpus}cpu${cli.quick ? '-quick' : partial ? `-partial-${partial}` : ''}.json`;
 writeFileSync(file, `${JSON.stringify({ date, machine, versions, args: process.argv.slice(2), reports }, null, 1)}\n`);
 const summary = cli.quick ? 'bench/results/quick.md' : partial ? 'bench/results/partial.md' : 'bench/results/latest.md';
 writeFileSync(
