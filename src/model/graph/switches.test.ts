@@ -10,7 +10,6 @@ import { ortForNode } from '../../runtime/ort-node';
 import { maxDiff } from '../../util/max-diff';
 import { ModelRunner } from '../runner';
 import { randomModel } from '../testing/random-model';
-import { referenceForward } from '../testing/reference-llama';
 import { checkSwitches } from '../testing/switch-check';
 import { GRAPH_VARIANTS } from './llama';
 
