@@ -48,7 +48,7 @@ const PLANS: Record<
     perCategory: 1,
     categories: ['austen-heldout', 'repeat-quote'],
     options: {
-      methods: ['ar', 'auto', 'chain', 'dynamic', 'lookup', 'eagle', 'medusa'],
+      methods: ['ar', 'auto', 'chain', 'dynamic', 'lookup', 'eagle', 'medusa', 'swift'],
       maxNewTokens: 12,
       repeats: 1,
       curveQs: [1, 2, 4, 8, 16],

@@ -32,36 +32,27 @@ export async function releaseAll(engines: Map<Method, SpecEngine>): Promise<void
   for (const e of engines.values()) await e.release();
 }
 
+/** What one of the benchmark's engines is loaded with, besides the target. */
+export interface EngineExtras {
+  draft?: true;
+  heads?: string;
+  layerSwitches?: true;
+}
+
 /**
- * The engines the benchmark runs in Node on wasm: the bundled pair for most methods, one engine per heads method
- * with the bundled heads, and for swift the target built with layer switches (a few percent slower per call, so not
- * the pair's).
+ * The engines the benchmark runs (in Node and in the browser's worker alike): the bundled pair for most methods, one
+ * engine per heads method with the bundled heads, and for swift the target built with layer switches (a few percent
+ * slower per call, so not the pair's).
  */
-export async function nodeWasmEngines(
+export async function benchEngines(
   methods: readonly Method[],
-  threads: number,
+  heads: HeadsFolders,
+  load: (extras: EngineExtras) => Promise<SpecEngine>,
   log: (line: string) => void,
 ): Promise<{ engine: SpecEngine; engineFor: (m: Method) => SpecEngine; release: () => Promise<void> }> {
-  const [{ SpecEngine: Engine }, { ortForNode }, { DEFAULT_HEADS }] = await Promise.all([
-    import('../src/engine/engine'),
-    import('../src/runtime/ort-node'),
-    import('../src/cli/args'),
-  ]);
-  const target = 'public/models/austen-target';
-  const engine = await Engine.load(ortForNode(threads), {
-    target,
-    draft: 'public/models/austen-draft',
-    device: 'wasm',
-  });
-  const headsEngines = await loadHeadsEngines(
-    methods,
-    DEFAULT_HEADS,
-    (heads) => Engine.load(ortForNode(threads), { target, heads, device: 'wasm' }),
-    log,
-  );
-  const swiftEngine = methods.includes('swift')
-    ? await Engine.load(ortForNode(threads), { target, device: 'wasm', layerSwitches: true })
-    : null;
+  const engine = await load({ draft: true });
+  const headsEngines = await loadHeadsEngines(methods, heads, (h) => load({ heads: h }), log);
+  const swiftEngine = methods.includes('swift') ? await load({ layerSwitches: true }) : null;
   return {
     engine,
     engineFor: (m) => (m === 'swift' && swiftEngine ? swiftEngine : (headsEngines.get(m) ?? engine)),
@@ -71,4 +62,30 @@ export async function nodeWasmEngines(
       await swiftEngine?.release();
     },
   };
+}
+
+/** benchEngines on wasm in Node, with the bundled models. */
+export async function nodeWasmEngines(
+  methods: readonly Method[],
+  threads: number,
+  log: (line: string) => void,
+): ReturnType<typeof benchEngines> {
+  const [{ SpecEngine: Engine }, { ortForNode }, { DEFAULT_HEADS }] = await Promise.all([
+    import('../src/engine/engine'),
+    import('../src/runtime/ort-node'),
+    import('../src/cli/args'),
+  ]);
+  return benchEngines(
+    methods,
+    DEFAULT_HEADS,
+    (extras) =>
+      Engine.load(ortForNode(threads), {
+        target: 'public/models/austen-target',
+        device: 'wasm',
+        ...(extras.draft ? { draft: 'public/models/austen-draft' } : {}),
+        ...(extras.heads ? { heads: extras.heads } : {}),
+        ...(extras.layerSwitches ? { layerSwitches: true } : {}),
+      }),
+    log,
+  );
 }

@@ -3,7 +3,7 @@
 import { SpecEngine } from '../src/engine/engine';
 import { ortForWeb } from '../src/runtime/ort-web';
 import { type BenchOptions, type BenchReport, runBench } from './harness';
-import { type HeadsFolders, loadHeadsEngines, releaseAll } from './heads-engines';
+import { benchEngines, type HeadsFolders } from './heads-engines';
 
 declare const self: DedicatedWorkerGlobalScope;
 
@@ -13,7 +13,7 @@ export interface BenchRequest {
   device: 'wasm' | 'webgpu';
   target: string;
   draft: string;
-  /** Heads for the methods that run on them (medusa, eagle). */
+  /** Heads for the methods that run on them (medusa, eagle); swift gets the target with layer switches. */
   heads?: HeadsFolders;
   options: Omit<BenchOptions, 'log' | 'engineFor'>;
 }
@@ -28,22 +28,27 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
   const post = (m: BenchMessage) => self.postMessage(m);
   try {
     const ort = ortForWeb(req.ortBase);
-    const engine = await SpecEngine.load(ort, {
-      target: req.target,
-      draft: req.draft,
-      device: req.device,
-      base: req.base,
-    });
     const log = (line: string) => post({ type: 'log', line });
-    const heads = await loadHeadsEngines(
+    const { engine, engineFor, release } = await benchEngines(
       req.options.methods,
       req.heads ?? {},
-      (h) => SpecEngine.load(ort, { target: req.target, heads: h, device: req.device, base: req.base }),
+      (extras) =>
+        SpecEngine.load(ort, {
+          target: req.target,
+          device: req.device,
+          base: req.base,
+          ...(extras.draft ? { draft: req.draft } : {}),
+          ...(extras.heads ? { heads: extras.heads } : {}),
+          ...(extras.layerSwitches ? { layerSwitches: true } : {}),
+        }),
       log,
     );
-    const report = await runBench(engine, { ...req.options, engineFor: (m) => heads.get(m) ?? engine, log });
-    await engine.release();
-    await releaseAll(heads);
+    let report: BenchReport;
+    try {
+      report = await runBench(engine, { ...req.options, engineFor, log });
+    } finally {
+      await release();
+    }
     post({ type: 'report', report });
   } catch (e) {
     post({ type: 'error', error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) });
