@@ -14,8 +14,10 @@
  *
  * about 15 nodes per layer against the plain body's 45. Returns the final-normed rows [rows, H].
  */
+
+import { layerCache } from './layer-cache';
 import type { GraphContext } from './llama';
-import { pastKey, pastValue, presentKey, presentValue, runAttention, runMlp } from './signature';
+import { pastKey, presentKey, presentValue, runAttention, runMlp } from './signature';
 import { isSwitched, switchSubLayer, switchTypes, zeroCacheSlots } from './switches';
 
 const MS = 'com.microsoft';
@@ -25,7 +27,7 @@ const MS = 'com.microsoft';
  * cache gathered and concatenated by standard ops (for onnxruntime's CPU kernel, slow for many query rows).
  */
 export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 'gqa'): string {
-  const { g, cfg, store, T, inputs, cast, toT, linear } = ctx;
+  const { g, cfg, store, inputs, cast, toT, linear } = ctx;
   const { numHeads: nh, numKvHeads: kvh, headDim: hd, intermediateSize: m } = cfg;
   const nq = nh * hd;
   const nkv = kvh * hd;
@@ -149,10 +151,7 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
   let h = norm(x, 'model.layers.0.input_layernorm.weight'); // x normed for the next sub-layer
   for (let i = 0; i < ctx.layers; i++) {
     ctx.layerInput(i, x);
-    const keptK = keepIndices ? g.op('Gather', [pastKey(i), keepIndices], { axis: 2 }) : pastKey(i);
-    const keptV = keepIndices ? g.op('Gather', [pastValue(i), keepIndices], { axis: 2 }) : pastValue(i);
-    g.output(presentKey(i), T, [1, kvh, 'total', hd]);
-    g.output(presentValue(i), T, [1, kvh, 'total', hd]);
+    const { keptK, keptV } = layerCache(ctx, i);
     if (!isSwitched(ctx, i)) {
       [x, h] = attentionLayer(i, x, h, keptK, keptV, [presentKey(i), presentValue(i)]) as [string, string];
       [x, h] = mlpLayer(i, x, h) as [string, string];

@@ -3,15 +3,17 @@
  * provider. RMSNorm with fp32 statistics, RoPE by slicing and rotating halves, grouped-query attention as two
  * MatMuls over a broadcast axis (no K/V copy per head), SwiGLU. Returns the final-normed rows [rows, H].
  */
+
+import { layerCache } from './layer-cache';
 import type { GraphContext } from './llama';
 import { plainOps } from './plain-ops';
-import { pastKey, pastValue, presentKey, presentValue, runAttention, runMlp } from './signature';
+import { presentKey, presentValue, runAttention, runMlp } from './signature';
 import { isSwitched, switchSubLayer, switchTypes, zeroCacheSlots } from './switches';
 
 export function buildPlainBody(ctx: GraphContext): string {
   const { g, cfg, store, T, inputs, cast, toT, linear } = ctx;
-  const { numHeads: nh, numKvHeads: kvh, headDim: hd } = cfg;
-  const { keepIndices, logitsRows } = inputs;
+  const { numHeads: nh, numKvHeads: kvh } = cfg;
+  const { logitsRows } = inputs;
 
   const ops = plainOps(g, T, cast, (w) => store.float(w), cfg);
   const { rmsNorm, toHeads } = ops;
@@ -50,10 +52,7 @@ export function buildPlainBody(ctx: GraphContext): string {
 
   for (let i = 0; i < ctx.layers; i++) {
     ctx.layerInput(i, x);
-    const keptK = keepIndices ? g.op('Gather', [pastKey(i), keepIndices], { axis: 2 }) : pastKey(i);
-    const keptV = keepIndices ? g.op('Gather', [pastValue(i), keepIndices], { axis: 2 }) : pastValue(i);
-    g.output(presentKey(i), T, [1, kvh, 'total', hd]);
-    g.output(presentValue(i), T, [1, kvh, 'total', hd]);
+    const { keptK, keptV } = layerCache(ctx, i);
     if (!isSwitched(ctx, i)) {
       [x] = attention(i, x, keptK, keptV, [presentKey(i), presentValue(i)]) as [string];
       x = mlp(i, x);
