@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { GREEDY, Rng, type SamplingParams } from '../sampling';
+import { MemoryStore } from '../store';
 import type { VerifyResult } from '../verify';
 import { AutoDrafter, revisitAfter } from './auto';
 import type { Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
@@ -140,5 +141,37 @@ describe('auto between arms', () => {
     // faded by its next revisit, and one good round puts it back in front (per own round: 221 rounds, measured).
     const after = await run(auto, arms, 300);
     expect(after.chosen.get('b')).toBeGreaterThan(250);
+  });
+
+  it('remembers its estimates under greedy decoding: a new drafter starts on the arm that was best', async () => {
+    const arms = () => [new Arm('plain', 0, 0, { calls: 0 }), new Arm('good', 4, 3, { calls: 0 })];
+    const store = new MemoryStore();
+    const memory = { store, key: 'auto:test' };
+    const make = (a: Arm[], m: typeof memory | null = memory) =>
+      new AutoDrafter(
+        a.map((x) => ({ name: x.name, drafter: x })),
+        () => FLAT,
+        m,
+      );
+    const first = arms();
+    const learnt = await run(make(first), first, 24, GREEDY);
+    expect(learnt.why[0]).toContain('trying plain');
+    await new Promise((r) => setTimeout(r, 0)); // the save is asynchronous
+    const record = (await store.get('auto:test')) as { arms: Record<string, { throughput: number }> };
+    expect(record.arms.good?.throughput).toBeGreaterThan(record.arms.plain?.throughput as number);
+    // A new drafter (a new session) goes straight to the best arm instead of trying each again.
+    const again = arms();
+    const resumed = await run(make(again), again, 4, GREEDY);
+    expect(resumed.why[0]).toMatch(/^auto: good \(best: /);
+    expect(resumed.chosen.get('good')).toBe(4);
+    // Not under sampling (the remembered choice would make a seed's text depend on history), not without memory,
+    // and not from a record that is not one.
+    const sampled = arms();
+    expect((await run(make(sampled), sampled, 1)).why[0]).toContain('trying plain');
+    const forgetful = arms();
+    expect((await run(make(forgetful, null), forgetful, 1, GREEDY)).why[0]).toContain('trying plain');
+    await store.set('auto:test', { version: 1, arms: { good: { throughput: 'fast', roundCost: -1 } } });
+    const garbled = arms();
+    expect((await run(make(garbled), garbled, 1, GREEDY)).why[0]).toContain('trying plain');
   });
 });

@@ -26,6 +26,7 @@
 import { relativeCost } from '../calibrate';
 import { hasHiddenStates, isLayerSkipping } from '../lm';
 import { isGreedy } from '../sampling';
+import { type KeyValueStore, safeGet, safeSet } from '../store';
 import type { VerifyResult } from '../verify';
 import { AdaptiveChainDrafter } from './adaptive-chain';
 import { DraftModelState } from './draft-model';
@@ -52,7 +53,31 @@ interface Arm {
   samples: number;
   /** Round index this arm last ran in. */
   lastRound: number;
+  /** Cost of its latest round (for the weight of a remembered estimate). */
+  roundCost: number;
 }
+
+/**
+ * Where auto remembers its arms' throughput between generations and sessions (greedy decoding only: the arm drafted
+ * from shapes a sample, so under sampling a remembered choice would make a seed's text depend on history). A short
+ * run (the CLI's 64 tokens are about 40 rounds) then starts on the arm that was best instead of paying for trying
+ * every arm again.
+ */
+export interface AutoMemory {
+  store: KeyValueStore;
+  key: string;
+}
+
+interface AutoRecord {
+  version: 1;
+  /** Per arm: tokens per second, and the seconds of its latest round. */
+  arms: Record<string, { throughput: number; roundCost: number }>;
+}
+
+/** A remembered estimate counts as this many rounds of the arm's own (fresh rounds soon outweigh it). */
+const REMEMBERED_ROUNDS = 2;
+/** Rounds between saves of the estimates. */
+const SAVE_EVERY = 8;
 
 /** Discount per round (of any arm) of every arm's history: recent rounds weigh more. */
 const DECAY = 0.9;
@@ -87,13 +112,48 @@ export class AutoDrafter implements Drafter {
   private draftCalls = 0;
   private started = 0;
   private why = '';
+  private restored: Promise<void> | null = null;
+  private saving: Promise<void> | null = null;
 
   constructor(
     arms: { name: string; drafter: Drafter }[],
     private readonly costs: () => CostModel | null = () => null,
+    private readonly memory: AutoMemory | null = null,
   ) {
-    this.arms = arms.map((a) => ({ ...a, tokens: 0, cost: 0, samples: 0, lastRound: -1 }));
+    this.arms = arms.map((a) => ({ ...a, tokens: 0, cost: 0, samples: 0, lastRound: -1, roundCost: 0 }));
     this.current = this.arms[0] as Arm;
+  }
+
+  /** Once per drafter, under real time: start from the remembered estimates of the arms this drafter has. */
+  private restore(memory: AutoMemory): Promise<void> {
+    this.restored ??= safeGet(memory.store, memory.key).then((raw) => {
+      const record = raw as Partial<AutoRecord> | null | undefined;
+      if (record?.version !== 1 || typeof record.arms !== 'object' || record.arms === null) return;
+      for (const arm of this.arms) {
+        const r = (record.arms as Record<string, unknown>)[arm.name] as Partial<AutoRecord['arms'][string]> | undefined;
+        const { throughput, roundCost } = r ?? {};
+        if (arm.samples > 0 || typeof throughput !== 'number' || typeof roundCost !== 'number') continue;
+        if (!(throughput >= 0 && Number.isFinite(throughput) && roundCost > 0 && Number.isFinite(roundCost))) continue;
+        arm.cost = REMEMBERED_ROUNDS * roundCost;
+        arm.tokens = throughput * arm.cost;
+        arm.samples = WARMUP_SAMPLES;
+        arm.roundCost = roundCost;
+      }
+    });
+    return this.restored;
+  }
+
+  private save(memory: AutoMemory): void {
+    if (this.saving) return;
+    const arms: AutoRecord['arms'] = {};
+    for (const a of this.arms) {
+      const throughput = this.throughput(a);
+      if (a.samples >= WARMUP_SAMPLES && Number.isFinite(throughput))
+        arms[a.name] = { throughput, roundCost: a.roundCost };
+    }
+    this.saving = safeSet(memory.store, memory.key, { version: 1, arms } satisfies AutoRecord).finally(() => {
+      this.saving = null;
+    });
   }
 
   /** Model calls the arms made while drafting (counted per round: arms may share one draft model). */
@@ -156,6 +216,7 @@ export class AutoDrafter implements Drafter {
       this.incumbent = null;
       this.measure = measure;
     }
+    if (measure === 'time' && this.memory) await this.restore(this.memory);
     this.current = this.choose();
     this.current.lastRound = this.round;
     this.started = performance.now();
@@ -194,7 +255,9 @@ export class AutoDrafter implements Drafter {
     arm.cost += cost;
     arm.tokens += result.path.length;
     arm.samples++;
+    arm.roundCost = cost;
     this.round++;
+    if (this.measure === 'time' && this.memory && this.round % SAVE_EVERY === 0) this.save(this.memory);
   }
 
   reset(): void {
@@ -250,6 +313,18 @@ export function autoArms(r: DrafterResources): { name: string; drafter: Drafter 
   return arms;
 }
 
+/**
+ * The key auto's estimates are remembered under: the target and the draft model (their precision and device), and
+ * the arms it has. Models that do not say who they are (test doubles) are not remembered.
+ */
+function autoMemory(r: DrafterResources, arms: readonly { name: string }[]): AutoMemory | null {
+  const id = (m: unknown) => (m as { fingerprint?: unknown } | undefined)?.fingerprint;
+  const target = id(r.target);
+  if (!r.store || typeof target !== 'string') return null;
+  const names = arms.map((a) => a.name).join('+');
+  return { store: r.store, key: `auto:${target}:${String(id(r.draft) ?? 'none')}:${r.heads?.spec ?? 'none'}:${names}` };
+}
+
 export const auto = {
   name: 'auto',
   description:
@@ -259,5 +334,8 @@ export const auto = {
   lossless: true,
   usesCostModel: true,
   learns: true,
-  create: (r) => new AutoDrafter(autoArms(r), r.costs),
+  create: (r) => {
+    const arms = autoArms(r);
+    return new AutoDrafter(arms, r.costs, autoMemory(r, arms));
+  },
 } as const satisfies MethodSpec<'auto'>;
