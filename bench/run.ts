@@ -83,10 +83,11 @@ if (cli.backends.includes('node-memory')) {
   const wanted = (m: string) => cli.methods.includes(m as never);
   const memory = benchMemory({
     runs: [
-      ...['ar', 'swift', 'chain', 'eagle']
+      // auto here runs on the target alone: one model under the default method (it calibrates: wide calls).
+      ...['ar', 'auto', 'swift', 'chain', 'eagle']
         .filter((m) => m === 'ar' || wanted(m))
         .map((method) => ({ method, device: 'wasm' as const })),
-      ...['ar', 'swift']
+      ...['ar', 'auto', 'swift']
         .filter((m) => m === 'ar' || wanted(m))
         .map((method) => ({ method, device: 'webgpu' as const })),
     ],
