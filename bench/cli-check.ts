@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Method } from '../src/engine/drafters/index';
 import { median } from '../src/util/median';
+import { lastJsonLine } from './child';
 import { type BenchPrompt, type BenchReport, runBench } from './harness';
 import { nodeWasmEngines } from './heads-engines';
 
@@ -47,10 +48,7 @@ function cliRun(method: string, prompt: string, maxNewTokens: number, env: NodeJ
     { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   if (r.status !== 0) throw new Error(`generate --method ${method} exited with ${r.status}: ${r.stderr.trim()}`);
-  const out = JSON.parse(r.stdout.trim().split('\n').at(-1) as string) as {
-    tokens: number[];
-    stats: { wallMs: number };
-  };
+  const out = lastJsonLine<{ tokens: number[]; stats: { wallMs: number } }>(r.stdout);
   return out.stats.wallMs / out.tokens.length;
 }
 

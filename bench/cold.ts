@@ -4,11 +4,12 @@
  * `npm run generate` timed end to end. The first process starts with nothing remembered (its costs are measured);
  * the later ones find the records the first one wrote, as a user's second run does.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { median } from '../src/util/median';
+import { tsxJson } from './child';
 import type { FirstAndSteady } from './cold-measure';
 import type { ColdResult } from './cold-worker';
 
@@ -44,13 +45,8 @@ export function benchCold(options: {
     for (let p = 0; p < options.processes; p++) {
       for (const tier of ['default', 'liftoff', 'keep-alive'] as const) {
         for (const method of options.methods) {
-          const args = ['bench/cold-run.ts', method, String(options.maxNewTokens), tier];
-          const out = execFileSync('node_modules/.bin/tsx', args, {
-            encoding: 'utf8',
-            env,
-            stdio: ['ignore', 'pipe', 'inherit'],
-          });
-          const r = JSON.parse(out.trim().split('\n').at(-1) as string) as ColdProcess;
+          const args = [method, String(options.maxNewTokens), tier];
+          const r = tsxJson<ColdProcess>('bench/cold-run.ts', args, env, 'inherit');
           processes.push(r);
           options.log(
             `${method} (${tier}) process ${p + 1}: first ${r.generations.map((g) => g.msPerToken.toFixed(1)).join(', ')} ms/token, steady ${r.steadyMsPerToken.toFixed(1)}; calibration ${r.calibration}`,

@@ -4,10 +4,10 @@
  * after generating, against the target alone (plain decoding). The question it answers first: does a method that
  * drafts from the target itself (swift) keep one copy of the weights?
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { tsxJson } from './child';
 
 interface Held {
   /** onnxruntime's wasm heap: its size, and the 4 KiB pages of it ever written (resident). */
@@ -38,14 +38,8 @@ export function benchMemory(options: {
 }): MemoryReport {
   const cache = mkdtempSync(join(tmpdir(), 'spec-decoder-memory-'));
   const env = { ...process.env, SPEC_DECODER_CACHE: cache };
-  const run = (method: string, device: string) => {
-    const out = execFileSync('node_modules/.bin/tsx', ['bench/memory-run.ts', method, device], {
-      encoding: 'utf8',
-      env,
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-    return JSON.parse(out.trim().split('\n').at(-1) as string) as MemoryProcess | { error: string };
-  };
+  const run = (method: string, device: string) =>
+    tsxJson<MemoryProcess | { error: string }>('bench/memory-run.ts', [method, device], env, 'ignore');
   const processes: MemoryProcess[] = [];
   const skipped: Record<string, string> = {};
   try {

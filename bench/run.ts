@@ -30,6 +30,13 @@ if (cli.help) {
 const reports: Record<string, BenchReport | { error: string }> = {};
 const tables: string[] = [];
 
+/** A backend's report goes into the results file, its table into the summary and onto the console. */
+function publish(name: string, report: unknown, table: string): void {
+  reports[name] = report as BenchReport;
+  tables.push(table);
+  console.log(`\n${table}\n`);
+}
+
 if (cli.backends.includes('node-wasm')) {
   console.log(`== node-wasm (onnxruntime-web wasm EP in Node, ${cli.threads} thread(s))`);
   const { engine, engineFor, release } = await nodeWasmEngines(cli.methods, cli.threads, (l) => console.log(`  ${l}`));
@@ -44,9 +51,7 @@ if (cli.backends.includes('node-wasm')) {
     log: (l) => console.log(`  ${l}`),
   });
   await release();
-  reports['node-wasm'] = report;
-  tables.push(markdown('wasm in Node', report));
-  console.log(`\n${tables[tables.length - 1]}\n`);
+  publish('node-wasm', report, markdown('wasm in Node', report));
 }
 
 if (cli.backends.includes('node-cold')) {
@@ -58,9 +63,7 @@ if (cli.backends.includes('node-cold')) {
     maxNewTokens: cli.maxNewTokens ?? 64,
     log: (l) => console.log(`  ${l}`),
   });
-  reports['node-cold'] = cold as never;
-  tables.push(coldMarkdown(cold));
-  console.log(`\n${tables[tables.length - 1]}\n`);
+  publish('node-cold', cold, coldMarkdown(cold));
 }
 
 if (cli.backends.includes('node-cli')) {
@@ -72,9 +75,7 @@ if (cli.backends.includes('node-cli')) {
     maxNewTokens: cli.maxNewTokens ?? 64,
     log: (l) => console.log(`  ${l}`),
   });
-  reports['node-cli'] = check as never;
-  tables.push(cliCheckMarkdown(check));
-  console.log(`\n${tables[tables.length - 1]}\n`);
+  publish('node-cli', check, cliCheckMarkdown(check));
 }
 
 if (cli.backends.includes('node-memory')) {
@@ -93,9 +94,7 @@ if (cli.backends.includes('node-memory')) {
     ],
     log: (l) => console.log(`  ${l}`),
   });
-  reports['node-memory'] = memory as never;
-  tables.push(memoryMarkdown(memory));
-  console.log(`\n${tables[tables.length - 1]}\n`);
+  publish('node-memory', memory, memoryMarkdown(memory));
 }
 
 // After node-wasm: WebGPU in Node sets V8 to Liftoff only for the rest of this process (see ort-node-webgpu.ts).
@@ -110,12 +109,10 @@ if (cli.backends.includes('node-webgpu')) {
     cli,
     log: (l) => console.log(`  ${l}`),
   });
-  reports['node-webgpu'] = r as never;
-  if ('error' in r) console.log(`\nnode-webgpu: ${r.error}\n`);
-  else {
-    tables.push(nodeWebGpuMarkdown(r));
-    console.log(`\n${tables[tables.length - 1]}\n`);
-  }
+  if ('error' in r) {
+    reports['node-webgpu'] = r;
+    console.log(`\nnode-webgpu: ${r.error}\n`);
+  } else publish('node-webgpu', r, nodeWebGpuMarkdown(r));
 }
 
 const browserBackends = cli.backends.filter((b) => b.startsWith('chromium-'));
@@ -123,26 +120,27 @@ if (browserBackends.length > 0) {
   const { runBrowserBenches } = await import('./browser-driver');
   const browser = await runBrowserBenches(browserBackends, allPrompts, cli);
   for (const [name, r] of Object.entries(browser.reports)) {
-    reports[name] = r;
-    if ('cells' in r) {
-      tables.push(markdown(name.replace('chromium-', 'Chromium ').replace('webgpu', 'WebGPU'), r));
-      console.log(`\n${tables[tables.length - 1]}\n`);
-    } else console.log(`\n${name}: ${r.error}\n`);
+    if ('cells' in r) publish(name, r, markdown(name.replace('chromium-', 'Chromium ').replace('webgpu', 'WebGPU'), r));
+    else {
+      reports[name] = r;
+      console.log(`\n${name}: ${r.error}\n`);
+    }
   }
   if (browser.cold) {
-    reports['chromium-cold'] = browser.cold as never;
     if ('first' in browser.cold) {
       const { browserColdMarkdown } = await import('./cold');
-      tables.push(browserColdMarkdown(browser.cold));
-      console.log(`\n${tables[tables.length - 1]}\n`);
-    } else console.log(`\ncold (Chromium): ${browser.cold.error}\n`);
+      publish('chromium-cold', browser.cold, browserColdMarkdown(browser.cold));
+    } else {
+      reports['chromium-cold'] = browser.cold as never;
+      console.log(`\ncold (Chromium): ${browser.cold.error}\n`);
+    }
   }
   if (browser.peer) {
-    reports.peer = browser.peer as never;
-    if ('markdown' in browser.peer) {
-      tables.push(browser.peer.markdown);
-      console.log(`\n${browser.peer.markdown}\n`);
-    } else console.log(`\npeer: ${browser.peer.error}\n`);
+    if ('markdown' in browser.peer) publish('peer', browser.peer, browser.peer.markdown);
+    else {
+      reports.peer = browser.peer as never;
+      console.log(`\npeer: ${browser.peer.error}\n`);
+    }
   }
 }
 
