@@ -39,6 +39,18 @@ export interface EngineExtras {
   layerSwitches?: true;
 }
 
+/** The load options an engine's extras stand for, with the draft model's folder (Node path or browser URL). */
+export function extrasOptions(
+  extras: EngineExtras,
+  draft: string,
+): { draft?: string; heads?: string; layerSwitches?: true } {
+  return {
+    ...(extras.draft ? { draft } : {}),
+    ...(extras.heads ? { heads: extras.heads } : {}),
+    ...(extras.layerSwitches ? { layerSwitches: true } : {}),
+  };
+}
+
 /**
  * The engines the benchmark runs (in Node and in the browser's worker alike): the bundled pair for most methods, one
  * engine per heads method with the bundled heads, and for swift the target built with layer switches (a few percent
@@ -82,9 +94,7 @@ export async function nodeWasmEngines(
       Engine.load(ortForNode(threads), {
         target: 'public/models/austen-target',
         device: 'wasm',
-        ...(extras.draft ? { draft: 'public/models/austen-draft' } : {}),
-        ...(extras.heads ? { heads: extras.heads } : {}),
-        ...(extras.layerSwitches ? { layerSwitches: true } : {}),
+        ...extrasOptions(extras, 'public/models/austen-draft'),
       }),
     log,
   );

@@ -3,7 +3,7 @@
 import { SpecEngine } from '../src/engine/engine';
 import { ortForWeb } from '../src/runtime/ort-web';
 import { type BenchOptions, type BenchReport, runBench } from './harness';
-import { benchEngines, type HeadsFolders } from './heads-engines';
+import { benchEngines, extrasOptions, type HeadsFolders } from './heads-engines';
 
 declare const self: DedicatedWorkerGlobalScope;
 
@@ -37,9 +37,7 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
           target: req.target,
           device: req.device,
           base: req.base,
-          ...(extras.draft ? { draft: req.draft } : {}),
-          ...(extras.heads ? { heads: extras.heads } : {}),
-          ...(extras.layerSwitches ? { layerSwitches: true } : {}),
+          ...extrasOptions(extras, req.draft),
         }),
       log,
     );

@@ -66,7 +66,7 @@ export class SwiftDrafter implements Drafter {
   private restored: Promise<void> | null = null;
   private draftCalls = 0;
   /** Widths and running shares of this round's calls (the optimisation step's and the drafting's). */
-  private roundCalls: { width: number; share: number }[] = [];
+  private roundCalls: SkippingCall[] = [];
   private lastNote: DrafterNote | null = null;
   /** Matchness of each optimisation step so far (the element plots it). */
   readonly matchness: number[] = [];
@@ -131,7 +131,8 @@ export class SwiftDrafter implements Drafter {
         candidate,
       );
       this.draftCalls++;
-      this.roundCalls.push({ width: gamma, share: runningShare(candidate) });
+      const step: SkippingCall = { width: gamma, share: runningShare(candidate) };
+      this.roundCalls.push(step);
       lm.keep(range(base));
       const V = lm.config.vocabSize;
       let hits = 0;
@@ -145,7 +146,7 @@ export class SwiftDrafter implements Drafter {
       const bestBefore = this.search.bestScore;
       // The step's cost in target calls: the search's budgets are meant in time (search.ts).
       const costs = this.costs();
-      const weight = costs?.curve.points.length ? relativeCost(costs.curve, gamma) * runningShare(candidate) : 1;
+      const weight = costs?.curve.points.length ? skippingCallCost(costs, step) : 1;
       const ended = this.search.record(candidate, matchness, weight);
       this.optimisingMs += performance.now() - started;
       if (ended || this.search.bestScore > bestBefore)
@@ -155,15 +156,16 @@ export class SwiftDrafter implements Drafter {
     const tree = await this.draft(req);
     lm.keep(range(base)); // drop the draft's slots; the verification call compacts first
     const chosen = this.budget(tree, req);
+    const runs = SkipSearch.describe(this.search.best, lm.numLayers);
     this.lastNote = {
-      text: `swift: ${this.search.phase}${matchness !== null ? `, step ${this.search.steps} matchness ${matchness.toFixed(2)}` : ''}, best ${this.search.bestScore >= 0 ? this.search.bestScore.toFixed(2) : 'unscored'}, ${chosen.tokens.length - 1} nodes; runs ${SkipSearch.describe(this.search.best, lm.numLayers)}`,
+      text: `swift: ${this.search.phase}${matchness !== null ? `, step ${this.search.steps} matchness ${matchness.toFixed(2)}` : ''}, best ${this.search.bestScore >= 0 ? this.search.bestScore.toFixed(2) : 'unscored'}, ${chosen.tokens.length - 1} nodes; runs ${runs}`,
       fields: {
         phase: this.search.phase,
         step: this.search.steps,
         ...(matchness !== null ? { matchness } : {}),
         best: this.search.bestScore,
         skipped: Array.from(this.search.best).join(''),
-        runs: SkipSearch.describe(this.search.best, lm.numLayers),
+        runs,
         nodes: chosen.tokens.length - 1,
         // Totals since this drafter was made (it lives as long as the engine): the search's cost, and a draft step's.
         optimisingMs: this.optimisingMs,
@@ -229,7 +231,7 @@ export class SwiftDrafter implements Drafter {
 
   /** This round's skipping calls: each a target call of its width, times the share of sub-layers that ran. */
   draftCost(costs: CostModel): number {
-    return this.roundCalls.reduce((sum, c) => sum + relativeCost(costs.curve, c.width) * c.share, 0);
+    return this.roundCalls.reduce((sum, c) => sum + skippingCallCost(costs, c), 0);
   }
 
   accept(): void {}
@@ -242,6 +244,17 @@ export class SwiftDrafter implements Drafter {
   note(): DrafterNote | null {
     return this.lastNote;
   }
+}
+
+/** A skipping call: its width and the share of sub-layers that ran. */
+interface SkippingCall {
+  width: number;
+  share: number;
+}
+
+/** A skipping call's cost in target calls: a target call of its width, times the share of sub-layers that ran. */
+function skippingCallCost(costs: CostModel, call: SkippingCall): number {
+  return relativeCost(costs.curve, call.width) * call.share;
 }
 
 /** The share of a call's work a skip set leaves: its running sub-layers over all (attention and MLP alike). */
