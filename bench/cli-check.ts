@@ -53,6 +53,8 @@ function cliRun(method: string, prompt: string, maxNewTokens: number, env: NodeJ
 }
 
 export async function benchCliCheck(options: {
+  /** The harness's wasm threads: what the CLI's auto choice is on this machine. */
+  threads: number;
   methods: readonly Method[];
   prompts: readonly BenchPrompt[];
   maxNewTokens: number;
@@ -74,7 +76,7 @@ export async function benchCliCheck(options: {
   } finally {
     rmSync(cache, { recursive: true, force: true });
   }
-  const { engine, engineFor, release } = await nodeWasmEngines(options.methods, 1, options.log);
+  const { engine, engineFor, release } = await nodeWasmEngines(options.methods, options.threads, options.log);
   let bench: BenchReport;
   try {
     bench = await runBench(engine, {

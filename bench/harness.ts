@@ -31,6 +31,8 @@ export interface BenchOptions {
    * those heads; their speedup is still over plain decoding on the given engine (a target without heads).
    */
   engineFor?: (method: Method) => SpecEngine;
+  /** How onnxruntime runs here beyond the device (wasm threads and how they were chosen), for the table. */
+  runtime?: string;
 }
 
 export interface Spread {
@@ -83,6 +85,8 @@ export interface BenchReport {
   targetWeightBytes: number;
   /** When swift ran: its skip-set search. */
   swift?: SwiftSearchReport;
+  /** BenchOptions.runtime. */
+  runtime?: string;
 }
 
 interface Run {
@@ -240,6 +244,7 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
   return {
     device: engine.device,
     compute: engine.target.compute,
+    ...(o.runtime ? { runtime: o.runtime } : {}),
     prompts: o.prompts.length,
     repeats: o.repeats,
     maxNewTokens: o.maxNewTokens,
@@ -304,7 +309,7 @@ export function markdown(title: string, r: BenchReport): string {
   const lines = [
     `### ${title}`,
     '',
-    `${r.prompts} prompts x ${r.repeats} repeats, ${r.maxNewTokens} new tokens, greedy, ${r.device} (${r.compute}); target weights ${(r.targetWeightBytes / 1e6).toFixed(1)} MB`,
+    `${r.prompts} prompts x ${r.repeats} repeats, ${r.maxNewTokens} new tokens, greedy, ${r.device} (${r.compute})${r.runtime ? `, ${r.runtime}` : ''}; target weights ${(r.targetWeightBytes / 1e6).toFixed(1)} MB`,
     '',
     '| method | tau | acceptance by depth | tok/s (median) | speedup median [p25, p75] | target calls | draft calls | tree size (call width) | overhead | target GB/s | ideal | measured/ideal | = plain greedy |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',

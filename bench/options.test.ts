@@ -28,6 +28,8 @@ describe('npm run bench flags', () => {
   it("name a partial run, so that it never replaces the full run's results", () => {
     expect(partialRun(parse([]))).toBeNull();
     expect(partialRun(parse(['--threads', '2']))).toBeNull();
+    expect(parse([]).threads).toBe('auto');
+    expect(parse(['--threads', '2']).threads).toBe(2);
     expect(partialRun(parse(['--backends', 'node-wasm', '--methods', 'swift']))).toBe('node-wasm-swift');
     expect(partialRun(parse(['--categories', 'list']))).toBe('list');
     expect(partialRun(parse(['--repeats', '1']))).toBe('sized');

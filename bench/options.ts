@@ -34,7 +34,7 @@ category); writes bench/results/<date>-<machine>.json and bench/results/latest.m
   --prompts N          at most N prompts from each category (default: all in Node; fewer in Chromium)
   --repeats N          repeats of every prompt (default: 2 in Node, 1 in Chromium)
   --max-new-tokens N   tokens per generation (default: 64 in Node, 48 Chromium wasm, 12 Chromium WebGPU)
-  --threads N          wasm threads in Node (default 1)
+  --threads N|auto     wasm threads in Node (default auto: measured once per machine, as the CLI does)
   --no-peer            skip the transformers.js peer comparison in Chromium
   --quick              about a minute: node-wasm only (unless --backends), one prompt per category, 16 tokens,
                        a short curve; also BENCH_QUICK=1
@@ -50,7 +50,7 @@ export interface BenchCli {
   promptsPerCategory: number | null;
   repeats: number | null;
   maxNewTokens: number | null;
-  threads: number;
+  threads: number | 'auto';
   peer: boolean;
   quick: boolean;
   help: boolean;
@@ -123,7 +123,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     promptsPerCategory: positive('prompts', values.prompts as string | undefined) ?? (quick ? 1 : null),
     repeats: positive('repeats', values.repeats as string | undefined) ?? (quick ? 1 : null),
     maxNewTokens: positive('max-new-tokens', values['max-new-tokens'] as string | undefined) ?? (quick ? 16 : null),
-    threads: positive('threads', values.threads as string | undefined) ?? 1,
+    threads: values.threads === 'auto' ? 'auto' : (positive('threads', values.threads as string | undefined) ?? 'auto'),
     peer: !values['no-peer'] && !quick,
     quick,
     help: Boolean(values.help),

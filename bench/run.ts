@@ -37,10 +37,26 @@ function publish(name: string, report: unknown, table: string): void {
   console.log(`\n${table}\n`);
 }
 
+/** The wasm threads for the Node backends: asked for, or chosen as the CLI chooses them (remembered per machine). */
+async function wasmThreads(): Promise<{ threads: number; said: string }> {
+  if (cli.threads !== 'auto') return { threads: cli.threads, said: `${cli.threads} wasm thread(s) (asked for)` };
+  const [{ chooseNodeWasmThreads }, { describeThreads }, { FileStore }] = await Promise.all([
+    import('../src/runtime/thread-probe-node'),
+    import('../src/runtime/thread-probe'),
+    import('../src/runtime/store-node'),
+  ]);
+  const choice = await chooseNodeWasmThreads({ target: 'public/models/austen-target', store: new FileStore() });
+  return { threads: choice.threads, said: describeThreads(choice) };
+}
+
 if (cli.backends.includes('node-wasm')) {
-  console.log(`== node-wasm (onnxruntime-web wasm EP in Node, ${cli.threads} thread(s))`);
-  const { engine, engineFor, release } = await nodeWasmEngines(cli.methods, cli.threads, (l) => console.log(`  ${l}`));
+  const threads = await wasmThreads();
+  console.log(`== node-wasm (onnxruntime-web wasm EP in Node, ${threads.said})`);
+  const { engine, engineFor, release } = await nodeWasmEngines(cli.methods, threads.threads, (l) =>
+    console.log(`  ${l}`),
+  );
   const report = await runBench(engine, {
+    runtime: threads.said,
     engineFor,
     prompts: selectPrompts(allPrompts, cli.categories, cli.promptsPerCategory),
     methods: cli.methods,
@@ -70,6 +86,7 @@ if (cli.backends.includes('node-cli')) {
   console.log('== node-cli (every method through the CLI, against the warmed-up harness)');
   const { benchCliCheck, cliCheckMarkdown } = await import('./cli-check');
   const check = await benchCliCheck({
+    threads: (await wasmThreads()).threads,
     methods: cli.methods,
     prompts: selectPrompts(allPrompts, cli.categories, cli.promptsPerCategory ?? 2),
     maxNewTokens: cli.maxNewTokens ?? 64,

@@ -83,10 +83,13 @@ describe('CLI flags', () => {
 });
 
 describe('CLI chat flags', () => {
-  it('--threads: a whole number from 1 to 64, default 1', () => {
-    expect(parseCli(['--prompt', 'x']).threads).toBe(1);
+  it('--threads: auto (the default) or a whole number from 1 to 64', () => {
+    expect(parseCli(['--prompt', 'x']).threads).toBe('auto');
+    expect(parseCli(['--prompt', 'x', '--threads', 'auto']).threads).toBe('auto');
     expect(parseCli(['--prompt', 'x', '--threads', '2']).threads).toBe(2);
-    expect(() => parseCli(['--prompt', 'x', '--threads', '0'])).toThrow(/--threads must be between 1 and 64; got 0/);
+    expect(() => parseCli(['--prompt', 'x', '--threads', '0'])).toThrow(
+      /--threads must be auto or between 1 and 64; got 0/,
+    );
     expect(() => parseCli(['--prompt', 'x', '--threads', '1.5'])).toThrow(/--threads expects a whole number/);
   });
 
@@ -111,7 +114,10 @@ describe('CLI chat flags', () => {
 
   it('a model without a chat template gives one readable error line and exit code 2', async () => {
     const io = capture();
-    const code = await main(['--prompt', 'Hi', '--chat', '--method', 'ar', '--max-new-tokens', '2', '--json'], io);
+    const code = await main(
+      ['--prompt', 'Hi', '--chat', '--method', 'ar', '--max-new-tokens', '2', '--json', '--threads', '1'],
+      io,
+    );
     expect(code).toBe(2);
     expect(io.stderr()).toMatch(/error: this model has no chat template \(tokenizer_config\.json chat_template\)/);
     expect(io.stderr().trim().split('\n')).toHaveLength(1);

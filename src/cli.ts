@@ -42,9 +42,15 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
   }
   // WebGPU in Node runs on Dawn; the adapter (or why there is none and wasm is used) goes to stderr. One generation
   // and out: wasm compiled so that the first generation is not the slow one (ort-node.ts, wasmTieringFor).
-  const runtime = await nodeRuntime(options.device, (line) => io.err(`${line}\n`), options.threads, {
-    maxNewTokens: options.maxNewTokens,
-  });
+  // Measured costs, found skip sets and the wasm thread count are remembered between runs (SPEC_DECODER_CACHE
+  // moves the file).
+  const store = new FileStore();
+  const runtime = await nodeRuntime(
+    options.device,
+    (line) => io.err(`${line}\n`),
+    options.threads === 'auto' ? { auto: { target: options.target, store } } : options.threads,
+    { maxNewTokens: options.maxNewTokens },
+  );
   let engine: SpecEngine;
   try {
     engine = await SpecEngine.load(runtime.ort, {
@@ -55,8 +61,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       ...(options.heads ? { heads: options.heads } : {}),
       device: runtime.device,
       precision: options.precision,
-      // Measured costs and found skip sets are remembered between runs (SPEC_DECODER_CACHE moves the file).
-      store: new FileStore(),
+      store,
     });
   } catch (e) {
     io.err(`error: ${(e as Error).message}\n`);
@@ -64,7 +69,11 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     return 2;
   }
   const paint = painter(io.colour);
-  const ran = { device: runtime.device, threads: runtime.device === 'wasm' ? options.threads : 0 };
+  const ran = {
+    device: runtime.device,
+    threads: runtime.threads?.threads ?? 0,
+    ...(runtime.threads ? { threadChoice: { how: runtime.threads.how, timings: runtime.threads.timings } } : {}),
+  };
   const rounds: RoundIds[] = [];
   try {
     const it = engine.generate(enginePrompt(options), {

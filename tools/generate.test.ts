@@ -4,13 +4,19 @@
  * under src/ makes a new bundle (never a stale one).
  */
 import { spawnSync } from 'node:child_process';
-import { readdirSync, utimesSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const cache = join('node_modules', '.cache', 'spec-decoder-cli');
 const generate = (...args: string[]) =>
   spawnSync(process.execPath, ['tools/bootstrap.mjs', 'generate', ...args], { encoding: 'utf8' });
+const generateWith = (env: NodeJS.ProcessEnv, ...args: string[]) =>
+  spawnSync(process.execPath, ['tools/bootstrap.mjs', 'generate', ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  });
 
 describe('npm run generate (the bundled CLI)', () => {
   it('generates, and says what is wrong with bad input in one line with exit status 2', () => {
@@ -22,6 +28,35 @@ describe('npm run generate (the bundled CLI)', () => {
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/^error: .*max-new-tokens/m);
   });
+
+  it('chooses the wasm threads on a first run (said on stderr, in the JSON), and remembers them', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spec-decoder-threads-'));
+    try {
+      const args = ['--prompt', 'It is a truth', '--method', 'ar', '--max-new-tokens', '4', '--json'];
+      const first = generateWith({ SPEC_DECODER_CACHE: dir }, ...args);
+      expect(first.status).toBe(0);
+      expect(first.stderr).toMatch(
+        /^wasm threads: [12] wasm threads? \(measured in [\d.]+ s; T\(1\) \+ T\(16\) with 1: /m,
+      );
+      const runtime = (JSON.parse(first.stdout.trim().split('\n').at(-1) as string) as { runtime: unknown }).runtime;
+      expect(runtime).toMatchObject({ device: 'wasm', threadChoice: { how: 'measured' } });
+      const again = generateWith({ SPEC_DECODER_CACHE: dir }, ...args);
+      expect(again.stderr).not.toMatch(/wasm threads/);
+      const second = JSON.parse(again.stdout.trim().split('\n').at(-1) as string) as typeof first & {
+        runtime: { threads: number; threadChoice: { how: string } };
+      };
+      expect(second.runtime.threadChoice.how).toBe('remembered');
+      expect(second.runtime.threads).toBe((runtime as { threads: number }).threads);
+      // Asked for: no measurement.
+      const asked = generateWith({ SPEC_DECODER_CACHE: dir }, ...args, '--threads', '1');
+      expect(JSON.parse(asked.stdout.trim().split('\n').at(-1) as string).runtime).toMatchObject({
+        threads: 1,
+        threadChoice: { how: 'asked' },
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
 
   it('bundles again when a source file changed', () => {
     const touched = join('src', 'cli.ts');

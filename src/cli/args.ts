@@ -23,11 +23,13 @@ export const DEFAULT_HEADS = { medusa: 'public/models/austen-medusa', eagle3: 'p
 
 export const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--heads DIR] [--method NAME]
        [--max-new-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S] [--device wasm|webgpu]
-       [--precision fp32|fp16|int4|auto] [--verify rejection|typical] [--threads N] [--chat [--system TEXT]] [--json]
+       [--precision fp32|fp16|int4|auto] [--verify rejection|typical] [--threads N|auto] [--chat [--system TEXT]] [--json]
 
 --target/--draft/--heads take a folder or a hub id, hf:org/name[@revision] (HF_ENDPOINT, HF_TOKEN and HF_HOME as
 for huggingface_hub). --heads: Medusa heads or an EAGLE-3 head trained on the target (for medusa and eagle; the
 bundled target has its own). --chat sends the prompt as a user message through the target's chat template.
+--threads: onnxruntime's wasm threads; auto (the default) times 1, 2, ... up to the cores on the target once per
+machine and remembers the fastest (SPEC_DECODER_CACHE).
 
 methods (--method; the draft model and heads are loaded only for methods that need them):
 ${METHODS.map((m) => `  ${m.name.padEnd(14)} ${m.description} [${describeNeeds(m)}${m.lossless ? '' : ', LOSSY'}]`).join('\n')}
@@ -46,8 +48,8 @@ export interface CliOptions {
   maxNewTokens: number;
   sampling: SamplingParams;
   device: 'wasm' | 'webgpu';
-  /** onnxruntime's wasm threads (wasm only; default 1). */
-  threads: number;
+  /** onnxruntime's wasm threads (wasm only): a number, or 'auto' (the default): measured once per machine and model. */
+  threads: number | 'auto';
   precision: Precision;
   verify: 'rejection' | 'typical';
   json: boolean;
@@ -136,8 +138,10 @@ export function parseCli(argv: string[]): CliOptions {
   if (!(sampling.topP > 0 && sampling.topP <= 1))
     throw new UsageError(`--top-p must be in (0, 1]; got ${sampling.topP}`);
   if (str('system') !== undefined && !values.chat) throw new UsageError('--system needs --chat');
-  const threads = number('threads', str('threads'), 1, true);
-  if (threads < 1 || threads > 64) throw new UsageError(`--threads must be between 1 and 64; got ${threads}`);
+  const threadsArg = str('threads') ?? 'auto';
+  const threads = threadsArg === 'auto' ? 'auto' : number('threads', threadsArg, 1, true);
+  if (threads !== 'auto' && (threads < 1 || threads > 64))
+    throw new UsageError(`--threads must be auto or between 1 and 64; got ${threads}`);
   const maxNewTokens = number('max-new-tokens', str('max-new-tokens'), 64, true);
   if (maxNewTokens < 1) throw new UsageError(`--max-new-tokens must be >= 1; got ${maxNewTokens}`);
   const target = str('target') ?? DEFAULT_TARGET;

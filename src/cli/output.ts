@@ -2,6 +2,7 @@
 import type { Method } from '../engine/drafters/index';
 import type { EngineTimings } from '../engine/engine';
 import type { GenerationResult, RoundEvent } from '../engine/events';
+import type { ThreadTiming } from '../runtime/thread-probe';
 
 /** Colour when stdout is a terminal, unless NO_COLOR is set; FORCE_COLOR (not "0") forces it. */
 export function wantColour(env: Record<string, string | undefined>, isTTY: boolean | undefined): boolean {
@@ -55,15 +56,15 @@ export const roundIds = (e: RoundEvent): RoundIds => ({
 
 /**
  * The --json object; `error` is present when the run failed part-way (everything before it is kept); `timings` are
- * the engine's load, warm-up and calibration times, apart from the generation's own; `runtime` the device and the
- * wasm threads it ran with.
+ * the engine's load, warm-up and calibration times, apart from the generation's own; `runtime` the device, the
+ * wasm threads it ran with and how they were chosen (with the probe's timings when measured or remembered).
  */
 export function jsonResult(
   result: GenerationResult,
   rounds: RoundIds[],
   error?: Error,
   timings?: EngineTimings,
-  runtime?: { device: string; threads: number },
+  runtime?: { device: string; threads: number; threadChoice?: { how: string; timings: readonly ThreadTiming[] } },
 ): string {
   const { stats } = result;
   return JSON.stringify({

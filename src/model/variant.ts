@@ -7,11 +7,10 @@
  * remembered per device, shape and precision for the life of the page or process.
  */
 import type * as OrtModule from 'onnxruntime-common';
-import { chainBias } from '../engine/tree';
-import { buildLlamaGraph, type ComputeType, GRAPH_VARIANTS, type GraphVariant, type WeightFormat } from './graph/llama';
-import { GRAPH_INPUTS, pastKey, pastValue, presentKey, presentValue } from './graph/signature';
+import { type ComputeType, GRAPH_VARIANTS, type GraphVariant, type WeightFormat } from './graph/llama';
 import type { LoadedModel } from './load';
 import type { Device } from './precision';
+import { buildProbeGraph, type FeedSpec, PROBE_WIDE, type ProbeGraph } from './probe-graph';
 
 type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'> & { env?: { versions?: { web?: string } } };
 
@@ -47,17 +46,14 @@ function isChoice(v: unknown): v is VariantChoice {
   );
 }
 
-const PROBE_LAYERS = 2;
 /** The least of the times (NaN for none). */
-const fastest = (xs: readonly number[]): number => (xs.length > 0 ? Math.min(...xs) : Number.NaN);
-const WIDE = 16;
+export const fastest = (xs: readonly number[]): number => (xs.length > 0 ? Math.min(...xs) : Number.NaN);
 const remembered = new Map<string, VariantChoice>();
 
 /** Forget the choices remembered in this process (tests: a fresh process, as far as the variants go). */
 export function forgetVariantChoices(): void {
   remembered.clear();
 }
-const CONTEXT = 32;
 
 export async function measureVariants(
   ort: Ort,
@@ -73,20 +69,15 @@ export async function measureVariants(
   // fastest of nine, after three warm-up rounds, is what each variant does once its kernels are optimised.
   const [warmups, reps] = device === 'webgpu' ? [1, 2] : [3, 9];
   const cfg = model.config;
-  const layers = Math.min(PROBE_LAYERS, cfg.numLayers);
-  const T = precision.compute === 'fp16' ? 'float16' : 'float32';
-  const int64 = (v: number[], dims: number[]) =>
-    new ort.Tensor('int64', BigInt64Array.from(v.map((x) => BigInt(x))), dims);
-  const emptyCache = () =>
-    T === 'float16'
-      ? new ort.Tensor('float16', new Uint16Array(0), [1, cfg.numKvHeads, 0, cfg.headDim])
-      : new ort.Tensor('float32', new Float32Array(0), [1, cfg.numKvHeads, 0, cfg.headDim]);
-  const tokens = (n: number, at: number) => Array.from({ length: n }, (_, i) => (at + i * 7919) % cfg.vocabSize);
+  const tensor = (f: FeedSpec) => new ort.Tensor(f.type, f.data, f.dims);
+  const tensors = (feeds: Record<string, FeedSpec>) =>
+    Object.fromEntries(Object.entries(feeds).map(([name, f]) => [name, tensor(f)]));
 
   interface Probe {
     variant: GraphVariant;
     session: OrtModule.InferenceSession;
-    past: OrtModule.Tensor[];
+    graph: ProbeGraph;
+    past: Record<string, OrtModule.Tensor>;
   }
   const probes: Probe[] = [];
   const timings: VariantTiming[] = [];
@@ -116,20 +107,9 @@ export async function measureVariants(
   }
   for (const variant of GRAPH_VARIANTS) {
     try {
-      const graph = buildLlamaGraph(cfg, model.weights, model.files, {
-        compute: precision.compute,
-        weights: precision.weights,
-        variant,
-        probeLayers: layers,
-        ...(embeddingType ? { embeddingType } : {}),
-      });
+      const graph = buildProbeGraph(model, precision, variant, embeddingType);
       const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = { hidden: 'cpu' };
-      if (device === 'webgpu') {
-        for (let i = 0; i < layers; i++) {
-          preferredOutputLocation[presentKey(i)] = 'gpu-buffer';
-          preferredOutputLocation[presentValue(i)] = 'gpu-buffer';
-        }
-      }
+      if (device === 'webgpu') for (const [present] of graph.carry) preferredOutputLocation[present] = 'gpu-buffer';
       const session = await ort.InferenceSession.create(graph.model, {
         executionProviders: [device],
         graphOptimizationLevel: 'all',
@@ -137,45 +117,16 @@ export async function measureVariants(
         externalData: graph.externalData,
         preferredOutputLocation,
       });
-      // A context of CONTEXT tokens, kept as the past of every timed call.
-      const feeds: Record<string, OrtModule.Tensor> = {
-        [GRAPH_INPUTS.inputIds]: int64(tokens(CONTEXT, 1), [1, CONTEXT]),
-        [GRAPH_INPUTS.positionIds]: int64(
-          Array.from({ length: CONTEXT }, (_, i) => i),
-          [1, CONTEXT],
-        ),
-        [GRAPH_INPUTS.attentionBias]: new ort.Tensor('float32', chainBias(0, CONTEXT), [1, 1, CONTEXT, CONTEXT]),
-        [GRAPH_INPUTS.keepIndices]: int64([], [0]),
-        [GRAPH_INPUTS.logitsRows]: int64([CONTEXT - 1], [1]),
-      };
-      for (let i = 0; i < layers; i++) {
-        feeds[pastKey(i)] = emptyCache();
-        feeds[pastValue(i)] = emptyCache();
-      }
-      const out = await session.run(feeds);
-      const past: OrtModule.Tensor[] = [];
-      for (let i = 0; i < layers; i++) past.push(out[presentKey(i)] as never, out[presentValue(i)] as never);
-      probes.push({ variant, session, past });
+      // A context of PROBE_CONTEXT tokens, kept as the past of every timed call.
+      const out = await session.run(tensors(graph.context));
+      const past = Object.fromEntries(graph.carry.map(([present, name]) => [name, out[present] as OrtModule.Tensor]));
+      probes.push({ variant, session, graph, past });
     } catch (e) {
       timings.push({ variant, q1: Number.NaN, q16: Number.NaN, error: (e as Error).message.split('\n')[0] ?? '' });
     }
   }
-  const keep = Array.from({ length: CONTEXT }, (_, i) => i);
   const call = async (p: Probe, q: number) => {
-    const feeds: Record<string, OrtModule.Tensor> = {
-      [GRAPH_INPUTS.inputIds]: int64(tokens(q, 5), [1, q]),
-      [GRAPH_INPUTS.positionIds]: int64(
-        Array.from({ length: q }, (_, i) => CONTEXT + i),
-        [1, q],
-      ),
-      [GRAPH_INPUTS.attentionBias]: new ort.Tensor('float32', chainBias(CONTEXT, q), [1, 1, q, CONTEXT + q]),
-      [GRAPH_INPUTS.keepIndices]: int64(keep, [CONTEXT]),
-      [GRAPH_INPUTS.logitsRows]: int64([q - 1], [1]),
-    };
-    for (let i = 0; i < layers; i++) {
-      feeds[pastKey(i)] = p.past[2 * i] as OrtModule.Tensor;
-      feeds[pastValue(i)] = p.past[2 * i + 1] as OrtModule.Tensor;
-    }
+    const feeds = { ...tensors(p.graph.call(q)), ...p.past };
     const t = performance.now();
     const out = await p.session.run(feeds);
     await (out.hidden as OrtModule.Tensor).getData();
@@ -186,7 +137,7 @@ export async function measureVariants(
   const times = new Map<string, number[]>();
   for (let r = -warmups; r < reps; r++) {
     for (const p of r % 2 ? probes : [...probes].reverse()) {
-      for (const q of [1, WIDE]) {
+      for (const q of [1, PROBE_WIDE]) {
         const ms = await call(p, q);
         if (r >= 0) times.set(`${p.variant}${q}`, [...(times.get(`${p.variant}${q}`) ?? []), ms]);
       }
@@ -196,9 +147,9 @@ export async function measureVariants(
     timings.push({
       variant: p.variant,
       q1: fastest(times.get(`${p.variant}1`) ?? []),
-      q16: fastest(times.get(`${p.variant}${WIDE}`) ?? []),
+      q16: fastest(times.get(`${p.variant}${PROBE_WIDE}`) ?? []),
     });
-    for (const t of p.past) if (t.location === 'gpu-buffer') t.dispose();
+    for (const t of Object.values(p.past)) if (t.location === 'gpu-buffer') t.dispose();
     await p.session.release();
   }
   const ok = timings.filter((t) => !t.error);

@@ -5,15 +5,24 @@
 import * as ort from 'onnxruntime-web';
 import { avoidTierUpStall } from './v8-tiering';
 
-let configured = false;
+let configured: number | null = null;
 
+/**
+ * onnxruntime-web for this process on `numThreads` wasm threads. The count is fixed when onnxruntime's wasm starts,
+ * so only the first call sets it: later calls get the same onnxruntime, whatever they ask (see ortThreads()).
+ */
 export function ortForNode(numThreads = 1): typeof ort {
-  if (!configured) {
+  if (configured === null) {
     ort.env.wasm.numThreads = numThreads;
     ort.env.logLevel = 'error';
-    configured = true;
+    configured = numThreads;
   }
   return ort;
+}
+
+/** The wasm threads this process's onnxruntime runs with (null before ortForNode). */
+export function ortThreads(): number | null {
+  return configured;
 }
 
 /**

@@ -12,10 +12,18 @@
  */
 import v8 from 'node:v8';
 
+let liftoffOnly = false;
+
+/** Whether this process compiles wasm with Liftoff only (set here; the flag also holds in its workers). */
+export function wasmLiftoffOnly(): boolean {
+  return liftoffOnly;
+}
+
 /** Returns what to call when the process is done (clears the keep-alive; nothing to do without tier-up). */
 export function avoidTierUpStall(tierUp: boolean): () => void {
   if (!tierUp) {
     v8.setFlagsFromString('--liftoff-only');
+    liftoffOnly = true;
     return () => {};
   }
   const keepAlive = setInterval(() => {}, 5);

@@ -1,0 +1,96 @@
+/**
+ * The short probe graph both device measurements time: the model's first two layers (real widths, real weights, no
+ * head) in one graph variant, and its calls as plain typed arrays (so they can be handed to a worker): a context of
+ * CONTEXT tokens, then calls of q tokens that keep that context as their past. Per-layer cost is what the graph
+ * variants (variant.ts) and the wasm thread counts (runtime/thread-probe.ts) differ in, so the probe's ratios are
+ * the full model's, at a fraction of the memory and time.
+ */
+import { chainBias } from '../engine/tree';
+import { buildLlamaGraph, type ComputeType, type GraphVariant, type WeightFormat } from './graph/llama';
+import { GRAPH_INPUTS, pastKey, pastValue, presentKey, presentValue } from './graph/signature';
+import type { LoadedModel } from './load';
+
+export const PROBE_LAYERS = 2;
+export const PROBE_CONTEXT = 32;
+/** The verify-sized call every probe times beside a one-token call. */
+export const PROBE_WIDE = 16;
+
+/** One input as data: what an ort.Tensor is made from, and what a worker can be sent. */
+export interface FeedSpec {
+  type: 'int64' | 'float32' | 'float16';
+  data: BigInt64Array | Float32Array | Uint16Array;
+  dims: number[];
+}
+
+export interface ProbeGraph {
+  model: Uint8Array;
+  externalData: { path: string; data: Uint8Array }[];
+  layers: number;
+  /** The context call's inputs (an empty past). */
+  context: Record<string, FeedSpec>;
+  /** A timed call of q tokens (the past inputs are the context call's outputs, named by `carry`). */
+  call: (q: number) => Record<string, FeedSpec>;
+  /** [output of the context call, input of every timed call] pairs: the past each timed call keeps. */
+  carry: [string, string][];
+}
+
+export interface ProbePrecision {
+  weights: WeightFormat;
+  compute: ComputeType;
+}
+
+export function buildProbeGraph(
+  model: LoadedModel,
+  precision: ProbePrecision,
+  variant: GraphVariant,
+  embeddingType?: 'float16' | 'float32',
+): ProbeGraph {
+  const cfg = model.config;
+  const layers = Math.min(PROBE_LAYERS, cfg.numLayers);
+  const graph = buildLlamaGraph(cfg, model.weights, model.files, {
+    compute: precision.compute,
+    weights: precision.weights,
+    variant,
+    probeLayers: layers,
+    ...(embeddingType ? { embeddingType } : {}),
+  });
+  const int64 = (v: number[]): FeedSpec => ({
+    type: 'int64',
+    data: BigInt64Array.from(v.map((x) => BigInt(x))),
+    dims: [1, v.length],
+  });
+  const tokens = (n: number, at: number) => Array.from({ length: n }, (_, i) => (at + i * 7919) % cfg.vocabSize);
+  const positions = (n: number, from: number) => Array.from({ length: n }, (_, i) => from + i);
+  const bias = (past: number, q: number): FeedSpec => ({
+    type: 'float32',
+    data: chainBias(past, q),
+    dims: [1, 1, q, past + q],
+  });
+  const empty = (): FeedSpec => ({
+    type: precision.compute === 'fp16' ? 'float16' : 'float32',
+    data: precision.compute === 'fp16' ? new Uint16Array(0) : new Float32Array(0),
+    dims: [1, cfg.numKvHeads, 0, cfg.headDim],
+  });
+  const context: Record<string, FeedSpec> = {
+    [GRAPH_INPUTS.inputIds]: int64(tokens(PROBE_CONTEXT, 1)),
+    [GRAPH_INPUTS.positionIds]: int64(positions(PROBE_CONTEXT, 0)),
+    [GRAPH_INPUTS.attentionBias]: bias(0, PROBE_CONTEXT),
+    [GRAPH_INPUTS.keepIndices]: { ...int64([]), dims: [0] },
+    [GRAPH_INPUTS.logitsRows]: { ...int64([PROBE_CONTEXT - 1]), dims: [1] },
+  };
+  const carry: [string, string][] = [];
+  for (let i = 0; i < layers; i++) {
+    context[pastKey(i)] = empty();
+    context[pastValue(i)] = empty();
+    carry.push([presentKey(i), pastKey(i)], [presentValue(i), pastValue(i)]);
+  }
+  const keep = positions(PROBE_CONTEXT, 0);
+  const call = (q: number): Record<string, FeedSpec> => ({
+    [GRAPH_INPUTS.inputIds]: int64(tokens(q, 5)),
+    [GRAPH_INPUTS.positionIds]: int64(positions(q, PROBE_CONTEXT)),
+    [GRAPH_INPUTS.attentionBias]: bias(PROBE_CONTEXT, q),
+    [GRAPH_INPUTS.keepIndices]: { ...int64(keep), dims: [PROBE_CONTEXT] },
+    [GRAPH_INPUTS.logitsRows]: { ...int64([q - 1]), dims: [1] },
+  });
+  return { model: graph.model, externalData: graph.externalData, layers, context, call, carry };
+}

@@ -1,0 +1,84 @@
+/**
+ * The wasm thread choice: candidates, the rule, remembering; and the real probe (the bundled target's probe graph in
+ * fresh worker_threads workers, each with its own onnxruntime-web on 1 and on 2 threads).
+ */
+import { describe, expect, it } from 'vitest';
+import { MemoryStore } from '../engine/store';
+import { loadModel } from '../model/load';
+import { buildProbeGraph } from '../model/probe-graph';
+import { chooseThreads, describeThreads, pickThreads, type ThreadTiming, threadCandidates } from './thread-probe';
+import { chooseNodeWasmThreads, runInWorker } from './thread-probe-node';
+
+const timing = (threads: number, q1: number, q16: number): ThreadTiming => ({ threads, q1, q16 });
+
+describe('wasm thread choice', () => {
+  it('tries 1, 2, 4, ... up to the cores (at most 8), and the core count itself', () => {
+    expect(threadCandidates(1)).toEqual([1]);
+    expect(threadCandidates(2)).toEqual([1, 2]);
+    expect(threadCandidates(6)).toEqual([1, 2, 4, 6]);
+    expect(threadCandidates(64)).toEqual([1, 2, 4, 8]);
+  });
+
+  it('takes the least T(1) + T(16), the fewer threads unless more are 5% faster, and 1 when nothing ran', () => {
+    expect(pickThreads([timing(1, 4, 20), timing(2, 3.5, 12)])).toBe(2);
+    expect(pickThreads([timing(1, 4, 20), timing(2, 4, 19.5), timing(4, 4, 19.4)])).toBe(1);
+    expect(pickThreads([timing(1, 4, 20), timing(2, 2, 10), timing(4, 2, 9.8)])).toBe(2);
+    expect(
+      pickThreads([timing(1, 4, 20), { ...timing(2, Number.NaN, Number.NaN), error: 'no SharedArrayBuffer' }]),
+    ).toBe(1);
+    expect(pickThreads([])).toBe(1);
+  });
+
+  it('measures each candidate once, remembers the choice, and keeps a failed candidate as its reason', async () => {
+    const store = new MemoryStore();
+    const ran: number[] = [];
+    const run = async (_g: unknown, threads: number) => {
+      ran.push(threads);
+      if (threads === 4) throw new Error('worker failed\nstack');
+      return timing(threads, 5 / threads, 20 / threads);
+    };
+    const graph = async () => ({}) as never;
+    const first = await chooseThreads('k', 4, graph, run, store);
+    expect(first).toMatchObject({ threads: 2, how: 'measured', cores: 4 });
+    expect(first.timings[2]).toMatchObject({ threads: 4, error: 'worker failed' });
+    expect(describeThreads(first)).toMatch(
+      /^2 wasm threads \(measured in .* s; T\(1\) \+ T\(16\) with 1: 5\.00 \+ 20\.00 ms/,
+    );
+    const again = await chooseThreads('k', 4, graph, run, store);
+    expect(again).toMatchObject({ threads: 2, how: 'remembered' });
+    expect(ran).toEqual([1, 2, 4]);
+    expect(await chooseThreads('k', 1, graph, run, store)).toMatchObject({ threads: 1, how: 'one core' });
+    // A measurement where nothing ran is not remembered.
+    const failing = async () => {
+      throw new Error('no wasm');
+    };
+    expect(await chooseThreads('f', 2, graph, failing, store)).toMatchObject({ threads: 1, how: 'measured' });
+    expect(await store.get('f')).toBeUndefined();
+  });
+
+  it('the real probe: each count in its own worker, the one-token call cheaper than the 16-token one', async () => {
+    const graph = buildProbeGraph(
+      await loadModel('public/models/austen-target'),
+      { weights: 'float', compute: 'fp32' },
+      'plain',
+    );
+    for (const threads of [1, 2]) {
+      const t = await runInWorker(graph, threads);
+      expect(t.threads).toBe(threads);
+      expect(t.q1).toBeGreaterThan(0);
+      expect(t.q16).toBeGreaterThan(t.q1);
+    }
+    await expect(runInWorker(graph, 1, 'file:///nonexistent/ort.mjs')).rejects.toThrow(/nonexistent/);
+  }, 60_000);
+
+  it('chooses for a machine and target once, then remembers it', async () => {
+    const store = new MemoryStore();
+    const first = await chooseNodeWasmThreads({ target: 'public/models/austen-target', store, cores: 2 });
+    expect(first.how).toBe('measured');
+    expect(first.timings.map((t) => t.threads)).toEqual([1, 2]);
+    expect(first.timings.every((t) => !t.error)).toBe(true);
+    expect([1, 2]).toContain(first.threads);
+    const again = await chooseNodeWasmThreads({ target: 'public/models/austen-target', store, cores: 2 });
+    expect(again).toMatchObject({ threads: first.threads, how: 'remembered' });
+  }, 60_000);
+});
