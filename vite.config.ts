@@ -9,9 +9,14 @@ const ortDist = join(root, 'node_modules', 'onnxruntime-web', 'dist');
 /**
  * onnxruntime-web's wasm binaries, served from our own origin under `ort/` (never a CDN): the dev server streams
  * them from node_modules, the build copies them into dist/ort/. Only the asyncify build is needed: it is the one
- * `onnxruntime-web/webgpu` loads, and it also runs the wasm EP.
+ * `onnxruntime-web/webgpu` loads, and it also runs the wasm EP. Beside it, onnxruntime-web's own browser module: the
+ * wasm thread probe's workers import it (src/runtime/thread-probe-web.ts, ORT_PROBE_MODULE).
  */
-export const ORT_FILES = ['ort-wasm-simd-threaded.asyncify.mjs', 'ort-wasm-simd-threaded.asyncify.wasm'];
+export const ORT_FILES = [
+  'ort-wasm-simd-threaded.asyncify.mjs',
+  'ort-wasm-simd-threaded.asyncify.wasm',
+  'ort.webgpu.min.mjs',
+];
 
 function ortWasmFiles(): Plugin {
   const types: Record<string, string> = { '.mjs': 'text/javascript', '.wasm': 'application/wasm' };

@@ -2,6 +2,9 @@
 /** Runs the benchmark harness inside a browser worker, on the device it is asked for. */
 import { SpecEngine } from '../src/engine/engine';
 import { ortForWeb } from '../src/runtime/ort-web';
+import { IndexedDbStore } from '../src/runtime/store-web';
+import { describeThreads } from '../src/runtime/thread-probe';
+import { chooseWebWasmThreads } from '../src/runtime/thread-probe-web';
 import { type BenchOptions, type BenchReport, runBench } from './harness';
 import { benchEngines, extrasOptions, type HeadsFolders } from './heads-engines';
 
@@ -29,6 +32,20 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
   try {
     const ort = ortForWeb(req.ortBase);
     const log = (line: string) => post({ type: 'log', line });
+    // On wasm, the threads the element would choose here (measured once per browser profile, as for a user).
+    let runtime: string | undefined;
+    if (req.device === 'wasm') {
+      const choice = await chooseWebWasmThreads({
+        target: req.target,
+        base: req.base,
+        wasmBase: req.ortBase,
+        ortVersion: ort.env.versions.web ?? '?',
+        store: new IndexedDbStore(),
+      });
+      ort.env.wasm.numThreads = choice.threads;
+      runtime = describeThreads(choice);
+      log(`wasm threads: ${runtime}`);
+    }
     const { engine, engineFor, release } = await benchEngines(
       req.options.methods,
       req.heads ?? {},
@@ -43,7 +60,7 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
     );
     let report: BenchReport;
     try {
-      report = await runBench(engine, { ...req.options, engineFor, log });
+      report = await runBench(engine, { ...req.options, engineFor, log, ...(runtime ? { runtime } : {}) });
     } finally {
       await release();
     }

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import type { Locator, Page } from '@playwright/test';
 import type { GenerationResult } from '../src/engine/events';
+import { threadCandidates } from '../src/runtime/thread-probe';
 import { expect, test } from './fixtures';
 
 const PROMPT = 'It is a truth universally acknowledged, that a single man';
@@ -178,4 +179,46 @@ test('the embed page: one script tag and the tag generate on WebGPU when asked t
   await expect(el.locator('[part="legend"]')).toContainText('on webgpu');
   await expect(el.locator('[part="device-warning"]')).toContainText('software WebGPU adapter');
   expect(await el.locator('sd-token-stream [data-kind]').count()).toBeGreaterThan(0);
+});
+
+test('on wasm the element measures its wasm threads once (1, 2, ... up to the cores), says so, and remembers them', async ({
+  page,
+}) => {
+  test.setTimeout(300_000);
+  type Threads = {
+    threads: number;
+    how: string;
+    timings: { threads: number; q1: number; q16: number; error?: string }[];
+  };
+  const loadedThreads = async (): Promise<Threads | undefined> => {
+    await page.evaluate(() => {
+      const w = window as unknown as { loadedInfo?: unknown };
+      w.loadedInfo = undefined;
+      document.querySelector('spec-decoder')?.addEventListener('sd-loaded', (e) => {
+        w.loadedInfo = (e as CustomEvent).detail;
+      });
+    });
+    const el = await configure(page, { device: 'wasm', 'max-new-tokens': '4' });
+    await watch(page);
+    await el.locator('button[part="generate"]').click();
+    await expect.poll(async () => (await state(page)).done?.tokens.length, { timeout: 240_000 }).toBe(4);
+    return page.evaluate(() => (window as unknown as { loadedInfo?: { threads?: Threads } }).loadedInfo?.threads);
+  };
+  await page.goto('./');
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
+  const first = await loadedThreads();
+  expect(first?.how).toBe('measured');
+  const tried = first?.timings.map((t) => t.threads) ?? [];
+  expect(tried).toEqual(cores > 1 ? threadCandidates(cores) : []);
+  for (const t of first?.timings ?? []) {
+    expect(t.error, `${t.threads} threads`).toBeUndefined();
+    expect(t.q16).toBeGreaterThan(t.q1);
+  }
+  await expect(page.locator('spec-decoder [part="runtime"]')).toContainText(
+    `on wasm (fp32, ${first?.threads} wasm thread`,
+  );
+  await page.reload();
+  const again = await loadedThreads();
+  expect(again).toMatchObject({ threads: first?.threads, how: 'remembered' });
 });

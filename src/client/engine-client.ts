@@ -19,7 +19,10 @@ export class EngineError extends Error {
 
 export interface ClientLoadOptions
   extends Partial<
-    Pick<LoadRequest, 'device' | 'compute' | 'precision' | 'base' | 'ortBase' | 'hub' | 'layerSwitches' | 'heads'>
+    Pick<
+      LoadRequest,
+      'device' | 'compute' | 'precision' | 'base' | 'ortBase' | 'hub' | 'layerSwitches' | 'heads' | 'threads'
+    >
   > {
   target: string;
   draft?: string;
@@ -104,6 +107,7 @@ export class EngineClient {
       ...(options.hub ? { hub: options.hub } : {}),
       ...(options.layerSwitches ? { layerSwitches: true } : {}),
       ...(options.heads ? { heads: options.heads } : {}),
+      ...(options.threads !== undefined ? { threads: options.threads } : {}),
     };
     this.loaded = null;
     return new Promise<LoadInfo>((resolve, reject) => {

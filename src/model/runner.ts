@@ -238,8 +238,10 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
   }
 
   /**
-   * Identifies this model as built here: its location, config, weight bytes, device, precision and graph variant (records
-   * remembered per model and device, e.g. measured costs or a found skip set, are keyed by it).
+   * Identifies this model as built here: its location, config, weight bytes, device (with onnxruntime's wasm threads
+   * on wasm: they change the verify-cost curve's shape more than a one-token call, which is all a remembered
+   * record's spot check measures), precision and graph variant (records remembered per model and device, e.g.
+   * measured costs or a found skip set, are keyed by it).
    */
   get fingerprint(): string {
     const c = this.model.config;
@@ -248,6 +250,9 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       c,
       this.model.weightBytes,
       this.device,
+      this.device === 'wasm'
+        ? ((this.ort as { env?: { wasm?: { numThreads?: number } } }).env?.wasm?.numThreads ?? 1)
+        : 0,
       this.precision,
       this.variant,
       this.canSkipLayers,

@@ -12,24 +12,17 @@ import { Worker } from 'node:worker_threads';
 import * as ort from 'onnxruntime-web';
 import type { KeyValueStore } from '../engine/store';
 import { loadModel } from '../model/load';
-import { buildProbeGraph, PROBE_WIDE, type ProbeGraph } from '../model/probe-graph';
-import { chooseThreads, type ThreadChoice, type ThreadTiming } from './thread-probe';
+import { buildProbeGraph, type ProbeGraph } from '../model/probe-graph';
+import {
+  chooseThreads,
+  PROBE_LOOP_SOURCE,
+  probePayload,
+  type ThreadChoice,
+  type ThreadTiming,
+  timingOf,
+} from './thread-probe';
 import { wasmLiftoffOnly } from './v8-tiering';
 
-/**
- * Per candidate: warm-up rounds, then rounds for at least a minimum time and until CALM rounds in a row improve no
- * call's fastest time by 2%, at most MAX_MS (the fastest times are the result). A fresh worker starts on V8's
- * Liftoff code and gets TurboFan's for the hot kernels 1.4 to 1.7 s in (measured on 2 cores: T(16) from 4.8 to
- * 3.0 ms on one thread, from 7-17 to 1.8 ms on two, whose second thread shares a core with the compiler until
- * then), so under tier-up the minimum is past that; with Liftoff only (the CLI's short runs) there is nothing to
- * wait for.
- */
-const WARMUPS = 3;
-const CALM = 20;
-const MIN_MS = { liftoff: 200, tierUp: 2200 };
-const MAX_MS = 4000;
-/** Between rounds the cores are left to V8's compiler threads (a busy second thread starved them). */
-const PAUSE_MS = 4;
 /** A candidate that has not answered by then counts as failed. */
 const TIMEOUT_MS = 60_000;
 
@@ -38,38 +31,9 @@ const { parentPort, workerData: w } = require('node:worker_threads');
 (async () => {
   const m = await import(w.ortUrl);
   const ort = m.InferenceSession ? m : m.default;
-  ort.env.wasm.numThreads = w.threads;
-  ort.env.logLevel = 'error';
-  const tensors = (feeds) => Object.fromEntries(Object.entries(feeds).map(([k, f]) => [k, new ort.Tensor(f.type, f.data, f.dims)]));
-  const session = await ort.InferenceSession.create(w.model, {
-    executionProviders: ['wasm'], graphOptimizationLevel: 'all', logSeverityLevel: 3, externalData: w.externalData,
-  });
-  const out = await session.run(tensors(w.context));
-  const past = Object.fromEntries(w.carry.map(([present, name]) => [name, out[present]]));
-  // Rounds of one call per size until the fastest stops improving: a fresh worker starts on V8's baseline code and
-  // its optimised code arrives while it runs (sooner or later depending on what else the cores are doing).
-  const best = {};
-  let calm = 0;
-  const start = performance.now();
-  for (let r = 0; (calm < w.calm || performance.now() - start < w.minMs) && performance.now() - start < w.maxMs; r++) {
-    let improved = false;
-    for (const [q, feeds] of Object.entries(w.calls)) {
-      const input = { ...tensors(feeds), ...past };
-      const t = performance.now();
-      await session.run(input);
-      const ms = performance.now() - t;
-      if (r >= w.warmups && !(ms >= (best[q] ?? Infinity) * 0.98)) improved = true;
-      if (r >= w.warmups) best[q] = Math.min(best[q] ?? Infinity, ms);
-    }
-    calm = improved ? 0 : calm + 1;
-    await new Promise((r) => setTimeout(r, w.pauseMs));
-  }
-  await session.release();
-  parentPort.postMessage({ best });
+  parentPort.postMessage({ best: await (${PROBE_LOOP_SOURCE})(ort, w) });
 })().catch((e) => parentPort.postMessage({ error: String((e && e.message) || e).split('\\n')[0] }));
 `;
-
-const round = (ms: number) => Math.round(ms * 1000) / 1000;
 
 function ortUrl(): string {
   return pathToFileURL(createRequire(import.meta.url).resolve('onnxruntime-web')).href;
@@ -79,27 +43,14 @@ function ortUrl(): string {
 export function runInWorker(graph: ProbeGraph, threads: number, url = ortUrl()): Promise<ThreadTiming> {
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: {
-      ortUrl: url,
-      threads,
-      model: graph.model,
-      externalData: graph.externalData,
-      context: graph.context,
-      calls: { 1: graph.call(1), [PROBE_WIDE]: graph.call(PROBE_WIDE) },
-      carry: graph.carry,
-      warmups: WARMUPS,
-      calm: CALM,
-      minMs: wasmLiftoffOnly() ? MIN_MS.liftoff : MIN_MS.tierUp,
-      maxMs: MAX_MS,
-      pauseMs: PAUSE_MS,
-    },
+    workerData: { ortUrl: url, ...probePayload(graph, threads, wasmLiftoffOnly()) },
   });
   return new Promise<ThreadTiming>((done, fail) => {
     const timer = setTimeout(() => fail(new Error(`no answer in ${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS);
     timer.unref();
     worker.once('message', (m: { best?: Record<string, number>; error?: string }) => {
       if (m.error !== undefined || !m.best) fail(new Error(m.error ?? 'no timings'));
-      else done({ threads, q1: round(m.best[1] as number), q16: round(m.best[PROBE_WIDE] as number) });
+      else done(timingOf(threads, m.best));
     });
     worker.once('error', (e) => fail(e));
     worker.once('exit', (code) => fail(new Error(`the probe worker exited (${code})`)));

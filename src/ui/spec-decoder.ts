@@ -4,7 +4,7 @@
  * Attributes (mirrored as properties): target, draft (empty: target only; methods that need a draft model are then
  * disabled), method, max-new-tokens, temperature, top-p, top-k, seed, device ("auto" default: a hardware WebGPU
  * adapter, else wasm, with a notice saying why; "webgpu" uses even a software adapter, with a warning; "wasm"),
- * precision ("auto" default, "fp32", "fp16", "int4"), verify, prompt, group-rounds, hide-rejected, ort-base,
+ * precision ("auto" default, "fp32", "fp16", "int4"), verify, prompt, group-rounds, hide-rejected, ort-base, threads,
  * hub-endpoint (the hub host for hf:org/name ids; a token goes in the hubToken property), mode ("text", or "chat":
  * messages in through the target's chat template, see chat-view.ts). The prompt can also come from a slotted
  * element: <span slot="prompt">…</span>. cachedModels() and clearCache() show and empty the hub cache.
@@ -55,6 +55,10 @@ type Status = 'idle' | 'loading' | 'ready' | 'generating' | 'cancelled' | 'error
 /** The bundled models, served beside the page, and the heads trained on that target. */
 const DEFAULT_TARGET = 'models/austen-target/';
 const BUNDLED_HEADS = { medusa: 'models/austen-medusa/', eagle3: 'models/austen-eagle3/' } as const;
+
+/** "2 wasm threads, measured" for the runtime line. */
+const threadsText = (t: NonNullable<LoadInfo['threads']>) =>
+  `${t.threads} wasm thread${t.threads === 1 ? '' : 's'}, ${t.how}`;
 
 const isBusy = (s: Status) => s === 'loading' || s === 'generating';
 
@@ -161,6 +165,8 @@ export class SpecDecoder extends LitElement {
   @property({ type: Boolean, attribute: 'hide-rejected' }) hideRejected = false;
   /** Folder with onnxruntime-web's wasm files (default: ort/ beside the page). */
   @property({ attribute: 'ort-base' }) ortBase = '';
+  /** onnxruntime's wasm threads: "auto" (measured once per browser and target, remembered) or a number. */
+  @property() threads = 'auto';
   /** Verification rule under sampling: rejection (lossless) or typical (lossy). */
   @property() verify: 'rejection' | 'typical' = 'rejection';
   /** The hub host for hf: ids (default https://huggingface.co): a mirror, or the tests' local hub. */
@@ -201,6 +207,7 @@ export class SpecDecoder extends LitElement {
       this.device,
       this.precision,
       this.ortBase,
+      this.threads,
       this.hubEndpoint,
       this.hubToken,
       this.needsLayerSwitches,
@@ -276,6 +283,7 @@ export class SpecDecoder extends LitElement {
       ...(this.headsInUse ? { heads: this.headsInUse } : {}),
       onProgress: this.onProgress,
       ...(this.ortBase ? { ortBase: new URL(this.ortBase, document.baseURI).href } : {}),
+      ...(Number(this.threads) >= 1 ? { threads: Math.floor(Number(this.threads)) } : {}),
       ...(this.hubEndpoint || this.hubToken
         ? {
             hub: {
@@ -601,7 +609,11 @@ export class SpecDecoder extends LitElement {
         ><span data-kind="target">target's own</span>
         ${
           this.loadInfo
-            ? html`<small>on ${this.loadInfo.device} (${this.loadInfo.precision ?? this.loadInfo.compute})</small>`
+            ? html`<small part="runtime"
+                >on ${this.loadInfo.device} (${this.loadInfo.precision ?? this.loadInfo.compute}${
+                  this.loadInfo.threads ? `, ${threadsText(this.loadInfo.threads)}` : ''
+                })</small
+              >`
             : nothing
         }
         <label

@@ -9,6 +9,8 @@ import type { ProgressInfo } from '../model/source';
 import { chooseDevice } from '../runtime/device';
 import { ortForWeb } from '../runtime/ort-web';
 import { IndexedDbStore } from '../runtime/store-web';
+import type { ThreadChoice } from '../runtime/thread-probe';
+import { chooseWebWasmThreads } from '../runtime/thread-probe-web';
 import { probeWebGpu } from '../runtime/webgpu';
 import type { FromWorker, LoadInfo, LoadRequest, ModelInfo, ToWorker, WorkerError } from './protocol';
 
@@ -73,6 +75,29 @@ async function deviceWasLost(): Promise<boolean> {
   ]);
 }
 
+const describeChoice = (c: ThreadChoice) => ({ threads: c.threads, how: c.how, timings: c.timings, ms: c.ms });
+
+/** The wasm threads onnxruntime started with in this worker (null until the first load). */
+let started: ThreadChoice | null = null;
+
+/** On wasm, before onnxruntime's wasm starts: the thread count asked for, or measured (remembered) for this target. */
+async function wasmThreads(ort: ReturnType<typeof ortForWeb>, req: LoadRequest): Promise<ThreadChoice> {
+  if (started) return { ...started, how: 'already running' };
+  const choice: ThreadChoice =
+    typeof req.threads === 'number'
+      ? { threads: req.threads, how: 'asked', cores: self.navigator.hardwareConcurrency, timings: [], ms: 0 }
+      : await chooseWebWasmThreads({
+          target: req.target,
+          base: req.base,
+          ...(req.hub ? { hub: req.hub } : {}),
+          wasmBase: req.ortBase,
+          ortVersion: ort.env.versions.web ?? '?',
+          store: new IndexedDbStore(),
+        });
+  ort.env.wasm.numThreads = choice.threads;
+  return choice;
+}
+
 async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
   const ort = ortForWeb(req.ortBase);
   await engine?.release();
@@ -80,6 +105,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
   const choice = chooseDevice(req.device, req.device === 'wasm' ? null : await probeWebGpu(self.navigator.gpu));
   let { device, fallback } = choice;
   const { adapter, warning, calibration } = choice;
+  const threads = device === 'wasm' ? await wasmThreads(ort, req) : null;
   const options = {
     target: req.target,
     ...(req.draft ? { draft: req.draft } : {}),
@@ -103,6 +129,14 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     fallback = `WebGPU session failed (${(e as Error).message}); running on the wasm (CPU) backend instead`;
     engine = await SpecEngine.load(ort, { ...options, device, calibration: 'auto' });
   }
+  // Whatever this load ran, onnxruntime's wasm has started: its thread count is fixed for this worker.
+  started ??= threads ?? {
+    threads: ort.env.wasm.numThreads ?? 1,
+    how: 'already running',
+    cores: self.navigator.hardwareConcurrency,
+    timings: [],
+    ms: 0,
+  };
   if (device === 'webgpu') void watchDevice(ort);
   const result: LoadInfo = {
     device,
@@ -114,6 +148,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     ...(fallback ? { fallback } : {}),
     ...(warning && device === 'webgpu' ? { warning } : {}),
     ...(adapter ? { adapter } : {}),
+    ...(device === 'wasm' ? { threads: describeChoice(threads ?? started) } : {}),
     timings: { ...engine.timings },
   };
   return result;

@@ -31,6 +31,11 @@ export interface LoadRequest {
   layerSwitches?: boolean;
   /** Draft heads trained on the target (Medusa heads or an EAGLE-3 head): methods medusa and eagle. */
   heads?: string;
+  /**
+   * onnxruntime's wasm threads on the wasm device: 'auto' (default) measures 1, 2, ... up to the cores once per
+   * browser, machine and target and remembers the fastest; a number is used as given. Fixed by the worker's first load.
+   */
+  threads?: number | 'auto';
 }
 
 export interface ModelInfo {
@@ -56,6 +61,13 @@ export interface LoadInfo {
   fallback?: string;
   /** A caution about the device it is on (a software WebGPU adapter). */
   warning?: string;
+  /** On wasm: the threads onnxruntime runs with, how they were chosen, and the probe's timings (ms). */
+  threads?: {
+    threads: number;
+    how: string;
+    timings: { threads: number; q1: number; q16: number; error?: string }[];
+    ms: number;
+  };
   adapter?: string;
   target: ModelInfo;
   draft?: ModelInfo;
