@@ -45,7 +45,11 @@ async function wasmThreads(): Promise<{ threads: number; said: string }> {
     import('../src/runtime/thread-probe'),
     import('../src/runtime/store-node'),
   ]);
-  const choice = await chooseNodeWasmThreads({ target: 'public/models/austen-target', store: new FileStore() });
+  const choice = await chooseNodeWasmThreads({
+    target: 'public/models/austen-target',
+    draft: 'public/models/austen-draft',
+    store: new FileStore(),
+  });
   return { threads: choice.threads, said: describeThreads(choice) };
 }
 

@@ -14,6 +14,8 @@ export interface BenchRequest {
   ortBase: string;
   base: string;
   device: 'wasm' | 'webgpu';
+  /** wasm threads: onnxruntime's default (unset, as the page), or measured as the element's threads="auto". */
+  threads?: 'auto';
   target: string;
   draft: string;
   /** Heads for the methods that run on them (medusa, eagle); swift gets the target with layer switches. */
@@ -32,11 +34,12 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
   try {
     const ort = ortForWeb(req.ortBase);
     const log = (line: string) => post({ type: 'log', line });
-    // On wasm, the threads the element would choose here (measured once per browser profile, as for a user).
+    // On wasm with threads 'auto': the threads the element would measure here (once per browser profile).
     let runtime: string | undefined;
-    if (req.device === 'wasm') {
+    if (req.device === 'wasm' && req.threads === 'auto') {
       const choice = await chooseWebWasmThreads({
         target: req.target,
+        draft: req.draft,
         base: req.base,
         wasmBase: req.ortBase,
         ortVersion: ort.env.versions.web ?? '?',

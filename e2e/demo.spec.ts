@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import type { Locator, Page } from '@playwright/test';
 import type { GenerationResult } from '../src/engine/events';
-import { threadCandidates } from '../src/runtime/thread-probe';
+import { type ThreadTiming, threadCandidates } from '../src/runtime/thread-probe';
 import { expect, test } from './fixtures';
 
 const PROMPT = 'It is a truth universally acknowledged, that a single man';
@@ -181,23 +181,24 @@ test('the embed page: one script tag and the tag generate on WebGPU when asked t
   expect(await el.locator('sd-token-stream [data-kind]').count()).toBeGreaterThan(0);
 });
 
-test('on wasm the element measures its wasm threads once (1, 2, ... up to the cores), says so, and remembers them', async ({
+test('on wasm the element keeps onnxruntime\'s thread default, or with threads="auto" measures 1, 2, ... once and remembers', async ({
   page,
 }) => {
   test.setTimeout(300_000);
   type Threads = {
     threads: number;
     how: string;
-    timings: { threads: number; q1: number; q16: number; error?: string }[];
+    timings: ThreadTiming[];
   };
-  const loadedThreads = async (): Promise<Threads | undefined> => {
-    await page.evaluate(() => {
+  const loadedThreads = async (threads: string): Promise<Threads | undefined> => {
+    await page.evaluate((threads) => {
+      document.querySelector('spec-decoder')?.setAttribute('threads', threads);
       const w = window as unknown as { loadedInfo?: unknown };
       w.loadedInfo = undefined;
       document.querySelector('spec-decoder')?.addEventListener('sd-loaded', (e) => {
         w.loadedInfo = (e as CustomEvent).detail;
       });
-    });
+    }, threads);
     const el = await configure(page, { device: 'wasm', 'max-new-tokens': '4' });
     await watch(page);
     await el.locator('button[part="generate"]').click();
@@ -207,18 +208,23 @@ test('on wasm the element measures its wasm threads once (1, 2, ... up to the co
   await page.goto('./');
   const cores = await page.evaluate(() => navigator.hardwareConcurrency);
   expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
-  const first = await loadedThreads();
+  const plain = await loadedThreads('');
+  expect(plain).toMatchObject({ threads: Math.min(4, Math.ceil(cores / 2)), how: 'default', timings: [] });
+  await expect(page.locator('spec-decoder [part="runtime"]')).toContainText('wasm thread');
+  await page.reload();
+  const first = await loadedThreads('auto');
   expect(first?.how).toBe('measured');
   const tried = first?.timings.map((t) => t.threads) ?? [];
   expect(tried).toEqual(cores > 1 ? threadCandidates(cores) : []);
   for (const t of first?.timings ?? []) {
     expect(t.error, `${t.threads} threads`).toBeUndefined();
-    expect(t.q16).toBeGreaterThan(t.q1);
+    expect(t.target4).toBeGreaterThan(t.target1);
+    expect(t.draft1, 'the draft model is timed too').toBeGreaterThan(0);
   }
   await expect(page.locator('spec-decoder [part="runtime"]')).toContainText(
     `on wasm (fp32, ${first?.threads} wasm thread`,
   );
   await page.reload();
-  const again = await loadedThreads();
+  const again = await loadedThreads('auto');
   expect(again).toMatchObject({ threads: first?.threads, how: 'remembered' });
 });

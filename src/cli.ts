@@ -45,17 +45,20 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
   // Measured costs, found skip sets and the wasm thread count are remembered between runs (SPEC_DECODER_CACHE
   // moves the file).
   const store = new FileStore();
+  const usesDraft = uses(methodSpec(options.method), 'draft-model');
   const runtime = await nodeRuntime(
     options.device,
     (line) => io.err(`${line}\n`),
-    options.threads === 'auto' ? { auto: { target: options.target, store } } : options.threads,
+    options.threads === 'auto'
+      ? { auto: { target: options.target, ...(usesDraft ? { draft: options.draft } : {}), store } }
+      : options.threads,
     { maxNewTokens: options.maxNewTokens },
   );
   let engine: SpecEngine;
   try {
     engine = await SpecEngine.load(runtime.ort, {
       target: options.target,
-      ...(uses(methodSpec(options.method), 'draft-model') ? { draft: options.draft } : {}),
+      ...(usesDraft ? { draft: options.draft } : {}),
       // Layer skipping (swift) needs the target built with layer switches; other methods run without them.
       ...(methodSpec(options.method).needs.includes('target-self') ? { layerSwitches: true } : {}),
       ...(options.heads ? { heads: options.heads } : {}),

@@ -23,7 +23,8 @@ export interface NodeRuntime {
 
 /**
  * @param say where the adapter line or the fallback notice goes (the CLI uses stderr, so --json stays parseable)
- * @param threads wasm threads: a number, or auto: measured on `target` (thread-probe-node.ts; remembered in `store`)
+ * @param threads wasm threads: a number, or auto: measured on `target` and `draft` (thread-probe-node.ts; remembered
+ *   in `store`)
  *   and said on `say`
  * @param oneShot for a process that loads, generates up to this many tokens and ends (the CLI): wasm compiled so
  *   that its first generation runs at full speed (wasmTieringFor); WebGPU in Node always runs on Liftoff
@@ -31,7 +32,7 @@ export interface NodeRuntime {
 export async function nodeRuntime(
   requested: Device,
   say: (line: string) => void,
-  threads: number | { auto: { target: string; store?: KeyValueStore } } = 1,
+  threads: number | { auto: { target: string; draft?: string; store?: KeyValueStore } } = 1,
   oneShot: { maxNewTokens: number } | null = null,
 ): Promise<NodeRuntime> {
   if (requested === 'webgpu') {

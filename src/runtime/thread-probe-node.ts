@@ -11,11 +11,11 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import * as ort from 'onnxruntime-web';
 import type { KeyValueStore } from '../engine/store';
-import { loadModel } from '../model/load';
-import { buildProbeGraph, type ProbeGraph } from '../model/probe-graph';
 import {
   chooseThreads,
+  modelProbeGraphs,
   PROBE_LOOP_SOURCE,
+  type ProbeGraphs,
   probePayload,
   type ThreadChoice,
   type ThreadTiming,
@@ -39,11 +39,11 @@ function ortUrl(): string {
   return pathToFileURL(createRequire(import.meta.url).resolve('onnxruntime-web')).href;
 }
 
-/** Times the probe graph on `threads` wasm threads in a fresh worker (rejects with the worker's error). */
-export function runInWorker(graph: ProbeGraph, threads: number, url = ortUrl()): Promise<ThreadTiming> {
+/** Times the probe graphs on `threads` wasm threads in a fresh worker (rejects with the worker's error). */
+export function runInWorker(graphs: ProbeGraphs, threads: number, url = ortUrl()): Promise<ThreadTiming> {
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { ortUrl: url, ...probePayload(graph, threads, wasmLiftoffOnly()) },
+    workerData: { ortUrl: url, ...probePayload(graphs, threads, wasmLiftoffOnly()) },
   });
   return new Promise<ThreadTiming>((done, fail) => {
     const timer = setTimeout(() => fail(new Error(`no answer in ${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS);
@@ -60,8 +60,9 @@ export function runInWorker(graph: ProbeGraph, threads: number, url = ortUrl()):
 }
 
 export interface NodeThreadOptions {
-  /** The target model (folder or hub id) the choice is for. */
+  /** The target model (folder or hub id) the choice is for, and the draft model when one is used. */
   target: string;
+  draft?: string;
   /** Where the choice is remembered (the CLI's file store). */
   store?: KeyValueStore;
   /** Logical cores (default: what Node reports). */
@@ -69,22 +70,23 @@ export interface NodeThreadOptions {
 }
 
 /**
- * The wasm thread count for this machine and target: remembered, or measured now (a second or two on a 2-core
- * machine; the fp32 probe graph of the target) and remembered. Call it before onnxruntime's wasm starts in this
+ * The wasm thread count for this machine, target and draft: remembered, or measured now (2 s with Liftoff only, 6
+ * s under tier-up on a 2-core machine; the fp32 probe graphs) and remembered. Call it before onnxruntime's wasm starts in this
  * process (ortForNode(choice.threads)).
  */
 export async function chooseNodeWasmThreads(options: NodeThreadOptions): Promise<ThreadChoice> {
   const cores = options.cores ?? availableParallelism();
-  const target = /^[a-z]+:/i.test(options.target) ? options.target : resolve(options.target);
+  const where = (spec: string) => (/^[a-z]+:/i.test(spec) ? spec : resolve(spec));
+  const models = [where(options.target), ...(options.draft ? [where(options.draft)] : [])].join('+');
   const url = ortUrl();
   const version = ort.env.versions.web ?? '?';
   const compile = wasmLiftoffOnly() ? 'liftoff' : 'tier-up';
-  const key = `wasm-threads:v1:${version}:${compile}:${cores}:${cpus()[0]?.model ?? '?'}:${target}`;
+  const key = `wasm-threads:v2:${version}:${compile}:${cores}:${cpus()[0]?.model ?? '?'}:${models}`;
   return chooseThreads(
     key,
     cores,
-    async () => buildProbeGraph(await loadModel(options.target), { weights: 'float', compute: 'fp32' }, 'plain'),
-    (graph, threads) => runInWorker(graph, threads, url),
+    () => modelProbeGraphs(options.target, options.draft),
+    (graphs, threads) => runInWorker(graphs, threads, url),
     options.store,
   );
 }

@@ -4,12 +4,22 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../engine/store';
-import { loadModel } from '../model/load';
-import { buildProbeGraph } from '../model/probe-graph';
-import { chooseThreads, describeThreads, pickThreads, type ThreadTiming, threadCandidates } from './thread-probe';
+import {
+  chooseThreads,
+  describeThreads,
+  modelProbeGraphs,
+  pickThreads,
+  type ThreadTiming,
+  threadCandidates,
+} from './thread-probe';
 import { chooseNodeWasmThreads, runInWorker } from './thread-probe-node';
 
-const timing = (threads: number, q1: number, q16: number): ThreadTiming => ({ threads, q1, q16 });
+const timing = (threads: number, target1: number, target4: number): ThreadTiming => ({
+  threads,
+  target1,
+  target4,
+  score: target1 + target4,
+});
 
 describe('wasm thread choice', () => {
   it('tries 1, 2, 4, ... up to the cores (at most 8), and the core count itself', () => {
@@ -19,7 +29,7 @@ describe('wasm thread choice', () => {
     expect(threadCandidates(64)).toEqual([1, 2, 4, 8]);
   });
 
-  it('takes the least T(1) + T(16), the fewer threads unless more are 5% faster, and 1 when nothing ran', () => {
+  it('takes the least score, the fewer threads unless more are 5% faster, and 1 when nothing ran', () => {
     expect(pickThreads([timing(1, 4, 20), timing(2, 3.5, 12)])).toBe(2);
     expect(pickThreads([timing(1, 4, 20), timing(2, 4, 19.5), timing(4, 4, 19.4)])).toBe(1);
     expect(pickThreads([timing(1, 4, 20), timing(2, 2, 10), timing(4, 2, 9.8)])).toBe(2);
@@ -56,29 +66,31 @@ describe('wasm thread choice', () => {
     expect(await store.get('f')).toBeUndefined();
   });
 
-  it('the real probe: each count in its own worker, the one-token call cheaper than the 16-token one', async () => {
-    const graph = buildProbeGraph(
-      await loadModel('public/models/austen-target'),
-      { weights: 'float', compute: 'fp32' },
-      'plain',
-    );
+  it('the real probe: each count in its own worker, target and draft calls timed, the score their round', async () => {
+    const graphs = await modelProbeGraphs('public/models/austen-target', 'public/models/austen-draft');
     for (const threads of [1, 2]) {
-      const t = await runInWorker(graph, threads);
+      const t = await runInWorker(graphs, threads);
       expect(t.threads).toBe(threads);
-      expect(t.q1).toBeGreaterThan(0);
-      expect(t.q16).toBeGreaterThan(t.q1);
+      expect(t.target1).toBeGreaterThan(0);
+      expect(t.target4).toBeGreaterThan(t.target1);
+      // The 1-layer draft's call is cheaper than the target's two probe layers.
+      expect(t.draft1).toBeLessThan(t.target1);
+      expect(t.score).toBeCloseTo(t.target1 + t.target4 + 2 * (t.draft1 as number), 2);
     }
-    await expect(runInWorker(graph, 1, 'file:///nonexistent/ort.mjs')).rejects.toThrow(/nonexistent/);
+    const alone = await runInWorker({ target: graphs.target }, 1);
+    expect(alone.draft1).toBeUndefined();
+    await expect(runInWorker(graphs, 1, 'file:///nonexistent/ort.mjs')).rejects.toThrow(/nonexistent/);
   }, 60_000);
 
   it('chooses for a machine and target once, then remembers it', async () => {
     const store = new MemoryStore();
-    const first = await chooseNodeWasmThreads({ target: 'public/models/austen-target', store, cores: 2 });
+    const models = { target: 'public/models/austen-target', draft: 'public/models/austen-draft' };
+    const first = await chooseNodeWasmThreads({ ...models, store, cores: 2 });
     expect(first.how).toBe('measured');
     expect(first.timings.map((t) => t.threads)).toEqual([1, 2]);
     expect(first.timings.every((t) => !t.error)).toBe(true);
     expect([1, 2]).toContain(first.threads);
-    const again = await chooseNodeWasmThreads({ target: 'public/models/austen-target', store, cores: 2 });
+    const again = await chooseNodeWasmThreads({ ...models, store, cores: 2 });
     expect(again).toMatchObject({ threads: first.threads, how: 'remembered' });
   }, 60_000);
 });

@@ -1,19 +1,28 @@
 /**
  * Choosing onnxruntime's wasm thread count by measurement. The count is fixed when onnxruntime's wasm starts, so
- * each candidate runs in a fresh worker of its own: the probe graph (model/probe-graph.ts: the target's first two
- * layers, real widths and weights) timed at one token and at a verify-sized call, fastest of many after warm-up.
- * The least T(1) + T(16) wins, the fewer threads unless more are at least THREAD_MARGIN faster (threads cost cores
- * the rest of the machine wants). Measured once per machine, model and onnxruntime build, then remembered in the
- * engine's store. Where the worker is spawned is the platform's part (thread-probe-node.ts).
+ * each candidate runs in a fresh worker of its own: probe graphs (model/probe-graph.ts: the target's first two
+ * layers, real widths and weights, and the draft model's when one is used) timed call by call, fastest of many
+ * after warm-up. What is minimised is a speculative round on wasm: a one-token and a four-token target call
+ * (decoding's call, and about the verify width the cost-aware methods choose on wasm's steep curve) and two
+ * one-token draft calls. Small calls matter: threads help wide matrix products but add a hand-off per operator,
+ * which in Chromium made the 1-layer draft model's call 2.5x slower on two threads (0.4 to 1.1 ms) and every
+ * speculative method 20% slower, while the target's 16-token call got 1.4x faster; in Node two threads sped up
+ * everything. The fewer threads win unless more are at least THREAD_MARGIN faster (threads take cores the rest of
+ * the machine wants). Measured once per machine, models and onnxruntime build, then remembered in the engine's
+ * store. Where the worker is spawned is the platform's part (thread-probe-node.ts, thread-probe-web.ts).
  */
 import { type KeyValueStore, safeGet, safeSet } from '../engine/store';
-import { type FeedSpec, PROBE_WIDE, type ProbeGraph } from '../model/probe-graph';
+import { type LoadOptions, loadModel } from '../model/load';
+import { buildProbeGraph, type FeedSpec, type ProbeGraph } from '../model/probe-graph';
 
 export interface ThreadTiming {
   threads: number;
-  /** Fastest ms of a probe call at q = 1 and q = 16 (NaN with the reason when the candidate could not run). */
-  q1: number;
-  q16: number;
+  /** Fastest ms of the target's one- and four-token probe calls, and the draft's one-token call (when used). */
+  target1: number;
+  target4: number;
+  draft1?: number;
+  /** What is minimised: target1 + target4 + 2 x draft1 (NaN with the reason when the candidate could not run). */
+  score: number;
   error?: string;
 }
 
@@ -22,15 +31,28 @@ export interface ThreadChoice {
   /**
    * measured now, remembered from an earlier run, asked for (--threads N), the only possibility (one core; a page
    * that is not cross-origin isolated has no shared memory for threads), or what onnxruntime already runs with in
-   * this process (it was started before, with its own count).
+   * this process (it was started before, with its own count), or onnxruntime's own default (pages, unless asked to
+   * measure: see thread-probe-web.ts).
    */
-  how: 'measured' | 'remembered' | 'asked' | 'one core' | 'not isolated' | 'already running';
+  how: 'measured' | 'remembered' | 'asked' | 'one core' | 'not isolated' | 'already running' | 'default';
   /** Logical cores the candidates were drawn from. */
   cores: number;
   timings: ThreadTiming[];
   /** Time the measurement took (0 unless measured). */
   ms: number;
 }
+
+/** The models a choice is measured on: the target's probe graph, and the draft model's when one is used. */
+export interface ProbeGraphs {
+  target: ProbeGraph;
+  draft?: ProbeGraph;
+}
+
+/** Probe calls per graph: the target at 1 and 4 tokens, the draft at 1. */
+const TARGET_QS = [1, 4];
+const DRAFT_QS = [1];
+/** Draft calls per round in the score (a chain of two: what adaptive and auto draft on wasm). */
+const DRAFT_CALLS = 2;
 
 /**
  * Per candidate: warm-up rounds, then rounds for at least a minimum time and until CALM rounds in a row improve no
@@ -47,14 +69,19 @@ const MIN_MS = { liftoff: 200, tierUp: 2200 };
 const MAX_MS = 4000;
 const PAUSE_MS = 4;
 
-/** What a probe worker is sent besides where onnxruntime is: the graph, its calls and the loop's settings. */
-export interface ProbePayload {
-  threads: number;
+/** One probe graph as a worker gets it: the model, its context call, the timed calls by size, and the carried past. */
+export interface ProbeSpec {
   model: Uint8Array;
   externalData: { path: string; data: Uint8Array }[];
   context: Record<string, FeedSpec>;
   calls: Record<string, Record<string, FeedSpec>>;
   carry: [string, string][];
+}
+
+/** What a probe worker is sent besides where onnxruntime is: the graphs, their calls and the loop's settings. */
+export interface ProbePayload {
+  threads: number;
+  probes: ProbeSpec[];
   warmups: number;
   calm: number;
   minMs: number;
@@ -62,14 +89,19 @@ export interface ProbePayload {
   pauseMs: number;
 }
 
-export function probePayload(graph: ProbeGraph, threads: number, liftoffOnly: boolean): ProbePayload {
+const spec = (graph: ProbeGraph, qs: readonly number[]): ProbeSpec => ({
+  model: graph.model,
+  externalData: graph.externalData,
+  context: graph.context,
+  calls: Object.fromEntries(qs.map((q) => [q, graph.call(q)])),
+  carry: graph.carry,
+});
+
+/** The worker's payload: probe 0 is the target, probe 1 the draft (when used). */
+export function probePayload(graphs: ProbeGraphs, threads: number, liftoffOnly: boolean): ProbePayload {
   return {
     threads,
-    model: graph.model,
-    externalData: graph.externalData,
-    context: graph.context,
-    calls: { 1: graph.call(1), [PROBE_WIDE]: graph.call(PROBE_WIDE) },
-    carry: graph.carry,
+    probes: [spec(graphs.target, TARGET_QS), ...(graphs.draft ? [spec(graphs.draft, DRAFT_QS)] : [])],
     warmups: WARMUPS,
     calm: CALM,
     minMs: liftoffOnly ? MIN_MS.liftoff : MIN_MS.tierUp,
@@ -88,38 +120,56 @@ export const PROBE_LOOP_SOURCE = `async (ort, w) => {
   ort.env.logLevel = 'error';
   const tensors = (feeds) =>
     Object.fromEntries(Object.entries(feeds).map(([k, f]) => [k, new ort.Tensor(f.type, f.data, f.dims)]));
-  const session = await ort.InferenceSession.create(w.model, {
-    executionProviders: ['wasm'], graphOptimizationLevel: 'all', logSeverityLevel: 3, externalData: w.externalData,
+  const probes = [];
+  for (const p of w.probes) {
+    const session = await ort.InferenceSession.create(p.model, {
+      executionProviders: ['wasm'], graphOptimizationLevel: 'all', logSeverityLevel: 3, externalData: p.externalData,
+    });
+    const out = await session.run(tensors(p.context));
+    probes.push({ session, calls: p.calls, past: Object.fromEntries(p.carry.map(([present, name]) => [name, out[present]])) });
+  }
+  // Between calls the event loop turns, as between an engine's rounds (onnxruntime's pool threads may sleep).
+  const turn = () => new Promise((resolve) => {
+    if (typeof setImmediate === 'function') return setImmediate(resolve);
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => { channel.port1.close(); resolve(); };
+    channel.port2.postMessage(null);
   });
-  const out = await session.run(tensors(w.context));
-  const past = Object.fromEntries(w.carry.map(([present, name]) => [name, out[present]]));
   const best = {};
   let calm = 0;
   const start = performance.now();
   const elapsed = () => performance.now() - start;
   for (let r = 0; (calm < w.calm || elapsed() < w.minMs) && elapsed() < w.maxMs; r++) {
     let improved = false;
-    for (const [q, feeds] of Object.entries(w.calls)) {
-      const input = { ...tensors(feeds), ...past };
-      const t = performance.now();
-      await session.run(input);
-      const ms = performance.now() - t;
-      if (r < w.warmups) continue;
-      if (!(ms >= (best[q] ?? Infinity) * 0.98)) improved = true;
-      best[q] = Math.min(best[q] ?? Infinity, ms);
+    for (const [i, p] of probes.entries()) {
+      for (const [q, feeds] of Object.entries(p.calls)) {
+        const input = { ...tensors(feeds), ...p.past };
+        await turn();
+        const t = performance.now();
+        await p.session.run(input);
+        const ms = performance.now() - t;
+        if (r < w.warmups) continue;
+        const key = i + ':' + q;
+        if (!(ms >= (best[key] ?? Infinity) * 0.98)) improved = true;
+        best[key] = Math.min(best[key] ?? Infinity, ms);
+      }
     }
     calm = improved ? 0 : calm + 1;
     await new Promise((resolve) => setTimeout(resolve, w.pauseMs));
   }
-  await session.release();
+  for (const p of probes) await p.session.release();
   return best;
 }`;
 
 const round = (ms: number) => Math.round(ms * 1000) / 1000;
 
-/** A worker's answer as a timing (rounded to the microsecond). */
+/** A worker's answer (fastest ms by "probe:q") as a timing, rounded to the microsecond. */
 export function timingOf(threads: number, best: Record<string, number>): ThreadTiming {
-  return { threads, q1: round(best[1] as number), q16: round(best[PROBE_WIDE] as number) };
+  const at = (key: string) => round(best[key] as number);
+  const timing: ThreadTiming = { threads, target1: at('0:1'), target4: at('0:4'), score: 0 };
+  if (best['1:1'] !== undefined) timing.draft1 = at('1:1');
+  timing.score = round(timing.target1 + timing.target4 + DRAFT_CALLS * (timing.draft1 ?? 0));
+  return timing;
 }
 
 /** Fewer threads are kept unless more are at least this much faster. */
@@ -135,21 +185,31 @@ export function threadCandidates(cores: number): number[] {
   return out;
 }
 
-/** The fewest threads within THREAD_MARGIN of the fastest T(1) + T(16); 1 when nothing ran. */
+/** The fewest threads whose score is within THREAD_MARGIN of the least; 1 when nothing ran. */
 export function pickThreads(timings: readonly ThreadTiming[], margin = THREAD_MARGIN): number {
-  const ok = timings.filter((t) => !t.error && Number.isFinite(t.q1 + t.q16));
+  const ok = timings.filter((t) => !t.error && Number.isFinite(t.score));
   if (ok.length === 0) return 1;
-  const best = Math.min(...ok.map((t) => t.q1 + t.q16));
-  return Math.min(...ok.filter((t) => t.q1 + t.q16 <= best * (1 + margin)).map((t) => t.threads));
+  const best = Math.min(...ok.map((t) => t.score));
+  return Math.min(...ok.filter((t) => t.score <= best * (1 + margin)).map((t) => t.threads));
 }
 
-/** One line for logs and the CLI: "2 wasm threads (measured in 1.9 s: 1 -> 4.1 + 19.0 ms, 2 -> 2.9 + 10.8 ms)". */
+/**
+ * One line for logs and the CLI: "2 wasm threads (measured in 5.9 s; target T(1) + T(4) + 2 draft calls, ms:
+ * 1 thread 0.45 + 0.91 + 2 x 0.20 = 1.76, 2 threads ...)".
+ */
 export function describeThreads(choice: ThreadChoice): string {
   const each = choice.timings
-    .map((t) => (t.error ? `${t.threads}: ${t.error}` : `${t.threads}: ${t.q1.toFixed(2)} + ${t.q16.toFixed(2)} ms`))
+    .map((t) =>
+      t.error
+        ? `${t.threads}: ${t.error}`
+        : `${t.threads}: ${t.target1.toFixed(2)} + ${t.target4.toFixed(2)}${t.draft1 !== undefined ? ` + ${DRAFT_CALLS} x ${t.draft1.toFixed(2)}` : ''} = ${t.score.toFixed(2)}`,
+    )
     .join(', ');
+  const what = choice.timings.some((t) => t.draft1 !== undefined)
+    ? `target T(1) + T(4) + ${DRAFT_CALLS} draft calls, ms, with`
+    : 'target T(1) + T(4), ms, with';
   const how = choice.how === 'measured' ? `measured in ${(choice.ms / 1000).toFixed(1)} s` : choice.how;
-  return `${choice.threads} wasm thread${choice.threads === 1 ? '' : 's'} (${how}${each ? `; T(1) + T(16) with ${each}` : ''})`;
+  return `${choice.threads} wasm thread${choice.threads === 1 ? '' : 's'} (${how}${each ? `; ${what} ${each}` : ''})`;
 }
 
 export function isThreadChoice(v: unknown): v is ThreadChoice {
@@ -163,8 +223,22 @@ export function isThreadChoice(v: unknown): v is ThreadChoice {
   );
 }
 
-/** Runs the probe graph with onnxruntime on `threads` wasm threads, in a fresh worker. */
-export type ThreadRunner = (graph: ProbeGraph, threads: number) => Promise<ThreadTiming>;
+/**
+ * The probe graphs of a target and a draft model: their fp32 plain graphs (what thread counts differ in is the
+ * same in every variant).
+ */
+export async function modelProbeGraphs(
+  target: string,
+  draft: string | undefined,
+  options: LoadOptions = {},
+): Promise<ProbeGraphs> {
+  const graph = async (spec: string) =>
+    buildProbeGraph(await loadModel(spec, options), { weights: 'float', compute: 'fp32' }, 'plain');
+  return { target: await graph(target), ...(draft ? { draft: await graph(draft) } : {}) };
+}
+
+/** Runs the probe graphs with onnxruntime on `threads` wasm threads, in a fresh worker. */
+export type ThreadRunner = (graphs: ProbeGraphs, threads: number) => Promise<ThreadTiming>;
 
 /**
  * The remembered choice under `key`, or each candidate measured (one worker at a time, so they never share the
@@ -173,7 +247,7 @@ export type ThreadRunner = (graph: ProbeGraph, threads: number) => Promise<Threa
 export async function chooseThreads(
   key: string,
   cores: number,
-  graph: () => Promise<ProbeGraph>,
+  graphs: () => Promise<ProbeGraphs>,
   run: ThreadRunner,
   store?: KeyValueStore,
 ): Promise<ThreadChoice> {
@@ -182,9 +256,9 @@ export async function chooseThreads(
   const stored = store ? await safeGet(store, key) : undefined;
   if (isThreadChoice(stored)) return { ...stored, how: 'remembered', ms: 0 };
   const t0 = performance.now();
-  let probe: ProbeGraph;
+  let probe: ProbeGraphs;
   try {
-    probe = await graph();
+    probe = await graphs();
   } catch {
     // The model itself fails to load: its load in the engine says why (naming the model); nothing measured here.
     return { threads: 1, how: 'measured', cores, timings: [], ms: performance.now() - t0 };
@@ -194,7 +268,8 @@ export async function chooseThreads(
     try {
       timings.push(await run(probe, threads));
     } catch (e) {
-      timings.push({ threads, q1: Number.NaN, q16: Number.NaN, error: (e as Error).message.split('\n')[0] ?? '' });
+      const error = (e as Error).message.split('\n')[0] ?? '';
+      timings.push({ threads, target1: Number.NaN, target4: Number.NaN, score: Number.NaN, error });
     }
   }
   const choice: ThreadChoice = { threads: pickThreads(timings), how: 'measured', cores, timings, ms: 0 };

@@ -165,8 +165,11 @@ export class SpecDecoder extends LitElement {
   @property({ type: Boolean, attribute: 'hide-rejected' }) hideRejected = false;
   /** Folder with onnxruntime-web's wasm files (default: ort/ beside the page). */
   @property({ attribute: 'ort-base' }) ortBase = '';
-  /** onnxruntime's wasm threads: "auto" (measured once per browser and target, remembered) or a number. */
-  @property() threads = 'auto';
+  /**
+   * onnxruntime's wasm threads on wasm: "" (onnxruntime's default), "auto" (measured once per browser and models,
+   * remembered) or a number.
+   */
+  @property() threads = '';
   /** Verification rule under sampling: rejection (lossless) or typical (lossy). */
   @property() verify: 'rejection' | 'typical' = 'rejection';
   /** The hub host for hf: ids (default https://huggingface.co): a mirror, or the tests' local hub. */
@@ -283,7 +286,11 @@ export class SpecDecoder extends LitElement {
       ...(this.headsInUse ? { heads: this.headsInUse } : {}),
       onProgress: this.onProgress,
       ...(this.ortBase ? { ortBase: new URL(this.ortBase, document.baseURI).href } : {}),
-      ...(Number(this.threads) >= 1 ? { threads: Math.floor(Number(this.threads)) } : {}),
+      ...(this.threads === 'auto'
+        ? { threads: 'auto' as const }
+        : Number(this.threads) >= 1
+          ? { threads: Math.floor(Number(this.threads)) }
+          : {}),
       ...(this.hubEndpoint || this.hubToken
         ? {
             hub: {

@@ -10,7 +10,7 @@ import { chooseDevice } from '../runtime/device';
 import { ortForWeb } from '../runtime/ort-web';
 import { IndexedDbStore } from '../runtime/store-web';
 import type { ThreadChoice } from '../runtime/thread-probe';
-import { chooseWebWasmThreads } from '../runtime/thread-probe-web';
+import { chooseWebWasmThreads, ortDefaultThreads } from '../runtime/thread-probe-web';
 import { probeWebGpu } from '../runtime/webgpu';
 import type { FromWorker, LoadInfo, LoadRequest, ModelInfo, ToWorker, WorkerError } from './protocol';
 
@@ -80,14 +80,22 @@ const describeChoice = (c: ThreadChoice) => ({ threads: c.threads, how: c.how, t
 /** The wasm threads onnxruntime started with in this worker (null until the first load). */
 let started: ThreadChoice | null = null;
 
-/** On wasm, before onnxruntime's wasm starts: the thread count asked for, or measured (remembered) for this target. */
+/**
+ * On wasm, before onnxruntime's wasm starts: the thread count asked for, measured (remembered) for these models
+ * when asked for 'auto', or onnxruntime's default.
+ */
 async function wasmThreads(ort: ReturnType<typeof ortForWeb>, req: LoadRequest): Promise<ThreadChoice> {
   if (started) return { ...started, how: 'already running' };
+  const cores = self.navigator.hardwareConcurrency;
+  // onnxruntime's default unless asked (thread-probe-web.ts says why the page does not measure by default).
+  if (req.threads === undefined)
+    return { threads: ortDefaultThreads(cores), how: 'default', cores, timings: [], ms: 0 };
   const choice: ThreadChoice =
     typeof req.threads === 'number'
-      ? { threads: req.threads, how: 'asked', cores: self.navigator.hardwareConcurrency, timings: [], ms: 0 }
+      ? { threads: req.threads, how: 'asked', cores, timings: [], ms: 0 }
       : await chooseWebWasmThreads({
           target: req.target,
+          ...(req.draft ? { draft: req.draft } : {}),
           base: req.base,
           ...(req.hub ? { hub: req.hub } : {}),
           wasmBase: req.ortBase,

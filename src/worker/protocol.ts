@@ -7,6 +7,7 @@ import type { VerifyRule } from '../engine/verify';
 import type { ProgressInfo } from '../model/source';
 import type { ChatMessage } from '../model/tokenizer';
 import type { DeviceRequest } from '../runtime/device';
+import type { ThreadTiming } from '../runtime/thread-probe';
 
 export type DeviceChoice = 'webgpu' | 'wasm';
 
@@ -32,8 +33,10 @@ export interface LoadRequest {
   /** Draft heads trained on the target (Medusa heads or an EAGLE-3 head): methods medusa and eagle. */
   heads?: string;
   /**
-   * onnxruntime's wasm threads on the wasm device: 'auto' (default) measures 1, 2, ... up to the cores once per
-   * browser, machine and target and remembers the fastest; a number is used as given. Fixed by the worker's first load.
+   * onnxruntime's wasm threads on the wasm device: unset, onnxruntime's default (half the cores, at most 4); 'auto'
+   * measures 1, 2, ... up to the cores once per browser, machine and models and remembers the fastest (see
+   * thread-probe-web.ts for why that is not the default); a number is used as given. Fixed by the worker's first
+   * load.
    */
   threads?: number | 'auto';
 }
@@ -65,7 +68,7 @@ export interface LoadInfo {
   threads?: {
     threads: number;
     how: string;
-    timings: { threads: number; q1: number; q16: number; error?: string }[];
+    timings: ThreadTiming[];
     ms: number;
   };
   adapter?: string;
