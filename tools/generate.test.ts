@@ -36,7 +36,7 @@ describe('npm run generate (the bundled CLI)', () => {
       const first = generateWith({ SPEC_DECODER_CACHE: dir }, ...args);
       expect(first.status).toBe(0);
       expect(first.stderr).toMatch(
-        /^wasm threads: [12] wasm threads? \(measured in [\d.]+ s; target T\(1\) \+ T\(4\) (\+ 2 draft calls)?, ms, with 1: /m,
+        /^wasm threads: [12] wasm threads? \(measured in [\d.]+ s; target T\(1\) \+ T\(4\)( \+ 2 draft calls)?, ms, with 1: /m,
       );
       const runtime = (JSON.parse(first.stdout.trim().split('\n').at(-1) as string) as { runtime: unknown }).runtime;
       expect(runtime).toMatchObject({ device: 'wasm', threadChoice: { how: 'measured' } });

@@ -39,19 +39,24 @@ export interface ProbePrecision {
   compute: ComputeType;
 }
 
+/**
+ * @param whole the whole model (every layer and the LM head, one row of logits out) instead of its first two
+ *   layers: for measurements where the head's cost matters as much as a layer's (a small draft model's call)
+ */
 export function buildProbeGraph(
   model: LoadedModel,
   precision: ProbePrecision,
   variant: GraphVariant,
   embeddingType?: 'float16' | 'float32',
+  whole = false,
 ): ProbeGraph {
   const cfg = model.config;
-  const layers = Math.min(PROBE_LAYERS, cfg.numLayers);
+  const layers = whole ? cfg.numLayers : Math.min(PROBE_LAYERS, cfg.numLayers);
   const graph = buildLlamaGraph(cfg, model.weights, model.files, {
     compute: precision.compute,
     weights: precision.weights,
     variant,
-    probeLayers: layers,
+    ...(whole ? {} : { probeLayers: layers }),
     ...(embeddingType ? { embeddingType } : {}),
   });
   const int64 = (v: number[]): FeedSpec => ({

@@ -52,7 +52,7 @@ describe('wasm thread choice', () => {
     expect(first).toMatchObject({ threads: 2, how: 'measured', cores: 4 });
     expect(first.timings[2]).toMatchObject({ threads: 4, error: 'worker failed' });
     expect(describeThreads(first)).toMatch(
-      /^2 wasm threads \(measured in .* s; T\(1\) \+ T\(16\) with 1: 5\.00 \+ 20\.00 ms/,
+      /^2 wasm threads \(measured in .* s; target T\(1\) \+ T\(4\), ms, with 1: 5\.00 \+ 20\.00 = 25\.00, 2: 2\.50 \+ 10\.00 = 12\.50, 4: worker failed\)$/,
     );
     const again = await chooseThreads('k', 4, graph, run, store);
     expect(again).toMatchObject({ threads: 2, how: 'remembered' });
@@ -73,7 +73,7 @@ describe('wasm thread choice', () => {
       expect(t.threads).toBe(threads);
       expect(t.target1).toBeGreaterThan(0);
       expect(t.target4).toBeGreaterThan(t.target1);
-      // The 1-layer draft's call is cheaper than the target's two probe layers.
+      // The 1-layer draft's call is cheaper than the 12-layer target's.
       expect(t.draft1).toBeLessThan(t.target1);
       expect(t.score).toBeCloseTo(t.target1 + t.target4 + 2 * (t.draft1 as number), 2);
     }

@@ -1,13 +1,13 @@
 /**
  * Choosing onnxruntime's wasm thread count by measurement. The count is fixed when onnxruntime's wasm starts, so
- * each candidate runs in a fresh worker of its own: probe graphs (model/probe-graph.ts: the target's first two
- * layers, real widths and weights, and the draft model's when one is used) timed call by call, fastest of many
- * after warm-up. What is minimised is a speculative round on wasm: a one-token and a four-token target call
+ * each candidate runs in a fresh worker of its own: the models in use (model/probe-graph.ts, whole: every layer
+ * and the LM head, fp32 plain graph; the target, and the draft model when one is used) timed call by call, fastest
+ * of many after warm-up. What is minimised is a speculative round on wasm: a one-token and a four-token target call
  * (decoding's call, and about the verify width the cost-aware methods choose on wasm's steep curve) and two
  * one-token draft calls. Small calls matter: threads help wide matrix products but add a hand-off per operator,
- * which in Chromium made the 1-layer draft model's call 2.5x slower on two threads (0.4 to 1.1 ms) and every
- * speculative method 20% slower, while the target's 16-token call got 1.4x faster; in Node two threads sped up
- * everything. The fewer threads win unless more are at least THREAD_MARGIN faster (threads take cores the rest of
+ * which small calls feel. (In Chromium the engine's draft call measured 2.5x slower on two threads, 0.4 to 1.1
+ * ms, and every speculative method 20-25% slower, which no probe here reproduced: pages do not measure by default,
+ * see thread-probe-web.ts. In Node two threads sped up everything, as the probe says.) The fewer threads win unless more are at least THREAD_MARGIN faster (threads take cores the rest of
  * the machine wants). Measured once per machine, models and onnxruntime build, then remembered in the engine's
  * store. Where the worker is spawned is the platform's part (thread-probe-node.ts, thread-probe-web.ts).
  */
@@ -224,8 +224,9 @@ export function isThreadChoice(v: unknown): v is ThreadChoice {
 }
 
 /**
- * The probe graphs of a target and a draft model: their fp32 plain graphs (what thread counts differ in is the
- * same in every variant).
+ * The probe graphs of a target and a draft model: the whole models, fp32 plain graphs (what thread counts differ
+ * in is the same in every variant; the LM head is a large share of a small draft model's call). A two-layer probe
+ * of the target without its head scored one and two threads within 2% in one Node probe of three.
  */
 export async function modelProbeGraphs(
   target: string,
@@ -233,7 +234,7 @@ export async function modelProbeGraphs(
   options: LoadOptions = {},
 ): Promise<ProbeGraphs> {
   const graph = async (spec: string) =>
-    buildProbeGraph(await loadModel(spec, options), { weights: 'float', compute: 'fp32' }, 'plain');
+    buildProbeGraph(await loadModel(spec, options), { weights: 'float', compute: 'fp32' }, 'plain', undefined, true);
   return { target: await graph(target), ...(draft ? { draft: await graph(draft) } : {}) };
 }
 
