@@ -39,6 +39,9 @@ export class ChainDrafter implements Drafter {
   async propose(req: DraftRequest): Promise<DraftTree> {
     let logits = await this.state.sync(req.committed);
     const tree = rootOnly(req.committed);
+    // The draft's own estimate of each path (its probabilities multiplied along the chain), for callers that merge
+    // or cut trees by value.
+    tree.values = [1];
     const limit = Math.min(this.gamma(), req.maxDepth, req.maxNodes, this.state.room() - 1);
     const depths = [0];
     for (let d = 1; d <= limit; d++) {
@@ -50,7 +53,9 @@ export class ChainDrafter implements Drafter {
       tree.parents.push(parent);
       tree.draftProbs.push(null);
       depths.push(d);
-      const confident = !this.options.confidence || dist.prob(token) >= this.options.confidence;
+      const p = dist.prob(token);
+      tree.values.push((tree.values[parent] as number) * p);
+      const confident = !this.options.confidence || p >= this.options.confidence;
       if (d === limit || req.eos.has(token) || !confident) break;
       [logits] = (await this.state.expand(tree, [d], depths)) as [Float32Array];
     }

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { GREEDY, Rng } from '../sampling';
 import { checkParents, childrenOf, pathTo } from '../tree';
-import type { Drafter, DraftRequest, DraftTree } from './drafter';
+import type { NodeStatus, VerifyResult } from '../verify';
+import type { Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
 import { MergedDrafter } from './merged';
+import type { CostModel } from './method';
 
 /** A source that proposes a fixed tree. */
 class Fixed implements Drafter {
@@ -99,5 +101,136 @@ describe('merged drafting', () => {
         expect(order).toEqual([...order].sort((x, y) => x - y));
       }
     }
+  });
+});
+
+/** A chain under the root: each node's own estimate of being accepted given its parent is `conditional`. */
+function chainTree(root: number, tokens: readonly number[], conditional: number): DraftTree {
+  const tree: DraftTree = { tokens: [root], parents: [-1], draftProbs: [null], values: [1] };
+  tokens.forEach((t, i) => {
+    tree.tokens.push(t);
+    tree.parents.push(i);
+    tree.draftProbs.push(null);
+    tree.values?.push((tree.values[i] as number) * conditional);
+  });
+  return tree;
+}
+
+/** A source whose next tree is set by the test, counting its calls; it costs `cost` target calls per round. */
+class Scripted implements Drafter {
+  readonly calls = 0;
+  next: DraftTree = chainTree(9, [], 1);
+  proposed = 0;
+  accepted = 0;
+  constructor(
+    readonly name: string,
+    private readonly cost = 0,
+  ) {}
+  async propose(): Promise<DraftTree> {
+    this.proposed++;
+    return this.next;
+  }
+  accept(): void {
+    this.accepted++;
+  }
+  draftCost(): number {
+    return this.cost;
+  }
+  reset(): void {}
+}
+
+const REQ = (): DraftRequest => ({
+  committed: [1, 9],
+  maxNodes: 16,
+  maxDepth: 16,
+  sampling: GREEDY,
+  rng: new Rng(1),
+  eos: new Set(),
+});
+
+/** Verification of `tree` that accepts the nodes in `accepted` (a path from the root) and nothing else. */
+function verdict(tree: DraftTree, accepted: readonly number[]): VerifyResult {
+  const status: NodeStatus[] = tree.tokens.map(() => 'unreached');
+  status[0] = 'root';
+  for (const n of accepted) status[n] = 'accepted';
+  return { path: [0, ...accepted], token: 0, kind: 'correction', status };
+}
+
+const OUTPUTS: TargetOutputs = {
+  logits: () => new Float32Array(16),
+  auxLogits: () => new Float32Array(16),
+};
+
+/** A verify-cost curve where each extra node costs a tenth of a one-token call. */
+const GENTLE: CostModel = {
+  curve: {
+    context: 64,
+    points: [1, 2, 4, 8, 16, 32].map((q) => ({ q, ms: 1 + (q - 1) / 10, relative: 1 + (q - 1) / 10 })),
+  },
+  draftRelative: 0.3,
+  draftCurve: { context: 64, points: [] },
+};
+
+describe('merged drafting: free sources first', () => {
+  it("the costly source sits out a round where the free source's long match alone is predicted far better", async () => {
+    const free = new Scripted('free');
+    const costly = new Scripted('costly', 0.3);
+    const merged = new MergedDrafter(
+      [
+        { label: 'lookup', drafter: free, free: true },
+        { label: 'draft', drafter: costly },
+      ],
+      () => GENTLE,
+    );
+    // Round 1: no match; the costly source drafts a modest chain.
+    costly.next = chainTree(9, [4, 5, 6], 0.55);
+    let tree = await merged.propose(REQ());
+    expect(costly.proposed).toBe(1);
+    merged.accept(tree, verdict(tree, [1]), OUTPUTS);
+    expect(costly.accepted).toBe(1);
+    // Round 2: a long, confident match (a passage being copied): the costly source is not called.
+    free.next = chainTree(9, [11, 12, 13, 14, 15, 16, 17, 18], 0.99);
+    tree = await merged.propose(REQ());
+    expect(costly.proposed).toBe(1);
+    expect(merged.note()?.fields?.draft).toBe(-1);
+    expect(tree.sources?.slice(1).every((s) => s === 'lookup')).toBe(true);
+    expect(merged.draftCost(GENTLE)).toBe(0);
+    merged.accept(tree, verdict(tree, [1, 2, 3]), OUTPUTS);
+    expect(costly.accepted).toBe(1);
+    expect(free.accepted).toBe(2);
+    // Round 3: a one-token guess is no reason to skip: both draft.
+    free.next = chainTree(9, [21], 0.3);
+    tree = await merged.propose(REQ());
+    expect(costly.proposed).toBe(2);
+    expect(merged.draftCost(GENTLE)).toBeCloseTo(0.3);
+  });
+
+  it('learns how often a guess holds when the other source contradicts it apart from when it is alone', async () => {
+    const a = new Scripted('a');
+    const b = new Scripted('b');
+    const merged = new MergedDrafter(
+      [
+        { label: 'a', drafter: a },
+        { label: 'b', drafter: b },
+      ],
+      () => null,
+    );
+    const estimate = (tree: DraftTree, token: number) => tree.values?.[tree.tokens.indexOf(token)] as number;
+    // b alone: its prior for a 0.55 estimate.
+    b.next = chainTree(9, [6], 0.55);
+    a.next = chainTree(9, [], 1);
+    const alonePrior = estimate(await merged.propose(REQ()), 6);
+    // Many rounds where a proposes 5, b proposes 6 at the same place, and the target takes 5.
+    a.next = chainTree(9, [5], 0.55);
+    let contested = 0;
+    for (let round = 0; round < 30; round++) {
+      const tree = await merged.propose(REQ());
+      contested = estimate(tree, 6);
+      merged.accept(tree, verdict(tree, [tree.tokens.indexOf(5)]), OUTPUTS);
+    }
+    expect(contested).toBeLessThan(0.1);
+    // b alone again: what it measured when contradicted does not drag down its guesses when no one contradicts them.
+    a.next = chainTree(9, [], 1);
+    expect(estimate(await merged.propose(REQ()), 6)).toBeCloseTo(alonePrior, 5);
   });
 });
