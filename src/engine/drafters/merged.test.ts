@@ -205,6 +205,45 @@ describe('merged drafting: free sources first', () => {
     expect(merged.draftCost(GENTLE)).toBeCloseTo(0.3);
   });
 
+  it('without a match the costly source always drafts and its tree stands, however poorly it was predicted to do', async () => {
+    const free = new Scripted('free');
+    const costly = new Scripted('costly', 0.3);
+    const merged = new MergedDrafter(
+      [
+        { label: 'lookup', drafter: free, free: true },
+        { label: 'draft', drafter: costly },
+      ],
+      () => GENTLE,
+    );
+    // Weak guesses that are always rejected: the predictions sink below plain decoding.
+    costly.next = chainTree(9, [4, 5, 6], 0.05);
+    for (let round = 1; round <= 20; round++) {
+      const tree = await merged.propose(REQ());
+      merged.accept(tree, verdict(tree, []), OUTPUTS);
+      // Nothing to skip for: plain decoding is not a free source's match.
+      expect(costly.proposed).toBe(round);
+      // The source sized its own tree: it is verified as it stands, as that source alone would be.
+      expect(tree.tokens).toEqual([9, 4, 5, 6]);
+      expect(tree.sources).toEqual(['', 'draft', 'draft', 'draft']);
+    }
+  });
+
+  it('verifies the best candidate of a merged tree even when none is predicted to pay', async () => {
+    const free = new Scripted('free');
+    const costly = new Scripted('costly', 0.3);
+    const merged = new MergedDrafter(
+      [
+        { label: 'lookup', drafter: free, free: true },
+        { label: 'draft', drafter: costly },
+      ],
+      () => GENTLE,
+    );
+    free.next = chainTree(9, [7], 0.05);
+    costly.next = chainTree(9, [4, 5, 6], 0.05);
+    const tree = await merged.propose(REQ());
+    expect(tree.tokens.length).toBe(2);
+  });
+
   it('learns how often a guess holds when the other source contradicts it apart from when it is alone', async () => {
     const a = new Scripted('a');
     const b = new Scripted('b');
@@ -232,5 +271,20 @@ describe('merged drafting: free sources first', () => {
     // b alone again: what it measured when contradicted does not drag down its guesses when no one contradicts them.
     a.next = chainTree(9, [], 1);
     expect(estimate(await merged.propose(REQ()), 6)).toBeCloseTo(alonePrior, 5);
+  });
+
+  it("corrects a source's estimates in buckets it has not measured yet by how far off it was in the others", async () => {
+    const a = new Scripted('a');
+    const merged = new MergedDrafter([{ label: 'a', drafter: a }], () => null);
+    // Low estimates (0.25 on the midpoint) that always hold.
+    a.next = chainTree(9, [5], 0.22);
+    for (let round = 0; round < 12; round++) {
+      const tree = await merged.propose(REQ());
+      merged.accept(tree, verdict(tree, [1]), OUTPUTS);
+    }
+    // A guess in a bucket never measured (0.35 on the midpoint) is now estimated well above its midpoint.
+    a.next = chainTree(9, [6], 0.33);
+    const tree = await merged.propose(REQ());
+    expect(tree.values?.[1]).toBeGreaterThan(0.7);
   });
 });

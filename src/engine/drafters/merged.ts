@@ -15,6 +15,7 @@
  * budget is chosen keeps a prefix of the draw order.
  */
 import { AcceptanceTable, type BudgetChoice, chooseBudget } from '../budget';
+import { relativeCost } from '../calibrate';
 import { childrenOf } from '../tree';
 import type { NodeStatus, VerifyResult } from '../verify';
 import { AdaptiveChainDrafter } from './adaptive-chain';
@@ -49,11 +50,49 @@ interface UnionNode {
 /**
  * Conditional estimates are bucketed in tenths, and by what the other sources said at the same place: "=" another
  * source proposed the same token (agreed), "!" another proposed a different one and none this one (contested),
- * nothing: no other source proposed anything there (alone, as in rounds where the others sat out). A bucket's prior
- * is its midpoint, a contested one's half of that.
+ * nothing: no other source proposed anything there (alone, as in rounds where the others sat out).
  */
 const bucket = (conditional: number): string => String(Math.min(9, Math.max(0, Math.floor(conditional * 10))));
+const contextOf = (key: string): string => key.replace(/^[0-9]+/, '');
+/** A bucket's estimate before measuring: its midpoint, a contested one's half of that. */
 const bucketPrior = (key: string): number => ((Number.parseInt(key, 10) + 0.5) / 10) * (key.endsWith('!') ? 0.5 : 1);
+
+/**
+ * One source's measured acceptance per bucket. A bucket starts from its midpoint scaled by how far the source's
+ * estimates have been off in the same context so far (accepted over the midpoints offered, all buckets together):
+ * a draft model's probabilities understate greedy acceptance (over the bench prompts its one-node chains were
+ * estimated at 0.31 on the midpoints and held 0.66 of the time), and ten buckets per context see too few rounds
+ * each in one generation to learn that alone.
+ */
+class SourceCalibration {
+  private readonly buckets = new AcceptanceTable((key) => Math.min(0.98, bucketPrior(key) * this.scale(key)), 4);
+  /** Per context: the midpoints offered and the proposals accepted. */
+  private readonly expected = new Map<string, number>();
+  private readonly accepted = new Map<string, number>();
+
+  /** Measured over estimated acceptance in this key's context (1 before any evidence; a prior of two proposals). */
+  private scale(key: string): number {
+    const context = contextOf(key);
+    return ((this.accepted.get(context) ?? 0) + 2) / ((this.expected.get(context) ?? 0) + 2);
+  }
+
+  rate(key: string): number {
+    return this.buckets.rate(key);
+  }
+
+  record(key: string, accepted: boolean): void {
+    this.buckets.record(key, accepted);
+    const context = contextOf(key);
+    this.expected.set(context, (this.expected.get(context) ?? 0) + bucketPrior(key));
+    if (accepted) this.accepted.set(context, (this.accepted.get(context) ?? 0) + 1);
+  }
+
+  clear(): void {
+    this.buckets.clear();
+    this.expected.clear();
+    this.accepted.clear();
+  }
+}
 
 /** A source node's own conditional estimate: its value over its parent's (0.5 when the source gave none). */
 function conditional(tree: DraftTree, i: number): number {
@@ -73,7 +112,7 @@ const SKIP_MARGIN = 0.15;
 export class MergedDrafter implements Drafter {
   readonly name = 'merged';
   /** Per source: measured acceptance per bucket of the source's own conditional estimate. */
-  private readonly calibration: AcceptanceTable[];
+  private readonly calibration: SourceCalibration[];
   private trees: DraftTree[] = [];
   /** Per source: whether it drafted this round (a source that costs model calls may sit a round out). */
   private active: boolean[] = [];
@@ -89,7 +128,7 @@ export class MergedDrafter implements Drafter {
     private readonly sources: readonly MergeSource[],
     private readonly costs: () => CostModel | null = () => null,
   ) {
-    this.calibration = sources.map(() => new AcceptanceTable(bucketPrior, 4));
+    this.calibration = sources.map(() => new SourceCalibration());
   }
 
   get calls(): number {
@@ -106,11 +145,14 @@ export class MergedDrafter implements Drafter {
     this.trees = [];
     this.active = this.sources.map((s) => s.free === true);
     for (const [i, s] of this.sources.entries()) if (s.free) this.trees[i] = await s.drafter.propose(req);
-    // The free sources' tree alone, sized on the curve: when it is predicted to do better than the whole union has
-    // been doing lately, the sources that cost model calls sit this round out (their caches catch up next time).
+    // The free sources' tree alone, sized on the curve: when it holds a match predicted to do better than the whole
+    // union has been doing lately, the sources that cost model calls sit this round out (their caches catch up next
+    // time). Without a match they always draft, so the union's record stays current.
     let alone: number | null = null;
-    if (costs && this.unionSpeedup !== null && this.active.some(Boolean) && !this.active.every(Boolean)) {
-      alone = this.choose(this.merge(req), costs, req.maxNodes).choice.predictedSpeedup;
+    const matched = this.sources.some((src, i) => src.free && (this.trees[i]?.tokens.length ?? 0) > 1);
+    if (costs && matched && this.unionSpeedup !== null && !this.active.every(Boolean)) {
+      const { choice } = this.choose(this.merge(req), costs, req.maxNodes);
+      if (choice.keep > 0) alone = choice.predictedSpeedup;
     }
     const skip = alone !== null && alone > (this.unionSpeedup as number) * (1 + SKIP_MARGIN);
     if (!skip) {
@@ -120,24 +162,74 @@ export class MergedDrafter implements Drafter {
         this.active[i] = true;
       }
     }
+    // Only a source that sizes its own tree proposed anything (prompt lookup found no match): its tree is verified
+    // as it stands, as that source alone would; the union's bookkeeping cost 0.2-0.3 ms a round, 4% of a round on
+    // wasm with the bundled pair.
+    const proposing = this.sources.flatMap((_, i) => ((this.trees[i]?.tokens.length ?? 0) > 1 ? [i] : []));
+    const only = proposing.length === 1 ? (proposing[0] as number) : -1;
+    if (only >= 0 && !this.sources[only]?.free && (this.trees[only] as DraftTree).tokens.length - 1 <= req.maxNodes) {
+      return this.passThrough(only, costs);
+    }
     const union = this.merge(req);
     const { order, choice } = this.choose(union, costs, req.maxNodes);
-    const { keep, predictedSpeedup } = choice;
-    if (!skip && costs && Number.isFinite(predictedSpeedup)) {
-      this.unionSpeedup =
-        this.unionSpeedup === null ? predictedSpeedup : 0.8 * this.unionSpeedup + 0.2 * predictedSpeedup;
-    }
+    // The best candidate is always verified (a second row costs next to nothing on every measured curve): a source
+    // whose estimates start low would otherwise never be measured, and its calibration never corrected.
+    const keep = Math.max(choice.keep, Math.min(1, order.length, req.maxNodes));
+    if (!skip) this.recordUnion(choice.predictedSpeedup);
     const tree = this.build(union, new Set(order.slice(0, keep)));
+    this.writeNote(
+      union.length - 1,
+      choice,
+      skip
+        ? ` (free sources alone predicted ${(alone as number).toFixed(2)}x, the union lately ${(this.unionSpeedup as number).toFixed(2)}x)`
+        : '',
+    );
+    return tree;
+  }
+
+  /** A source's own tree as this round's, with its values calibrated (for the prediction and the round event). */
+  private passThrough(s: number, costs: CostModel | null): DraftTree {
+    const own = this.trees[s] as DraftTree;
+    const values = [1];
+    this.origin = [this.sources.map(() => 0)];
+    this.keys = [this.sources.map(() => null)];
+    for (let i = 1; i < own.tokens.length; i++) {
+      const key = bucket(conditional(own, i));
+      this.origin.push(this.sources.map((_, k) => (k === s ? i : -1)));
+      this.keys.push(this.sources.map((_, k) => (k === s ? key : null)));
+      values.push((values[own.parents[i] as number] as number) * (this.calibration[s] as SourceCalibration).rate(key));
+    }
+    const nodes = own.tokens.length - 1;
+    const expectedTokens = values.reduce((a, b) => a + b, 0);
+    const predictedSpeedup = costs
+      ? expectedTokens / (relativeCost(costs.curve, 1 + nodes) + this.draftCost(costs))
+      : Number.NaN;
+    this.recordUnion(predictedSpeedup);
+    this.writeNote(nodes, { keep: nodes, expectedTokens, predictedSpeedup }, '');
+    const label = (this.sources[s] as MergeSource).label;
+    return { ...own, values, sources: own.tokens.map((_, i) => (i === 0 ? '' : label)) };
+  }
+
+  /** The predicted speedup of a round where every source drafted, into the recent average the gate compares with. */
+  private recordUnion(predictedSpeedup: number): void {
+    if (!Number.isFinite(predictedSpeedup)) return;
+    this.unionSpeedup =
+      this.unionSpeedup === null ? predictedSpeedup : 0.8 * this.unionSpeedup + 0.2 * predictedSpeedup;
+  }
+
+  private writeNote(candidates: number, choice: BudgetChoice, why: string): void {
     const counts = this.sources.map((_, s) => this.origin.filter((o) => (o[s] as number) >= 0).length - 1);
     const parts = this.sources.map((s, i) => (this.active[i] ? `${s.label} ${counts[i]}` : `${s.label} skipped`));
+    const predicted = Number.isFinite(choice.predictedSpeedup)
+      ? `, predicted ${choice.predictedSpeedup.toFixed(2)}x`
+      : '';
     this.lastNote = {
-      text: `merged: ${parts.join(', ')} of ${union.length - 1} candidates kept${Number.isFinite(predictedSpeedup) ? `, predicted ${predictedSpeedup.toFixed(2)}x` : ''}${skip ? ` (free sources alone predicted ${(alone as number).toFixed(2)}x, the union lately ${(this.unionSpeedup as number).toFixed(2)}x)` : ''}`,
+      text: `merged: ${parts.join(', ')} of ${candidates} candidates kept${predicted}${why}`,
       fields: {
         ...Object.fromEntries(this.sources.map((s, i) => [s.label, this.active[i] ? (counts[i] as number) : -1])),
         expected: Number(choice.expectedTokens.toFixed(3)),
       },
     };
-    return tree;
   }
 
   /** Candidates best-first and how many of them pay on the measured curve once this round's drafting is counted. */
@@ -226,7 +318,7 @@ export class MergedDrafter implements Drafter {
           const contested = !agreed && siblings.some((o) => (union[o] as UnionNode).from[s] === -1);
           const key = `${bucket(conditional(this.trees[s] as DraftTree, mine))}${agreed ? '=' : contested ? '!' : ''}`;
           node.keys[s] = key;
-          best = Math.max(best, (this.calibration[s] as AcceptanceTable).rate(key));
+          best = Math.max(best, (this.calibration[s] as SourceCalibration).rate(key));
         });
         rate[u] = best;
       }
@@ -347,7 +439,7 @@ export class MergedDrafter implements Drafter {
       // Calibration: every node of this source that the target got to judge (its parent on the accepted path)
       // counts for the bucket of the source's own estimate.
       const onPath = new Set(result.path);
-      const table = this.calibration[s] as AcceptanceTable;
+      const table = this.calibration[s] as SourceCalibration;
       for (let i = 1; i < tree.tokens.length; i++) {
         const mine = map[i] as number;
         const key = this.keys[i]?.[s];
