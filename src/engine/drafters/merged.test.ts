@@ -171,17 +171,23 @@ const GENTLE: CostModel = {
   draftCurve: { context: 64, points: [] },
 };
 
+/** Prompt lookup (free) and a draft model costing 0.3 of a target call per round, merged, on the gentle curve. */
+function lookupAndDraft(): { free: Scripted; costly: Scripted; merged: MergedDrafter } {
+  const free = new Scripted('free');
+  const costly = new Scripted('costly', 0.3);
+  const merged = new MergedDrafter(
+    [
+      { label: 'lookup', drafter: free, free: true },
+      { label: 'draft', drafter: costly },
+    ],
+    () => GENTLE,
+  );
+  return { free, costly, merged };
+}
+
 describe('merged drafting: free sources first', () => {
   it("the costly source sits out a round where the free source's long match alone is predicted far better", async () => {
-    const free = new Scripted('free');
-    const costly = new Scripted('costly', 0.3);
-    const merged = new MergedDrafter(
-      [
-        { label: 'lookup', drafter: free, free: true },
-        { label: 'draft', drafter: costly },
-      ],
-      () => GENTLE,
-    );
+    const { free, costly, merged } = lookupAndDraft();
     // Round 1: no match; the costly source drafts a modest chain.
     costly.next = chainTree(9, [4, 5, 6], 0.55);
     let tree = await merged.propose(REQ());
@@ -206,15 +212,7 @@ describe('merged drafting: free sources first', () => {
   });
 
   it('without a match the costly source always drafts and its tree stands, however poorly it was predicted to do', async () => {
-    const free = new Scripted('free');
-    const costly = new Scripted('costly', 0.3);
-    const merged = new MergedDrafter(
-      [
-        { label: 'lookup', drafter: free, free: true },
-        { label: 'draft', drafter: costly },
-      ],
-      () => GENTLE,
-    );
+    const { costly, merged } = lookupAndDraft();
     // Weak guesses that are always rejected: the predictions sink below plain decoding.
     costly.next = chainTree(9, [4, 5, 6], 0.05);
     for (let round = 1; round <= 20; round++) {
@@ -229,15 +227,7 @@ describe('merged drafting: free sources first', () => {
   });
 
   it('verifies the best candidate of a merged tree even when none is predicted to pay', async () => {
-    const free = new Scripted('free');
-    const costly = new Scripted('costly', 0.3);
-    const merged = new MergedDrafter(
-      [
-        { label: 'lookup', drafter: free, free: true },
-        { label: 'draft', drafter: costly },
-      ],
-      () => GENTLE,
-    );
+    const { free, costly, merged } = lookupAndDraft();
     free.next = chainTree(9, [7], 0.05);
     costly.next = chainTree(9, [4, 5, 6], 0.05);
     const tree = await merged.propose(REQ());
