@@ -17,11 +17,14 @@ class Arm implements Drafter {
     private readonly length: number,
     public accepted: number,
     private readonly counter: { calls: number },
+    /** Real time a round of this arm takes (under greedy decoding auto compares arms on real time). */
+    private readonly delayMs = 0,
   ) {}
   get calls(): number {
     return this.counter.calls;
   }
   async propose(req: DraftRequest): Promise<DraftTree> {
+    if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
     this.counter.calls += this.length;
     const tree: DraftTree = { tokens: [req.committed.at(-1) as number], parents: [-1], draftProbs: [null] };
     for (let i = 0; i < this.length; i++) {
@@ -144,7 +147,9 @@ describe('auto between arms', () => {
   });
 
   it('remembers its estimates under greedy decoding: a new drafter starts on the arm that was best', async () => {
-    const arms = () => [new Arm('plain', 0, 0, { calls: 0 }), new Arm('good', 4, 3, { calls: 0 })];
+    // Rounds of a few milliseconds each, as a model's would be: with rounds of microseconds, a pause of the test
+    // process (garbage collection, a busy CI machine) in one of good's rounds made plain decoding look 20x faster.
+    const arms = () => [new Arm('plain', 0, 0, { calls: 0 }, 4), new Arm('good', 4, 3, { calls: 0 }, 4)];
     const store = new MemoryStore();
     const memory = { store, key: 'auto:test' };
     const make = (a: Arm[], m: typeof memory | null = memory) =>

@@ -178,7 +178,7 @@ function lookupAndDraft(): { free: Scripted; costly: Scripted; merged: MergedDra
   const merged = new MergedDrafter(
     [
       { label: 'lookup', drafter: free, free: true },
-      { label: 'draft', drafter: costly },
+      { label: 'draft', drafter: costly, selfSized: true },
     ],
     () => GENTLE,
   );
@@ -265,7 +265,7 @@ describe('merged drafting: free sources first', () => {
 
   it("corrects a source's estimates in buckets it has not measured yet by how far off it was in the others", async () => {
     const a = new Scripted('a');
-    const merged = new MergedDrafter([{ label: 'a', drafter: a }], () => null);
+    const merged = new MergedDrafter([{ label: 'a', drafter: a, selfSized: true }], () => null);
     // Low estimates (0.25 on the midpoint) that always hold.
     a.next = chainTree(9, [5], 0.22);
     for (let round = 0; round < 12; round++) {

@@ -29,6 +29,12 @@ export interface MergeSource {
   drafter: Drafter;
   /** Drafts without model calls (prompt lookup): proposed first, and may make the others' calls unnecessary. */
   free?: boolean;
+  /**
+   * Sizes its own tree on the measured curve (the adaptive chain): when it is the only source with a proposal, its
+   * tree is verified as it stands. Others' trees are always sized by the merge (a cost-aware dynamic tree passed
+   * through grew to 6 nodes a round on a steep curve where the merge keeps fewer than 5).
+   */
+  selfSized?: boolean;
 }
 
 interface UnionNode {
@@ -167,7 +173,11 @@ export class MergedDrafter implements Drafter {
     // wasm with the bundled pair.
     const proposing = this.sources.flatMap((_, i) => ((this.trees[i]?.tokens.length ?? 0) > 1 ? [i] : []));
     const only = proposing.length === 1 ? (proposing[0] as number) : -1;
-    if (only >= 0 && !this.sources[only]?.free && (this.trees[only] as DraftTree).tokens.length - 1 <= req.maxNodes) {
+    if (
+      only >= 0 &&
+      this.sources[only]?.selfSized &&
+      (this.trees[only] as DraftTree).tokens.length - 1 <= req.maxNodes
+    ) {
       return this.passThrough(only, costs);
     }
     const union = this.merge(req);
@@ -486,7 +496,7 @@ export const merged = {
           drafter: new LookupDrafter(r.costs, { ...LOOKUP_DEFAULTS, selfBudget: false }),
           free: true,
         },
-        { label: 'draft', drafter: new AdaptiveChainDrafter(draftOf(r), r.costs) },
+        { label: 'draft', drafter: new AdaptiveChainDrafter(draftOf(r), r.costs), selfSized: true },
       ],
       r.costs,
     ),
