@@ -226,12 +226,18 @@ describe('merged drafting: free sources first', () => {
     }
   });
 
-  it('verifies the best candidate of a merged tree even when none is predicted to pay', async () => {
+  it('verifies the best candidate of a merged tree when none is predicted to pay, until its source is measured', async () => {
     const { free, costly, merged } = lookupAndDraft();
     free.next = chainTree(9, [7], 0.05);
     costly.next = chainTree(9, [4, 5, 6], 0.05);
-    const tree = await merged.propose(REQ());
+    let tree = await merged.propose(REQ());
     expect(tree.tokens.length).toBe(2);
+    // Until each source's guesses have been judged often enough to trust its estimates; then the prediction decides.
+    for (let round = 0; round < 24; round++) {
+      merged.accept(tree, verdict(tree, []), OUTPUTS);
+      tree = await merged.propose(REQ());
+    }
+    expect(tree.tokens.length).toBe(1);
   });
 
   it('learns how often a guess holds when the other source contradicts it apart from when it is alone', async () => {

@@ -72,7 +72,8 @@ const bucketPrior = (key: string): number => ((Number.parseInt(key, 10) + 0.5) /
  */
 class SourceCalibration {
   private readonly buckets = new AcceptanceTable((key) => Math.min(0.98, bucketPrior(key) * this.scale(key)), 4);
-  /** Per context: the midpoints offered and the proposals accepted. */
+  /** Per context: the proposals judged, their midpoints summed, and the proposals accepted. */
+  private readonly judged = new Map<string, number>();
   private readonly expected = new Map<string, number>();
   private readonly accepted = new Map<string, number>();
 
@@ -86,15 +87,22 @@ class SourceCalibration {
     return this.buckets.rate(key);
   }
 
+  /** Proposals judged so far in this key's context. */
+  verdicts(key: string): number {
+    return this.judged.get(contextOf(key)) ?? 0;
+  }
+
   record(key: string, accepted: boolean): void {
     this.buckets.record(key, accepted);
     const context = contextOf(key);
+    this.judged.set(context, (this.judged.get(context) ?? 0) + 1);
     this.expected.set(context, (this.expected.get(context) ?? 0) + bucketPrior(key));
     if (accepted) this.accepted.set(context, (this.accepted.get(context) ?? 0) + 1);
   }
 
   clear(): void {
     this.buckets.clear();
+    this.judged.clear();
     this.expected.clear();
     this.accepted.clear();
   }
@@ -114,6 +122,8 @@ function conditional(tree: DraftTree, i: number): number {
  * skipping on those lost 10-15% on held-out text; long matches (a copy in progress) predict far more.
  */
 const SKIP_MARGIN = 0.15;
+/** Verdicts in a context before a source's estimates there may keep its guesses out of every tree. */
+const EXPLORE_VERDICTS = 8;
 
 export class MergedDrafter implements Drafter {
   readonly name = 'merged';
@@ -182,10 +192,10 @@ export class MergedDrafter implements Drafter {
     }
     const union = this.merge(req);
     const { order, choice } = this.choose(union, costs, req.maxNodes);
-    // The best candidate is always verified (a second row cost 0.99-1.09x of one in four of five bench runs here,
-    // 1.38x in a disturbed one): a source whose estimates start low would otherwise never be measured, and its
-    // calibration never corrected.
-    const keep = Math.max(choice.keep, Math.min(1, order.length, req.maxNodes));
+    // The best candidate is verified even when it is not predicted to pay while its sources' guesses in that context
+    // have had fewer than EXPLORE_VERDICTS verdicts: a source whose estimates start low would otherwise never be
+    // measured, and its calibration never corrected. Once measured, the prediction decides.
+    const keep = choice.keep > 0 || !this.unmeasured(union, order[0]) ? choice.keep : Math.min(1, req.maxNodes);
     if (!skip) this.recordUnion(choice.predictedSpeedup);
     const tree = this.build(union, new Set(order.slice(0, keep)));
     this.writeNote(
@@ -196,6 +206,14 @@ export class MergedDrafter implements Drafter {
         : '',
     );
     return tree;
+  }
+
+  /** Whether a source that proposed this node has had too few verdicts in the node's context to trust its estimate. */
+  private unmeasured(union: UnionNode[], node: number | undefined): boolean {
+    if (node === undefined) return false;
+    return (union[node] as UnionNode).keys.some(
+      (key, s) => key !== null && (this.calibration[s] as SourceCalibration).verdicts(key) < EXPLORE_VERDICTS,
+    );
   }
 
   /** A source's own tree as this round's, with its values calibrated (for the prediction and the round event). */
