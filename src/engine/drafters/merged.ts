@@ -130,8 +130,6 @@ export class MergedDrafter implements Drafter {
   /** Per source: measured acceptance per bucket of the source's own conditional estimate. */
   private readonly calibration: SourceCalibration[];
   private trees: DraftTree[] = [];
-  /** Per source: whether it drafted this round (a source that costs model calls may sit a round out). */
-  private active: boolean[] = [];
   /** Recent predicted speedup of rounds where every source drafted (null until one has). */
   private unionSpeedup: number | null = null;
   /** For the merged tree of this round: per node, per source, that source's node index or -1. */
@@ -159,14 +157,13 @@ export class MergedDrafter implements Drafter {
   async propose(req: DraftRequest): Promise<DraftTree> {
     const costs = this.costs();
     this.trees = [];
-    this.active = this.sources.map((s) => s.free === true);
     for (const [i, s] of this.sources.entries()) if (s.free) this.trees[i] = await s.drafter.propose(req);
     // The free sources' tree alone, sized on the curve: when it holds a match predicted to do better than the whole
     // union has been doing lately, the sources that cost model calls sit this round out (their caches catch up next
     // time). Without a match they always draft, so the union's record stays current.
     let alone: number | null = null;
     const matched = this.sources.some((src, i) => src.free && (this.trees[i]?.tokens.length ?? 0) > 1);
-    if (costs && matched && this.unionSpeedup !== null && !this.active.every(Boolean)) {
+    if (costs && matched && this.unionSpeedup !== null && this.sources.some((src) => !src.free)) {
       const { choice } = this.choose(this.merge(req), costs, req.maxNodes);
       if (choice.keep > 0) alone = choice.predictedSpeedup;
     }
@@ -175,7 +172,6 @@ export class MergedDrafter implements Drafter {
       for (const [i, s] of this.sources.entries()) {
         if (s.free) continue;
         this.trees[i] = await s.drafter.propose(req);
-        this.active[i] = true;
       }
     }
     // Only a source that sizes its own tree proposed anything (prompt lookup found no match): its tree is verified
@@ -248,14 +244,14 @@ export class MergedDrafter implements Drafter {
 
   private writeNote(candidates: number, choice: BudgetChoice, why: string): void {
     const counts = this.sources.map((_, s) => this.origin.filter((o) => (o[s] as number) >= 0).length - 1);
-    const parts = this.sources.map((s, i) => (this.active[i] ? `${s.label} ${counts[i]}` : `${s.label} skipped`));
+    const parts = this.sources.map((s, i) => (this.drafted(i) ? `${s.label} ${counts[i]}` : `${s.label} skipped`));
     const predicted = Number.isFinite(choice.predictedSpeedup)
       ? `, predicted ${choice.predictedSpeedup.toFixed(2)}x`
       : '';
     this.lastNote = {
       text: `merged: ${parts.join(', ')} of ${candidates} candidates kept${predicted}${why}`,
       fields: {
-        ...Object.fromEntries(this.sources.map((s, i) => [s.label, this.active[i] ? (counts[i] as number) : -1])),
+        ...Object.fromEntries(this.sources.map((s, i) => [s.label, this.drafted(i) ? (counts[i] as number) : -1])),
         expected: Number(choice.expectedTokens.toFixed(3)),
       },
     };
@@ -439,7 +435,7 @@ export class MergedDrafter implements Drafter {
 
   accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
     this.sources.forEach((source, s) => {
-      if (!this.active[s]) return;
+      if (!this.drafted(s)) return;
       const own = this.trees[s] as DraftTree;
       const map = this.origin.map((o) => o[s] as number);
       // The accepted path as far as this source's tree follows it.
@@ -478,16 +474,20 @@ export class MergedDrafter implements Drafter {
     });
   }
 
+  /** Whether this source drafted this round (a source that costs model calls may sit a round out). */
+  private drafted(source: number): boolean {
+    return this.trees[source] !== undefined;
+  }
+
   /** This round's drafting cost: the sources that drafted. */
   draftCost(costs: CostModel): number {
-    return this.sources.reduce((sum, s, i) => sum + (this.active[i] ? (s.drafter.draftCost?.(costs) ?? 0) : 0), 0);
+    return this.sources.reduce((sum, s, i) => sum + (this.drafted(i) ? (s.drafter.draftCost?.(costs) ?? 0) : 0), 0);
   }
 
   reset(): void {
     for (const s of this.sources) s.drafter.reset();
     for (const c of this.calibration) c.clear();
     this.trees = [];
-    this.active = [];
     this.unionSpeedup = null;
     this.origin = [];
     this.keys = [];
