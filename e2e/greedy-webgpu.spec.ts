@@ -3,7 +3,9 @@ import { METHOD_NAMES } from '../src/engine/drafters/index';
 import type { GenerationResult } from '../src/engine/events';
 import { expect, test } from './fixtures';
 
-const PROMPTS = ['Mr. Knightley was', '"I cannot think," said Elizabeth, "that'];
+// One prompt: on SwiftShader each token costs about a second, and CI must stay under 30 minutes; prompts in
+// number are covered on Dawn (src/engine/greedy.webgpu.test.ts) and on wasm (20 held-out prompts x 64 tokens).
+const PROMPTS = ['"I cannot think," said Elizabeth, "that'];
 const TOKENS = 8;
 
 /** Plain greedy decoding of the target, on wasm in Node (the reference). */
@@ -30,7 +32,6 @@ test('on WebGPU every method gives plain greedy decoding token for token', async
   // reproduced since, nor on Dawn or wasm, where its greedy identity is tested). Open defect, see the README limits.
   for (const method of METHOD_NAMES.filter((m) => m !== 'medusa')) {
     for (const [i, prompt] of PROMPTS.entries()) {
-      const t0 = Date.now();
       const result = await el.evaluate(
         async (e, [p, m]) => {
           const host = e as HTMLElement & {
@@ -45,7 +46,6 @@ test('on WebGPU every method gives plain greedy decoding token for token', async
         },
         [prompt, method],
       );
-      console.log(method, i, Date.now() - t0);
       expect(result?.tokens, `${method} on "${prompt}"`).toEqual(expected[i]);
     }
   }
