@@ -19,4 +19,8 @@ export const WEBGPU_ARGS = [...BASE_ARGS, '--enable-unsafe-webgpu'];
 /** The adapter architecture the WebGPU tests expect: SwiftShader on our CPU-only machines. */
 export const EXPECTED_ADAPTER = process.env.EXPECT_ADAPTER ?? 'swiftshader';
 
-export const PORT = Number(process.env.E2E_PORT ?? 4173);
+/**
+ * The port the tests' own build is served on: not the demo's (`npm start` serves on 4173), so a demo left running is
+ * never mistaken for the build under test (playwright.config.ts reuses a running server only when asked).
+ */
+export const PORT = Number(process.env.E2E_PORT ?? 4174);
