@@ -114,7 +114,7 @@ export function cliCheckMarkdown(r: CliCheckReport): string {
   return [
     '### The CLI against the warmed-up benchmark (wasm in Node)',
     '',
-    `${r.prompts} prompts, ${r.maxNewTokens} new tokens, greedy. CLI: one fresh \`npm run generate -- --json\` process per prompt and method (costs remembered from an untimed first run per method; wasm compiled ${r.tiering === 'default' ? 'as the CLI chooses (Liftoff only up to 512 tokens)' : r.tiering === 'tier-up' ? 'with tier-up and a keep-alive, SPEC_DECODER_WASM_TIERUP=1' : 'Liftoff only, SPEC_DECODER_WASM_TIERUP=0'}), ms/token from its stats; bench: the warmed-up harness on the same prompts in one process. Each: the median over prompts of the method's ms/token over plain decoding's on the same prompt (below 1 is faster).`,
+    `${r.prompts} prompts, ${r.maxNewTokens} new tokens, greedy. CLI: one fresh \`npm run generate -- --json\` process per prompt and method (costs remembered from an untimed first run per method; wasm compiled ${r.tiering === 'default' ? 'as the CLI chooses (compilation hints where they apply, else Liftoff only up to 512 tokens)' : r.tiering === 'tier-up' ? 'with tier-up and a keep-alive, SPEC_DECODER_WASM_TIERUP=1' : 'Liftoff only, SPEC_DECODER_WASM_TIERUP=0'}), ms/token from its stats; bench: the warmed-up harness on the same prompts in one process. Each: the median over prompts of the method's ms/token over plain decoding's on the same prompt (below 1 is faster).`,
     '',
     '| method | CLI ms/token (median) | CLI / plain | bench / plain | CLI over bench |',
     '| --- | --- | --- | --- | --- |',

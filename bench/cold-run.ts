@@ -3,29 +3,44 @@
  * pair as the CLI does (its remembered records in SPEC_DECODER_CACHE), generate one prompt three times, then
  * measure the steady state in the same process, and print one JSON line saying where the time went.
  *
- *   tsx bench/cold-run.ts <method> <max-new-tokens> [liftoff|keep-alive]
+ *   tsx bench/cold-run.ts <method> <max-new-tokens> [hinted|liftoff|keep-alive]
  *
- * The third argument says how onnxruntime's wasm is compiled (src/runtime/ort-node.ts): `liftoff` (only), as the
- * CLI does for up to 512 tokens; `keep-alive` (tier-up with an interval holding the event loop), as it does beyond;
+ * The third argument says how onnxruntime's wasm is compiled (src/runtime/ort-node.ts): `hinted` (its hot functions
+ * with TurboFan up front, the rest Liftoff), as the CLI does where the hints apply; `liftoff` (only), as it does
+ * otherwise for up to 512 tokens; `keep-alive` (tier-up with an interval holding the event loop), as it does beyond;
  * V8's default tiering otherwise.
  */
 import type { Method } from '../src/engine/drafters/index';
 
 const booted = performance.now(); // milliseconds since this process started: Node, the TypeScript loader
-const [{ SpecEngine }, { LIFTOFF_UP_TO, ortForNode, wasmTieringFor }, { FileStore }, { firstAndSteady }] =
-  await Promise.all([
-    import('../src/engine/engine'),
-    import('../src/runtime/ort-node'),
-    import('../src/runtime/store-node'),
-    import('./cold-measure'),
-  ]);
+const [
+  { SpecEngine },
+  { hintedOrtWasm, LIFTOFF_UP_TO, ortForNode, wasmTieringFor },
+  { FileStore },
+  { firstAndSteady },
+  { wasmCompileMode },
+] = await Promise.all([
+  import('../src/engine/engine'),
+  import('../src/runtime/ort-node'),
+  import('../src/runtime/store-node'),
+  import('./cold-measure'),
+  import('../src/runtime/v8-tiering'),
+]);
 const imported = performance.now();
 
 const method = (process.argv[2] ?? 'ar') as Method;
 const maxNewTokens = Number(process.argv[3] ?? 64);
-const tier = process.argv[4] === 'liftoff' || process.argv[4] === 'keep-alive' ? process.argv[4] : 'default';
-// wasmTieringFor picks Liftoff only up to LIFTOFF_UP_TO tokens and the keep-alive beyond.
-const stopTiering = tier === 'default' ? () => {} : wasmTieringFor(tier === 'liftoff' ? 1 : LIFTOFF_UP_TO + 1);
+const asked = process.argv[4];
+const tier = asked === 'hinted' || asked === 'liftoff' || asked === 'keep-alive' ? asked : 'default';
+// As the CLI chooses: hints where they apply; SPEC_DECODER_WASM_TIERUP=0 / 1 force Liftoff only / the keep-alive.
+const stopTiering =
+  tier === 'default'
+    ? () => {}
+    : wasmTieringFor(LIFTOFF_UP_TO, {
+        SPEC_DECODER_WASM_TIERUP: { hinted: '', liftoff: '0', 'keep-alive': '1' }[tier],
+      });
+if (tier === 'hinted' && wasmCompileMode() !== 'hinted')
+  throw new Error(`no compilation hints here: ${hintedOrtWasm().reason}`);
 const PROMPT = 'It is a truth universally acknowledged, that a single man in possession of a good fortune';
 const STEADY_RUNS = 8;
 

@@ -15,8 +15,8 @@ import type { ColdResult } from './cold-worker';
 
 export interface ColdProcess extends FirstAndSteady {
   method: string;
-  /** How onnxruntime's wasm was compiled: V8's default tiering (the library), or Liftoff only (the CLI). */
-  tier: 'default' | 'liftoff' | 'keep-alive';
+  /** How onnxruntime's wasm was compiled: V8's default tiering (the library), or as the CLI does (ort-node.ts). */
+  tier: 'default' | 'hinted' | 'liftoff' | 'keep-alive';
   bootMs: number;
   importMs: number;
   loadMs: number;
@@ -43,7 +43,7 @@ export function benchCold(options: {
   const processes: ColdProcess[] = [];
   try {
     for (let p = 0; p < options.processes; p++) {
-      for (const tier of ['default', 'liftoff', 'keep-alive'] as const) {
+      for (const tier of ['default', 'hinted', 'liftoff', 'keep-alive'] as const) {
         for (const method of options.methods) {
           const args = [method, String(options.maxNewTokens), tier];
           const r = tsxJson<ColdProcess>('bench/cold-run.ts', args, env, 'inherit');
@@ -93,15 +93,16 @@ export function coldMarkdown(r: ColdReport): string {
     const calibration = ps.map((p) => `${p.calibration} ${p.calibrationMs.toFixed(0)}`).join(' / ');
     const how = {
       default: 'default (library)',
-      liftoff: 'Liftoff only (CLI, <= 512 tokens)',
-      'keep-alive': 'tier-up, loop kept alive (CLI, > 512)',
+      hinted: 'compilation hints (CLI)',
+      liftoff: 'Liftoff only (CLI without hints, <= 512 tokens)',
+      'keep-alive': 'tier-up, loop kept alive (CLI without hints, > 512)',
     };
     return `| ${m} | ${how[tier as ColdProcess['tier']]} | ${gen(0).toFixed(2)} | ${gen(1).toFixed(2)} | ${gen(2).toFixed(2)} | ${steady.toFixed(2)} | ${(gen(0) / steady).toFixed(2)}x | ${ms('bootMs')} | ${ms('importMs')} | ${ms('loadMs')} (${ms('warmupMs')}) | ${calibration} | ${ms('firstResultMs')} |`;
   });
   return [
     '### First generation in a fresh Node process (wasm)',
     '',
-    `${r.processes.length / Math.max(1, kinds.length)} fresh processes per row, ${r.maxNewTokens} new tokens, greedy; ms/token of the 1st, 2nd and 3rd generation against the same processes' steady state (median of 8 more); times in ms, medians over the processes (calibration per process: the first finds nothing remembered). Compilation: V8's default tiering (Liftoff, then TurboFan in the background), Liftoff only, or tier-up with an interval keeping the event loop alive (src/runtime/ort-node.ts)`,
+    `${r.processes.length / Math.max(1, kinds.length)} fresh processes per row, ${r.maxNewTokens} new tokens, greedy; ms/token of the 1st, 2nd and 3rd generation against the same processes' steady state (median of 8 more); times in ms, medians over the processes (calibration per process: the first finds nothing remembered). Compilation: V8's default tiering (Liftoff, then TurboFan in the background), compilation hints (the hot functions with TurboFan up front, the rest Liftoff, no tier-up), Liftoff only, or tier-up with an interval keeping the event loop alive (src/runtime/ort-node.ts)`,
     '',
     '| method | wasm compilation | 1st | 2nd | 3rd | steady | 1st/steady | Node + loader | imports | load (warm-up) | calibration | process start to first result |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',

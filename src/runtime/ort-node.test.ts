@@ -1,25 +1,50 @@
 /**
- * How a one-shot Node process compiles onnxruntime's wasm (wasmTieringFor): Liftoff only up to LIFTOFF_UP_TO tokens,
- * and beyond that tier-up with the event loop held awake (so Node never stops to wait for background compiles) until
- * the process says it is done.
+ * How a one-shot Node process compiles onnxruntime's wasm (wasmTieringFor): with compilation hints for its hot
+ * functions where they apply (this V8 and the wasm the hot list was measured on); otherwise Liftoff only up to
+ * LIFTOFF_UP_TO tokens, and beyond that tier-up with the event loop held awake (so Node never stops to wait for
+ * background compiles) until the process says it is done.
  */
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-web';
 import { describe, expect, it } from 'vitest';
-import { LIFTOFF_UP_TO, wasmTieringFor } from './ort-node';
+import hot from './ort-hot-functions.json';
+import { hintedOrtWasm, LIFTOFF_UP_TO, ortWasmPath, wasmTieringFor } from './ort-node';
+import { HINTS_V8, wasmCompileMode } from './v8-tiering';
+import { wasmLayout } from './wasm-hints';
 
 const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+const noHints = () => ({ reason: 'not here' });
+/** Compilation hints are read by Node 20's V8 only (the project's CI runs Node 20). */
+const hintsHere = process.versions.v8.startsWith(`${HINTS_V8}.`);
 
 describe('wasm tiering for a one-shot process', () => {
-  it('holds the event loop awake for a long generation, and lets go when done', () => {
+  it.runIf(hintsHere)('compiles with hints where they apply, for a short or a long generation, holding nothing', () => {
+    for (const tokens of [64, LIFTOFF_UP_TO + 1]) {
+      const before = timers();
+      const done = wasmTieringFor(tokens, {});
+      expect(wasmCompileMode()).toBe('hinted');
+      expect(timers()).toBe(before);
+      expect(wasmLayout(new Uint8Array(ort.env.wasm.wasmBinary as Uint8Array)).hinted).toBe(true);
+      done();
+    }
+  });
+
+  it('without hints, holds the event loop awake for a long generation, and lets go when done', () => {
     const before = timers();
-    const done = wasmTieringFor(LIFTOFF_UP_TO + 1);
+    const done = wasmTieringFor(LIFTOFF_UP_TO + 1, {}, noHints);
+    expect(wasmCompileMode()).toBe('tier-up');
     expect(timers()).toBe(before + 1);
     done();
     expect(timers()).toBe(before);
   });
 
-  it('holds nothing for a short one (Liftoff only: no background compiles to wait for)', () => {
+  it('without hints, holds nothing for a short one (Liftoff only: no background compiles to wait for)', () => {
     const before = timers();
-    const done = wasmTieringFor(64);
+    const done = wasmTieringFor(64, {}, noHints);
+    expect(wasmCompileMode()).toBe('liftoff');
     expect(timers()).toBe(before);
     done();
   });
@@ -27,10 +52,40 @@ describe('wasm tiering for a one-shot process', () => {
   it('follows SPEC_DECODER_WASM_TIERUP when it is set (1: tier-up and keep-alive, 0: Liftoff only)', () => {
     const before = timers();
     const up = wasmTieringFor(64, { SPEC_DECODER_WASM_TIERUP: '1' });
+    expect(wasmCompileMode()).toBe('tier-up');
     expect(timers()).toBe(before + 1);
     up();
     const off = wasmTieringFor(LIFTOFF_UP_TO + 1, { SPEC_DECODER_WASM_TIERUP: '0' });
+    expect(wasmCompileMode()).toBe('liftoff');
     expect(timers()).toBe(before);
     off();
+  });
+});
+
+describe('the hot functions of onnxruntime-web wasm', () => {
+  it('belong to the installed wasm (after an upgrade: node --import tsx tools/wasm-hot-functions.ts)', () => {
+    const wasm = readFileSync(ortWasmPath());
+    expect({ bytes: wasm.length, sha256: createHash('sha256').update(wasm).digest('hex') }).toEqual({
+      bytes: hot.bytes,
+      sha256: hot.sha256,
+    });
+    expect(hot.measured.v8.split('.')[0]).toBe(String(HINTS_V8));
+  });
+
+  it('make a valid hinted binary on this V8, and say why not elsewhere', () => {
+    expect(hintedOrtWasm(ortWasmPath(), '12.4.254.21').reason).toMatch(/V8 12\.4\.254\.21 .*V8 11/);
+    if (!hintsHere) return;
+    const hinted = hintedOrtWasm();
+    expect(hinted.reason).toBeUndefined();
+    const bytes = hinted.bytes as Uint8Array<ArrayBuffer>;
+    expect(WebAssembly.validate(bytes)).toBe(true);
+    const layout = wasmLayout(bytes);
+    expect(layout.hinted).toBe(true);
+    for (const f of hot.functions) expect(layout.bodySizes[f - layout.importedFunctions]).toBeGreaterThan(0);
+
+    const other = join(mkdtempSync(join(tmpdir(), 'hints-')), 'ort.wasm');
+    writeFileSync(other, readFileSync(ortWasmPath()).subarray(0, 4096));
+    expect(hintedOrtWasm(other).reason).toMatch(/is not the wasm the hot functions were measured on/);
+    expect(hintedOrtWasm(join(tmpdir(), 'no-such.wasm')).reason).toMatch(/not found/);
   });
 });

@@ -2,8 +2,14 @@
  * onnxruntime-web for Node (tests, CLI, benchmarks): the wasm EP, single-threaded by default so that timings are
  * steady and nothing depends on worker threads.
  */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import * as ort from 'onnxruntime-web';
-import { avoidTierUpStall } from './v8-tiering';
+import hot from './ort-hot-functions.json';
+import { avoidTierUpStall, compileWithHints, HINTS_V8 } from './v8-tiering';
+import { addCompilationHints } from './wasm-hints';
 
 let configured: number | null = null;
 
@@ -27,22 +33,65 @@ export function ortThreads(): number | null {
 
 /**
  * How V8 compiles onnxruntime's wasm in a process that loads, generates and ends (the CLI), against the tier-up
- * stall (v8-tiering.ts: a short script's event loop is empty between rounds). Measured on our 2-core machine, bundled pair, 64 tokens, fresh processes (bench's
- * node-cold table): default tiering: first generation 16-24 ms/token (one 0.5-0.7 s wait), steady 3.6 (auto) and
- * 4.5 (plain) ms/token, first result 3.1-3.9 s after process start; Liftoff only: first 6.3-6.7 ms/token, steady
+ * stall (v8-tiering.ts: a short script's event loop is empty between rounds).
+ *
+ * Where it can, with compilation hints (wasm-hints.ts): the ~160 functions inference spends 99.5% of its wasm time
+ * in are compiled with TurboFan while the models load, the rest with Liftoff, and nothing tiers up later. That needs
+ * V8 11 (Node 20) and the onnxruntime-web wasm the hot list was measured on (ort-hot-functions.json); measured on
+ * our 2-core machine, plain decoding, 64 tokens, fresh processes: first generation on a par with tier-up's steady
+ * state, no wait, the load no longer (README's performance notes).
+ *
+ * Otherwise by length. Default tiering: first generation 16-24 ms/token (one 0.5-0.7 s wait), steady 3.6 (auto)
+ * and 4.5 (plain) ms/token, first result 3.1-3.9 s after process start; Liftoff only: first 6.3-6.7 ms/token, steady
  * 4.8 and 5.4 (a quarter slower), first result 2.1-2.2 s; tier-up with a keep-alive interval (no wait): first 8.6,
- * steady at TurboFan's speed, first result 2.9 s. So Liftoff only pays up to a few hundred tokens, the keep-alive
- * beyond. A long-lived process (a server holds handles, so it never waits) needs neither.
- * SPEC_DECODER_WASM_TIERUP=1 (tier-up, keep-alive) or 0 (Liftoff only) overrides the choice. On Liftoff code the
- * verify-cost curve is steeper than on TurboFan's (wide calls are compute-bound), so speculation gains less in a
- * short CLI run than in the warmed-up benchmark (the bench's node-cli table).
+ * steady at TurboFan's speed, first result 2.9 s. So Liftoff only up to a few hundred tokens, the keep-alive
+ * beyond. On Liftoff code the verify-cost curve is steeper than on TurboFan's (wide calls are compute-bound), so
+ * speculation gains less there than in the warmed-up benchmark (the bench's node-cli table).
+ *
+ * A long-lived process (a server holds handles, so it never waits) needs none of this.
+ * SPEC_DECODER_WASM_TIERUP=1 (tier-up, keep-alive) or 0 (Liftoff only) overrides the choice.
  * Returns what to call at the end (the keep-alive's interval is cleared).
  */
-export function wasmTieringFor(maxNewTokens: number, env: NodeJS.ProcessEnv = process.env): () => void {
+export function wasmTieringFor(
+  maxNewTokens: number,
+  env: NodeJS.ProcessEnv = process.env,
+  hints: () => ReturnType<typeof hintedOrtWasm> = hintedOrtWasm,
+): () => void {
   // SPEC_DECODER_WASM_TIERUP=1 or 0 overrides the choice (as for WebGPU in Node, ort-node-webgpu.ts).
   const forced = env.SPEC_DECODER_WASM_TIERUP;
+  if (forced === undefined || forced === '') {
+    const hinted = hints();
+    if (hinted.bytes) {
+      compileWithHints();
+      ort.env.wasm.wasmBinary = hinted.bytes;
+      return () => {};
+    }
+  }
   return avoidTierUpStall(forced === '1' ? true : forced === '0' ? false : maxNewTokens > LIFTOFF_UP_TO);
 }
 
 /** Longest generation compiled with Liftoff only (break-even against tier-up measured at 650-800 tokens). */
 export const LIFTOFF_UP_TO = 512;
+
+/** The wasm build onnxruntime-web loads in Node for the wasm EP. */
+export function ortWasmPath(): string {
+  return join(createRequire(import.meta.url).resolve('onnxruntime-web'), '..', hot.wasm);
+}
+
+/**
+ * onnxruntime's wasm with compilation hints for its hot functions, or why not: another V8 than the hints were made
+ * for, or another wasm than the hot list was measured on (tools/wasm-hot-functions.ts writes a new list).
+ */
+export function hintedOrtWasm(
+  path = ortWasmPath(),
+  v8 = process.versions.v8,
+): { bytes: Uint8Array<ArrayBuffer>; reason?: undefined } | { bytes?: undefined; reason: string } {
+  if (!v8.startsWith(`${HINTS_V8}.`)) return { reason: `V8 ${v8} (compilation hints are read by V8 ${HINTS_V8})` };
+  if (!existsSync(path)) return { reason: `${path} not found` };
+  const wasm = readFileSync(path);
+  if (wasm.length !== hot.bytes || createHash('sha256').update(wasm).digest('hex') !== hot.sha256)
+    return {
+      reason: `${path} is not the wasm the hot functions were measured on (onnxruntime-web ${hot.onnxruntimeWeb})`,
+    };
+  return { bytes: addCompilationHints(wasm, hot.functions) };
+}

@@ -21,7 +21,7 @@ import {
   type ThreadTiming,
   timingOf,
 } from './thread-probe';
-import { wasmLiftoffOnly } from './v8-tiering';
+import { wasmCompileMode, wasmWithoutTierUp } from './v8-tiering';
 
 /** A candidate that has not answered by then counts as failed. */
 const TIMEOUT_MS = 60_000;
@@ -43,7 +43,12 @@ function ortUrl(): string {
 export function runInWorker(graphs: ProbeGraphs, threads: number, url = ortUrl()): Promise<ThreadTiming> {
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { ortUrl: url, ...probePayload(graphs, threads, wasmLiftoffOnly()) },
+    // With compilation hints the worker compiles the same hinted binary (the flags hold in workers too).
+    workerData: {
+      ortUrl: url,
+      ...probePayload(graphs, threads, wasmWithoutTierUp()),
+      ...(ort.env.wasm.wasmBinary ? { wasmBinary: ort.env.wasm.wasmBinary } : {}),
+    },
   });
   return new Promise<ThreadTiming>((done, fail) => {
     const timer = setTimeout(() => fail(new Error(`no answer in ${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS);
@@ -80,7 +85,7 @@ export async function chooseNodeWasmThreads(options: NodeThreadOptions): Promise
   const models = [where(options.target), ...(options.draft ? [where(options.draft)] : [])].join('+');
   const url = ortUrl();
   const version = ort.env.versions.web ?? '?';
-  const compile = wasmLiftoffOnly() ? 'liftoff' : 'tier-up';
+  const compile = wasmCompileMode() === 'default' ? 'tier-up' : wasmCompileMode();
   const key = `wasm-threads:v2:${version}:${compile}:${cores}:${cpus()[0]?.model ?? '?'}:${models}`;
   return chooseThreads(
     key,

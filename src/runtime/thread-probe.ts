@@ -59,13 +59,13 @@ const DRAFT_CALLS = 2;
  * call's fastest time by 2%, at most MAX_MS (the fastest times are the result). A fresh worker starts on V8's
  * Liftoff code and gets TurboFan's for the hot kernels 1.4 to 2 s in (measured in Node on 2 cores: T(16) from 4.8
  * to 3.0 ms on one thread, from 7-17 to 1.8 ms on two, whose second thread shares a core with the compiler until
- * then), so under tier-up the minimum is past that; with Liftoff only (the CLI's short runs) there is nothing to
+ * then), so under tier-up the minimum is past that; without tier-up (the CLI: Liftoff only or compilation hints) there is nothing to
  * wait for. Between rounds the cores are left to the compiler for PAUSE_MS (a busy second thread starved it: the
  * optimised code then came after 4 s, or not at all).
  */
 const WARMUPS = 3;
 const CALM = 20;
-const MIN_MS = { liftoff: 200, tierUp: 2200 };
+const MIN_MS = { noTierUp: 200, tierUp: 2200 };
 const MAX_MS = 4000;
 const PAUSE_MS = 4;
 
@@ -87,6 +87,8 @@ export interface ProbePayload {
   minMs: number;
   maxMs: number;
   pauseMs: number;
+  /** The wasm binary to compile (Node with compilation hints, ort-node.ts), instead of onnxruntime's own. */
+  wasmBinary?: ArrayBufferLike | Uint8Array;
 }
 
 const spec = (graph: ProbeGraph, qs: readonly number[]): ProbeSpec => ({
@@ -98,13 +100,13 @@ const spec = (graph: ProbeGraph, qs: readonly number[]): ProbeSpec => ({
 });
 
 /** The worker's payload: probe 0 is the target, probe 1 the draft (when used). */
-export function probePayload(graphs: ProbeGraphs, threads: number, liftoffOnly: boolean): ProbePayload {
+export function probePayload(graphs: ProbeGraphs, threads: number, noTierUp: boolean): ProbePayload {
   return {
     threads,
     probes: [spec(graphs.target, TARGET_QS), ...(graphs.draft ? [spec(graphs.draft, DRAFT_QS)] : [])],
     warmups: WARMUPS,
     calm: CALM,
-    minMs: liftoffOnly ? MIN_MS.liftoff : MIN_MS.tierUp,
+    minMs: noTierUp ? MIN_MS.noTierUp : MIN_MS.tierUp,
     maxMs: MAX_MS,
     pauseMs: PAUSE_MS,
   };
@@ -117,6 +119,7 @@ export function probePayload(graphs: ProbeGraphs, threads: number, liftoffOnly: 
  */
 export const PROBE_LOOP_SOURCE = `async (ort, w) => {
   ort.env.wasm.numThreads = w.threads;
+  if (w.wasmBinary) ort.env.wasm.wasmBinary = w.wasmBinary;
   ort.env.logLevel = 'error';
   const tensors = (feeds) =>
     Object.fromEntries(Object.entries(feeds).map(([k, f]) => [k, new ort.Tensor(f.type, f.data, f.dims)]));

@@ -7,25 +7,48 @@
  *   - no tier-up: `--liftoff-only`, set at run time before ORT compiles its wasm (`v8.setFlagsFromString` works as
  *     well as the command-line flag, so tsx, vitest workers and the bundled kit need no node arguments);
  *   - tier-up with an interval holding the event loop awake, until the returned function is called (a process in
- *     that mode should end with process.exit(): the drain would still hold a natural exit).
+ *     that mode should end with process.exit(): the drain would still hold a natural exit);
+ *   - compilation hints (wasm-hints.ts): the hot functions compiled with TurboFan up front, the rest with Liftoff,
+ *     no tier-up (so no background compiles after the load).
  * Node only.
  */
 import v8 from 'node:v8';
 
-let liftoffOnly = false;
+/** How this process compiles wasm: V8's default, or as set here (the flags also hold in its workers). */
+export type WasmCompile = 'default' | 'liftoff' | 'hinted' | 'tier-up';
 
-/** Whether this process compiles wasm with Liftoff only (set here; the flag also holds in its workers). */
-export function wasmLiftoffOnly(): boolean {
-  return liftoffOnly;
+let mode: WasmCompile = 'default';
+
+export function wasmCompileMode(): WasmCompile {
+  return mode;
+}
+
+/** Without tier-up (Liftoff only, or hinted functions with TurboFan up front) code is as fast as it will get from the first call. */
+export function wasmWithoutTierUp(): boolean {
+  return mode === 'liftoff' || mode === 'hinted';
+}
+
+/** The V8 major version whose compilation hints section was measured here (Node 20's V8 11.3). */
+export const HINTS_V8 = 11;
+
+/**
+ * Read wasm compilation hints (V8 11's experimental section) and tier nothing up: hinted functions get their tiers
+ * from the hints, the rest Liftoff only. Before onnxruntime compiles its wasm.
+ */
+export function compileWithHints(): void {
+  for (const flag of ['--experimental-wasm-compilation-hints', '--no-wasm-tier-up', '--no-wasm-dynamic-tiering'])
+    v8.setFlagsFromString(flag);
+  mode = 'hinted';
 }
 
 /** Returns what to call when the process is done (clears the keep-alive; nothing to do without tier-up). */
 export function avoidTierUpStall(tierUp: boolean): () => void {
   if (!tierUp) {
     v8.setFlagsFromString('--liftoff-only');
-    liftoffOnly = true;
+    mode = 'liftoff';
     return () => {};
   }
+  mode = 'tier-up';
   const keepAlive = setInterval(() => {}, 5);
   return () => clearInterval(keepAlive);
 }
