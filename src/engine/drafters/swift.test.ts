@@ -156,4 +156,32 @@ describe('SWIFT drafting', () => {
     });
     expect(fresh.phase).toBe('optimising');
   });
+
+  it('remembers every search step, so short sessions add up to one search (a CLI run is one short generation)', async () => {
+    const target = model();
+    const options = {
+      ...SWIFT_DEFAULTS,
+      search: { ...SEARCH_DEFAULTS, gamma: 8, beta: 4, maxSteps: 40, patience: 14 },
+    };
+    const store = new MemoryStore();
+    const sessions: { steps: number; spent: number; stale: number }[] = [];
+    let phase = 'optimising';
+    for (let s = 0; s < 8 && phase === 'optimising'; s++) {
+      const drafter = new SwiftDrafter(target, () => null, store, options);
+      await generateAll({ target, drafter, tokenizer }, [2, 9, 4, 7, 1, 3, 8, 5, 6, 2], {
+        maxNewTokens: 12,
+        sampling: GREEDY,
+      });
+      sessions.push(drafter.searchProgress);
+      phase = drafter.phase;
+      // The next session resumes exactly where this one stopped, whether its last steps improved the best or not.
+      const next = new SwiftDrafter(target, () => null, store, options);
+      await generateAll({ target, drafter: next, tokenizer }, [2], { maxNewTokens: 1, sampling: GREEDY });
+      expect(next.searchProgress).toEqual(drafter.searchProgress);
+    }
+    // Each session adds steps, and the search ends (patience or step limit) within a few sessions.
+    for (let s = 1; s < sessions.length; s++)
+      expect(sessions[s]?.steps).toBeGreaterThan(sessions[s - 1]?.steps as number);
+    expect(phase).toBe('accelerating');
+  });
 });

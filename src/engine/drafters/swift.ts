@@ -96,6 +96,11 @@ export class SwiftDrafter implements Drafter {
     return this.search.best;
   }
 
+  /** How far the skip-set search has gone (steps, weighted steps, patience used). */
+  get searchProgress(): { steps: number; spent: number; stale: number } {
+    return this.search.progress;
+  }
+
   private get key(): string {
     return `swift:${this.target.fingerprint}`;
   }
@@ -143,14 +148,14 @@ export class SwiftDrafter implements Drafter {
       }
       matchness = hits / gamma;
       this.matchness.push(matchness);
-      const bestBefore = this.search.bestScore;
       // The step's cost in target calls: the search's budgets are meant in time (search.ts).
       const costs = this.costs();
       const weight = costs?.curve.points.length ? skippingCallCost(costs, step) : 1;
-      const ended = this.search.record(candidate, matchness, weight);
+      this.search.record(candidate, matchness, weight);
       this.optimisingMs += performance.now() - started;
-      if (ended || this.search.bestScore > bestBefore)
-        await safeSet(this.store, this.key, this.search.toRecord(lm.fingerprint));
+      // Every step is remembered, not only an improvement: a later session (a CLI run is one 64-token generation)
+      // goes on from here, with the patience used up so far, instead of repeating the steps since the last one.
+      await safeSet(this.store, this.key, this.search.toRecord(lm.fingerprint));
     }
     // 2. Draft with the best set: a caterpillar tree.
     const tree = await this.draft(req);

@@ -58,6 +58,8 @@ export interface SearchRecord {
   steps: number;
   /** Weighted steps (record's weights); absent in older records, where it is taken as steps. */
   spent?: number;
+  /** Weighted steps since the best last improved (patience used up); absent in older records (0). */
+  stale?: number;
   phase: SearchPhase;
 }
 
@@ -171,8 +173,14 @@ export class SkipSearch {
       bestScore: this.bestScore,
       steps: this.steps,
       spent: this.spent,
+      stale: this.stale,
       phase: this.phase,
     };
+  }
+
+  /** Steps taken, weighted steps spent, and weighted steps since the best last improved. */
+  get progress(): { steps: number; spent: number; stale: number } {
+    return { steps: this.steps, spent: this.spent, stale: this.stale };
   }
 
   /** Resume from a remembered record; a stale or mismatched one is ignored (returns false). */
@@ -200,6 +208,7 @@ export class SkipSearch {
     this.bestScore = r.bestScore;
     this.steps = typeof r.steps === 'number' ? r.steps : 0;
     this.spent = typeof r.spent === 'number' && r.spent >= this.steps ? r.spent : this.steps;
+    this.stale = typeof r.stale === 'number' && r.stale >= 0 && r.stale <= this.spent ? r.stale : 0;
     this.phase = r.phase;
     return true;
   }
