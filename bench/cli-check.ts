@@ -19,7 +19,7 @@ export interface CliCheckRow {
   /** Median over prompts of the method's ms/token over plain decoding's on the same prompt. */
   cli: number;
   bench: number;
-  /** Per prompt: CLI ms/token for this method. */
+  /** Per prompt: CLI ms/token for this method (median over the repeats). */
   cliMsPerToken: number[];
 }
 
@@ -27,6 +27,8 @@ export interface CliCheckReport {
   /** How the CLI processes compiled onnxruntime's wasm: SPEC_DECODER_WASM_TIERUP as set for them, or the CLI's own choice. */
   tiering: 'tier-up' | 'liftoff' | 'default';
   prompts: number;
+  /** CLI runs per prompt and method (methods interleaved in each); the per-prompt figure is their median. */
+  repeats: number;
   maxNewTokens: number;
   rows: CliCheckRow[];
 }
@@ -58,6 +60,9 @@ export async function benchCliCheck(options: {
   methods: readonly Method[];
   prompts: readonly BenchPrompt[];
   maxNewTokens: number;
+  /** CLI runs per prompt and method, and repeats of the harness (a one-shot process is noisy: 5.4-8.2 ms/token for
+   *  plain decoding over ten single runs on our 2-core machine). */
+  repeats: number;
   log: (line: string) => void;
 }): Promise<CliCheckReport> {
   const methods = ['ar', ...options.methods.filter((m) => m !== 'ar')];
@@ -68,7 +73,10 @@ export async function benchCliCheck(options: {
     // One untimed run per method first: it measures and remembers the costs, as a user's first run does.
     for (const m of methods) cliRun(m, (options.prompts[0] as BenchPrompt).text, 8, env);
     for (const [p, prompt] of options.prompts.entries()) {
-      for (const m of methods) cliMs.get(m)?.push(cliRun(m, prompt.text, options.maxNewTokens, env));
+      const runs = new Map<string, number[]>(methods.map((m) => [m, []]));
+      for (let r = 0; r < options.repeats; r++)
+        for (const m of methods) runs.get(m)?.push(cliRun(m, prompt.text, options.maxNewTokens, env));
+      for (const m of methods) cliMs.get(m)?.push(median(runs.get(m) ?? []));
       options.log(
         `CLI prompt ${p + 1}/${options.prompts.length}: ${methods.map((m) => `${m} ${(cliMs.get(m)?.[p] ?? Number.NaN).toFixed(2)}`).join(', ')} ms/token`,
       );
@@ -84,7 +92,7 @@ export async function benchCliCheck(options: {
       prompts: [...options.prompts],
       methods: [...options.methods],
       maxNewTokens: options.maxNewTokens,
-      repeats: 1,
+      repeats: options.repeats,
       curveQs: [1, 2, 4, 8, 16, 32, 64],
       curveReps: 3,
       log: options.log,
@@ -107,14 +115,20 @@ export async function benchCliCheck(options: {
   });
   const forced = process.env.SPEC_DECODER_WASM_TIERUP;
   const tiering = forced === '1' ? 'tier-up' : forced === '0' ? 'liftoff' : 'default';
-  return { tiering, prompts: options.prompts.length, maxNewTokens: options.maxNewTokens, rows };
+  return {
+    tiering,
+    prompts: options.prompts.length,
+    repeats: options.repeats,
+    maxNewTokens: options.maxNewTokens,
+    rows,
+  };
 }
 
 export function cliCheckMarkdown(r: CliCheckReport): string {
   return [
     '### The CLI against the warmed-up benchmark (wasm in Node)',
     '',
-    `${r.prompts} prompts, ${r.maxNewTokens} new tokens, greedy. CLI: one fresh \`npm run generate -- --json\` process per prompt and method (costs remembered from an untimed first run per method; wasm compiled ${r.tiering === 'default' ? 'as the CLI chooses (compilation hints where they apply, else Liftoff only up to 512 tokens)' : r.tiering === 'tier-up' ? 'with tier-up and a keep-alive, SPEC_DECODER_WASM_TIERUP=1' : 'Liftoff only, SPEC_DECODER_WASM_TIERUP=0'}), ms/token from its stats; bench: the warmed-up harness on the same prompts in one process. Each: the median over prompts of the method's ms/token over plain decoding's on the same prompt (below 1 is faster).`,
+    `${r.prompts} prompts, ${r.maxNewTokens} new tokens, greedy. CLI: ${r.repeats ?? 1} fresh \`npm run generate -- --json\` process(es) per prompt and method, methods interleaved, the median taken (costs remembered from an untimed first run per method; wasm compiled ${r.tiering === 'default' ? 'as the CLI chooses (compilation hints where they apply, else Liftoff only up to 512 tokens)' : r.tiering === 'tier-up' ? 'with tier-up and a keep-alive, SPEC_DECODER_WASM_TIERUP=1' : 'Liftoff only, SPEC_DECODER_WASM_TIERUP=0'}), ms/token from its stats; bench: the warmed-up harness on the same prompts in one process, ${r.repeats ?? 1} repeat(s). Each: the median over prompts of the method's ms/token over plain decoding's on the same prompt (below 1 is faster).`,
     '',
     '| method | CLI ms/token (median) | CLI / plain | bench / plain | CLI over bench |',
     '| --- | --- | --- | --- | --- |',

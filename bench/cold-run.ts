@@ -3,7 +3,7 @@
  * pair as the CLI does (its remembered records in SPEC_DECODER_CACHE), generate one prompt three times, then
  * measure the steady state in the same process, and print one JSON line saying where the time went.
  *
- *   tsx bench/cold-run.ts <method> <max-new-tokens> [hinted|liftoff|keep-alive]
+ *   tsx bench/cold-run.ts <method> <max-new-tokens> [hinted|liftoff|keep-alive|default] [wasm threads, default 1]
  *
  * The third argument says how onnxruntime's wasm is compiled (src/runtime/ort-node.ts): `hinted` (its hot functions
  * with TurboFan up front, the rest Liftoff), as the CLI does where the hints apply; `liftoff` (only), as it does
@@ -44,7 +44,7 @@ if (tier === 'hinted' && wasmCompileMode() !== 'hinted')
 const PROMPT = 'It is a truth universally acknowledged, that a single man in possession of a good fortune';
 const STEADY_RUNS = 8;
 
-const engine = await SpecEngine.load(ortForNode(), {
+const engine = await SpecEngine.load(ortForNode(Number(process.argv[5] ?? 1)), {
   target: 'public/models/austen-target',
   draft: 'public/models/austen-draft',
   device: 'wasm',

@@ -1,8 +1,9 @@
 /**
  * The speed people get the first time (backend `node-cold`): fresh Node processes that each load the bundled pair
  * and generate (bench/cold-run.ts), next to the steady state measured at the end of the same processes; and
- * `npm run generate` timed end to end. The first process starts with nothing remembered (its costs are measured);
- * the later ones find the records the first one wrote, as a user's second run does.
+ * `npm run generate` timed end to end. The first process of each compilation starts with nothing
+ * remembered (its costs are measured); the later ones find the records the first one wrote, as a user's second run
+ * does.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -27,6 +28,8 @@ export interface ColdProcess extends FirstAndSteady {
 
 export interface ColdReport {
   maxNewTokens: number;
+  /** onnxruntime's wasm threads in every process. */
+  threads?: number;
   processes: ColdProcess[];
   /** Wall-clock seconds of `npm run generate -- --prompt … --max-new-tokens N`, each run. */
   cliSeconds: number[];
@@ -36,17 +39,22 @@ export function benchCold(options: {
   methods: readonly string[];
   processes: number;
   maxNewTokens: number;
+  threads: number;
   log: (line: string) => void;
 }): ColdReport {
   const cache = mkdtempSync(join(tmpdir(), 'spec-decoder-cold-'));
-  const env = { ...process.env, SPEC_DECODER_CACHE: cache };
+  // Each compilation has its own records, as a user's CLI always runs one: a record measured on another kind of
+  // code fails the spot check against it (T(1) more than 1.5x off) and would be measured again every time.
+  const envFor = (tier: string) => ({ ...process.env, SPEC_DECODER_CACHE: join(cache, tier) });
+  // `npm run generate` compiles with hints here, and finds the records the hinted processes wrote.
+  const env = envFor('hinted');
   const processes: ColdProcess[] = [];
   try {
     for (let p = 0; p < options.processes; p++) {
       for (const tier of ['default', 'hinted', 'liftoff', 'keep-alive'] as const) {
         for (const method of options.methods) {
-          const args = [method, String(options.maxNewTokens), tier];
-          const r = tsxJson<ColdProcess>('bench/cold-run.ts', args, env, 'inherit');
+          const args = [method, String(options.maxNewTokens), tier, String(options.threads)];
+          const r = tsxJson<ColdProcess>('bench/cold-run.ts', args, envFor(tier), 'inherit');
           processes.push(r);
           options.log(
             `${method} (${tier}) process ${p + 1}: first ${r.generations.map((g) => g.msPerToken.toFixed(1)).join(', ')} ms/token, steady ${r.steadyMsPerToken.toFixed(1)}; calibration ${r.calibration}`,
@@ -75,7 +83,7 @@ export function benchCold(options: {
       cliSeconds.push((performance.now() - started) / 1000);
     }
     options.log(`npm run generate: ${cliSeconds.map((s) => s.toFixed(2)).join(', ')} s`);
-    return { maxNewTokens: options.maxNewTokens, processes, cliSeconds };
+    return { maxNewTokens: options.maxNewTokens, threads: options.threads, processes, cliSeconds };
   } finally {
     rmSync(cache, { recursive: true, force: true });
   }
@@ -102,7 +110,7 @@ export function coldMarkdown(r: ColdReport): string {
   return [
     '### First generation in a fresh Node process (wasm)',
     '',
-    `${r.processes.length / Math.max(1, kinds.length)} fresh processes per row, ${r.maxNewTokens} new tokens, greedy; ms/token of the 1st, 2nd and 3rd generation against the same processes' steady state (median of 8 more); times in ms, medians over the processes (calibration per process: the first finds nothing remembered). Compilation: V8's default tiering (Liftoff, then TurboFan in the background), compilation hints (the hot functions with TurboFan up front, the rest Liftoff, no tier-up), Liftoff only, or tier-up with an interval keeping the event loop alive (src/runtime/ort-node.ts)`,
+    `${r.processes.length / Math.max(1, kinds.length)} fresh processes per row, ${r.maxNewTokens} new tokens, greedy, ${r.threads ?? 1} wasm thread(s); ms/token of the 1st, 2nd and 3rd generation against the same processes' steady state (median of 8 more); times in ms, medians over the processes (calibration per process: the first finds nothing remembered). Compilation: V8's default tiering (Liftoff, then TurboFan in the background), compilation hints (the hot functions with TurboFan up front, the rest Liftoff, no tier-up), Liftoff only, or tier-up with an interval keeping the event loop alive (src/runtime/ort-node.ts)`,
     '',
     '| method | wasm compilation | 1st | 2nd | 3rd | steady | 1st/steady | Node + loader | imports | load (warm-up) | calibration | process start to first result |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',

@@ -25,7 +25,8 @@ category); writes bench/results/<date>-<machine>.json and bench/results/latest.m
 
   --backends LIST      comma-separated, from ${BACKENDS.join(', ')} (default: all; node-cold: first
                        generations in fresh Node processes and \`npm run generate\` timed; node-cli: every method through the CLI
-                       against the warmed-up harness on the same prompts; node-memory: what each
+                       against the warmed-up harness on the same prompts (one per category and 3 repeats unless
+                       --prompts / --repeats say otherwise); node-memory: what each
                        method's engine holds, wasm heap and GPU buffers, in fresh processes; node-webgpu needs a Vulkan
                        adapter: lavapipe on a CPU-only machine, which the bootstrap installs)
   --methods LIST       methods to compare (default: all; plain decoding 'ar' always runs as the baseline):

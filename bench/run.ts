@@ -80,6 +80,8 @@ if (cli.backends.includes('node-cold')) {
   const cold = benchCold({
     methods: ['ar', 'auto'],
     processes: 3,
+    // The CLI's choice on this machine (remembered or measured as it does), as the steady-state harness runs.
+    threads: (await wasmThreads()).threads,
     maxNewTokens: cli.maxNewTokens ?? 64,
     log: (l) => console.log(`  ${l}`),
   });
@@ -92,8 +94,9 @@ if (cli.backends.includes('node-cli')) {
   const check = await benchCliCheck({
     threads: (await wasmThreads()).threads,
     methods: cli.methods,
-    prompts: selectPrompts(allPrompts, cli.categories, cli.promptsPerCategory ?? 2),
+    prompts: selectPrompts(allPrompts, cli.categories, cli.promptsPerCategory ?? 1),
     maxNewTokens: cli.maxNewTokens ?? 64,
+    repeats: cli.repeats ?? 3,
     log: (l) => console.log(`  ${l}`),
   });
   publish('node-cli', check, cliCheckMarkdown(check));
