@@ -38,6 +38,6 @@ export { type CausalLM, ContextLimitError, type ForwardInput, MASKED } from './e
 export { GREEDY, type SamplingParams } from './engine/sampling';
 export type { NodeStatus, VerifyRule } from './engine/verify';
 export { loadModel, ModelLoadError, ModelRunner, openModel, openPair, type ProgressInfo } from './model/index';
-export { ortForNode, ortThreads } from './runtime/ort-node';
+export { ortForNode, ortThreads, useWasmCompilationHints } from './runtime/ort-node';
 export { describeThreads, type ThreadChoice, type ThreadTiming } from './runtime/thread-probe';
 export { chooseNodeWasmThreads, type NodeThreadOptions } from './runtime/thread-probe-node';

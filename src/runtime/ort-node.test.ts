@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-web';
 import { describe, expect, it } from 'vitest';
 import hot from './ort-hot-functions.json';
-import { hintedOrtWasm, LIFTOFF_UP_TO, ortWasmPath, wasmTieringFor } from './ort-node';
+import { hintedOrtWasm, LIFTOFF_UP_TO, ortWasmPath, useWasmCompilationHints, wasmTieringFor } from './ort-node';
 import { HINTS_V8, wasmCompileMode } from './v8-tiering';
 import { wasmLayout } from './wasm-hints';
 
@@ -59,6 +59,18 @@ describe('wasm tiering for a one-shot process', () => {
     expect(wasmCompileMode()).toBe('liftoff');
     expect(timers()).toBe(before);
     off();
+  });
+});
+
+describe('compilation hints for a library user', () => {
+  it('are applied where they can be, and otherwise say why and change nothing', () => {
+    const before = ort.env.wasm.wasmBinary;
+    expect(useWasmCompilationHints(() => ({ reason: 'another wasm' }))).toEqual({ ok: false, reason: 'another wasm' });
+    expect(ort.env.wasm.wasmBinary).toBe(before);
+    if (!hintsHere) return;
+    expect(useWasmCompilationHints()).toEqual({ ok: true });
+    expect(wasmCompileMode()).toBe('hinted');
+    expect(wasmLayout(new Uint8Array(ort.env.wasm.wasmBinary as Uint8Array)).hinted).toBe(true);
   });
 });
 

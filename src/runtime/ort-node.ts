@@ -59,19 +59,31 @@ export function wasmTieringFor(
 ): () => void {
   // SPEC_DECODER_WASM_TIERUP=1 or 0 overrides the choice (as for WebGPU in Node, ort-node-webgpu.ts).
   const forced = env.SPEC_DECODER_WASM_TIERUP;
-  if (forced === undefined || forced === '') {
-    const hinted = hints();
-    if (hinted.bytes) {
-      compileWithHints();
-      ort.env.wasm.wasmBinary = hinted.bytes;
-      return () => {};
-    }
-  }
+  if ((forced === undefined || forced === '') && useWasmCompilationHints(hints).ok) return () => {};
   return avoidTierUpStall(forced === '1' ? true : forced === '0' ? false : maxNewTokens > LIFTOFF_UP_TO);
 }
 
 /** Longest generation compiled with Liftoff only (break-even against tier-up measured at 650-800 tokens). */
 export const LIFTOFF_UP_TO = 512;
+
+/**
+ * The CLI's compilation hints for a library user (src/node.ts): onnxruntime's hot wasm functions compiled with
+ * TurboFan while the models load, the rest with Liftoff, nothing tiered up later. The first generation then runs
+ * at about the steady speed (1.25x of it against 3.15x under V8's default tiering; README, "The first generation")
+ * and Node never waits for background compiles; the steady state is 5-7% slower than a process that has tiered
+ * everything up for a while. Call it before the first session is created. It sets process-wide V8 flags: no wasm
+ * module compiled afterwards in this process tiers up. Says why not where it cannot apply (another V8 than Node 20's,
+ * another onnxruntime-web wasm than the hot list was measured on).
+ */
+export function useWasmCompilationHints(
+  hints: () => ReturnType<typeof hintedOrtWasm> = hintedOrtWasm,
+): { ok: true } | { ok: false; reason: string } {
+  const hinted = hints();
+  if (!hinted.bytes) return { ok: false, reason: hinted.reason };
+  compileWithHints();
+  ort.env.wasm.wasmBinary = hinted.bytes;
+  return { ok: true };
+}
 
 /** The wasm build onnxruntime-web loads in Node for the wasm EP. */
 export function ortWasmPath(): string {
