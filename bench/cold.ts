@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { hintedOrtWasm } from '../src/runtime/ort-node';
 import { median } from '../src/util/median';
 import { tsxJson } from './child';
 import type { FirstAndSteady } from './cold-measure';
@@ -49,9 +50,12 @@ export function benchCold(options: {
   // `npm run generate` compiles with hints here, and finds the records the hinted processes wrote.
   const env = envFor('hinted');
   const processes: ColdProcess[] = [];
+  const hints = hintedOrtWasm();
+  if (hints.reason) options.log(`no compilation hints row: ${hints.reason}`);
+  const tiers = ['default', ...(hints.bytes ? (['hinted'] as const) : []), 'liftoff', 'keep-alive'] as const;
   try {
     for (let p = 0; p < options.processes; p++) {
-      for (const tier of ['default', 'hinted', 'liftoff', 'keep-alive'] as const) {
+      for (const tier of tiers) {
         for (const method of options.methods) {
           const args = [method, String(options.maxNewTokens), tier, String(options.threads)];
           const r = tsxJson<ColdProcess>('bench/cold-run.ts', args, envFor(tier), 'inherit');

@@ -59,8 +59,8 @@ const DRAFT_CALLS = 2;
  * call's fastest time by 2%, at most MAX_MS (the fastest times are the result). A fresh worker starts on V8's
  * Liftoff code and gets TurboFan's for the hot kernels 1.4 to 2 s in (measured in Node on 2 cores: T(16) from 4.8
  * to 3.0 ms on one thread, from 7-17 to 1.8 ms on two, whose second thread shares a core with the compiler until
- * then), so under tier-up the minimum is past that; without tier-up (the CLI: Liftoff only or compilation hints) there is nothing to
- * wait for. Between rounds the cores are left to the compiler for PAUSE_MS (a busy second thread starved it: the
+ * then), so under tier-up the minimum is past that; without tier-up (the CLI: compilation hints or Liftoff only)
+ * there is nothing to wait for. Between rounds the cores are left to the compiler for PAUSE_MS (a busy second thread starved it: the
  * optimised code then came after 4 s, or not at all).
  */
 const WARMUPS = 3;

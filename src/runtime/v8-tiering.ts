@@ -23,7 +23,8 @@ export function wasmCompileMode(): WasmCompile {
   return mode;
 }
 
-/** Without tier-up (Liftoff only, or hinted functions with TurboFan up front) code is as fast as it will get from the first call. */
+/** Without tier-up (Liftoff only, or the hinted functions with TurboFan up front), code is as fast from the first
+ *  call as it will get. */
 export function wasmWithoutTierUp(): boolean {
   return mode === 'liftoff' || mode === 'hinted';
 }
