@@ -3,7 +3,7 @@
  * (src/runtime/wasm-hints.ts): writes src/runtime/ort-hot-functions.json. Run it again after upgrading
  * onnxruntime-web (a test checks that the list belongs to the installed wasm):
  *
- *   node --import tsx tools/wasm-hot-functions.ts [--coverage 0.995] [--threads 1,2] [--tokens 48]
+ *   node --import tsx tools/wasm-hot-functions.ts [--coverage 0.995] [--budget 64] [--threads 1,2] [--tokens 48]
  *
  * For each thread count, a fresh process loads the bundled target with every method's models (as the benchmark
  * does), generates once per method untimed (calibration, first-call work), then runs V8's sampling profiler over
