@@ -30,7 +30,7 @@ export interface ColdProcess extends FirstAndSteady {
 export interface ColdReport {
   maxNewTokens: number;
   /** onnxruntime's wasm threads in every process. */
-  threads?: number;
+  threads: number;
   processes: ColdProcess[];
   /** Wall-clock seconds of `npm run generate -- --prompt … --max-new-tokens N`, each run. */
   cliSeconds: number[];
@@ -114,7 +114,7 @@ export function coldMarkdown(r: ColdReport): string {
   return [
     '### First generation in a fresh Node process (wasm)',
     '',
-    `${r.processes.length / Math.max(1, kinds.length)} fresh processes per row, ${r.maxNewTokens} new tokens, greedy, ${r.threads ?? 1} wasm thread(s); ms/token of the 1st, 2nd and 3rd generation against the same processes' steady state (median of 8 more); times in ms, medians over the processes (calibration per process: the first finds nothing remembered). Compilation: V8's default tiering (Liftoff, then TurboFan in the background), compilation hints (the hot functions with TurboFan up front, the rest Liftoff, no tier-up), Liftoff only, or tier-up with an interval keeping the event loop alive (src/runtime/ort-node.ts)`,
+    `${r.processes.length / Math.max(1, kinds.length)} fresh processes per row, ${r.maxNewTokens} new tokens, greedy, ${r.threads} wasm thread(s); ms/token of the 1st, 2nd and 3rd generation against the same processes' steady state (median of 8 more); times in ms, medians over the processes (calibration per process: the first finds nothing remembered). Compilation: V8's default tiering (Liftoff, then TurboFan in the background), compilation hints (the hot functions with TurboFan up front, the rest Liftoff, no tier-up), Liftoff only, or tier-up with an interval keeping the event loop alive (src/runtime/ort-node.ts)`,
     '',
     '| method | wasm compilation | 1st | 2nd | 3rd | steady | 1st/steady | Node + loader | imports | load (warm-up) | calibration | process start to first result |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',

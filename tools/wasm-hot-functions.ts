@@ -17,9 +17,9 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { ORT_WASM, ortWasmPath } from '../src/runtime/ort-node';
 import { wasmLayout } from '../src/runtime/wasm-hints';
 
 const OUT = 'src/runtime/ort-hot-functions.json';
@@ -92,9 +92,7 @@ async function main(): Promise<void> {
     // Each process weighs the same, whatever its sample count.
     for (const [f, n] of Object.entries(samples)) total.set(Number(f), (total.get(Number(f)) ?? 0) + n / sum);
   }
-  const require = createRequire(import.meta.url);
-  const dist = join(require.resolve('onnxruntime-web'), '..');
-  const wasm = readFileSync(join(dist, 'ort-wasm-simd-threaded.wasm'));
+  const wasm = readFileSync(ortWasmPath());
   const layout = wasmLayout(wasm);
   const bodyBytes = (f: number) => layout.bodySizes[f - layout.importedFunctions] ?? Number.POSITIVE_INFINITY;
   const all = [...total.values()].reduce((a, b) => a + b, 0);
@@ -110,11 +108,13 @@ async function main(): Promise<void> {
     covered += share;
     bytes += bodyBytes(f);
   }
-  const version = (JSON.parse(readFileSync(join(dist, '..', 'package.json'), 'utf8')) as { version: string }).version;
+  const version = (
+    JSON.parse(readFileSync(join(ortWasmPath(), '..', '..', 'package.json'), 'utf8')) as { version: string }
+  ).version;
   const record = {
     about: `Functions of onnxruntime-web's wasm that hold ${((100 * covered) / all).toFixed(1)}% of inference's wasm time (${ranked.length} functions sampled) in ${(bytes / 1024).toFixed(0)} KB of code, compiled with TurboFan up front by the CLI (src/runtime/wasm-hints.ts). Written by tools/wasm-hot-functions.ts; run it again when onnxruntime-web changes.`,
     onnxruntimeWeb: version,
-    wasm: 'ort-wasm-simd-threaded.wasm',
+    wasm: ORT_WASM,
     bytes: wasm.length,
     sha256: createHash('sha256').update(wasm).digest('hex'),
     measured: { v8: process.versions.v8, threads: values.threads, tokens, coverage, budgetKB: Number(values.budget) },

@@ -12,13 +12,13 @@ import * as ort from 'onnxruntime-web';
 import { describe, expect, it } from 'vitest';
 import hot from './ort-hot-functions.json';
 import { hintedOrtWasm, LIFTOFF_UP_TO, ortWasmPath, useWasmCompilationHints, wasmTieringFor } from './ort-node';
-import { HINTS_V8, wasmCompileMode } from './v8-tiering';
+import { HINTS_V8, v8ReadsHints, wasmCompileMode } from './v8-tiering';
 import { wasmLayout } from './wasm-hints';
 
 const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 const noHints = () => ({ reason: 'not here' });
 /** Compilation hints are read by Node 20's V8 only (the project's CI runs Node 20). */
-const hintsHere = process.versions.v8.startsWith(`${HINTS_V8}.`);
+const hintsHere = v8ReadsHints();
 
 describe('wasm tiering for a one-shot process', () => {
   it.runIf(hintsHere)('compiles with hints where they apply, for a short or a long generation, holding nothing', () => {

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-web';
 import hot from './ort-hot-functions.json';
-import { avoidTierUpStall, compileWithHints, HINTS_V8 } from './v8-tiering';
+import { avoidTierUpStall, compileWithHints, HINTS_V8, v8ReadsHints } from './v8-tiering';
 import { addCompilationHints } from './wasm-hints';
 
 let configured: number | null = null;
@@ -86,9 +86,11 @@ export function useWasmCompilationHints(
   return { ok: true };
 }
 
-/** The wasm build onnxruntime-web loads in Node for the wasm EP. */
+/** The wasm build onnxruntime-web loads in Node for the wasm EP (the one the hot list is measured on). */
+export const ORT_WASM = 'ort-wasm-simd-threaded.wasm';
+
 export function ortWasmPath(): string {
-  return join(createRequire(import.meta.url).resolve('onnxruntime-web'), '..', hot.wasm);
+  return join(createRequire(import.meta.url).resolve('onnxruntime-web'), '..', ORT_WASM);
 }
 
 /**
@@ -99,7 +101,7 @@ export function hintedOrtWasm(
   path = ortWasmPath(),
   v8 = process.versions.v8,
 ): { bytes: Uint8Array<ArrayBuffer>; reason?: undefined } | { bytes?: undefined; reason: string } {
-  if (!v8.startsWith(`${HINTS_V8}.`)) return { reason: `V8 ${v8} (compilation hints are read by V8 ${HINTS_V8})` };
+  if (!v8ReadsHints(v8)) return { reason: `V8 ${v8} (compilation hints are read by V8 ${HINTS_V8})` };
   if (!existsSync(path)) return { reason: `${path} not found` };
   const wasm = readFileSync(path);
   if (wasm.length !== hot.bytes || createHash('sha256').update(wasm).digest('hex') !== hot.sha256)

@@ -32,6 +32,11 @@ export function wasmWithoutTierUp(): boolean {
 /** The V8 major version whose compilation hints section was measured here (Node 20's V8 11.3). */
 export const HINTS_V8 = 11;
 
+/** Whether this V8 (by its version string) reads the compilation hints section as measured here. */
+export function v8ReadsHints(v8 = process.versions.v8): boolean {
+  return v8.startsWith(`${HINTS_V8}.`);
+}
+
 /**
  * Read wasm compilation hints (V8 11's experimental section) and tier nothing up: hinted functions get their tiers
  * from the hints, the rest Liftoff only. Before onnxruntime compiles its wasm.

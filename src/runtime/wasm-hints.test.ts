@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { HINTS_V8 } from './v8-tiering';
+import { v8ReadsHints } from './v8-tiering';
 import { addCompilationHints, EAGER_TURBOFAN, wasmLayout } from './wasm-hints';
 
 const section = (id: number, payload: number[]) => [id, payload.length, ...payload];
@@ -109,7 +109,7 @@ describe('compilation hints', () => {
     expect(() => addCompilationHints(addCompilationHints(plain, [1]), [2])).toThrow(/already has compilation hints/);
   });
 
-  it.runIf(process.versions.v8.startsWith(`${HINTS_V8}.`))(
+  it.runIf(v8ReadsHints())(
     "make V8 compile the hinted function with TurboFan and the rest with Liftoff (compileWithHints' flags)",
     () => {
       const dir = mkdtempSync(join(tmpdir(), 'hints-'));
