@@ -41,6 +41,24 @@ describe('benchmark harness', () => {
     expect(report.categories.x?.[0]?.speedup.median).toBe(1);
   });
 
+  it('samples when asked: one seed per prompt and repeat for every method, "= plain" not claimed, the table says so', async () => {
+    const sampling = { temperature: 0.9, topK: 40, topP: 1, seed: 0 };
+    const report = await runBench(engine, {
+      prompts: [{ kind: 'x', text: 'It is a truth universally acknowledged' }],
+      methods: ['chain'],
+      maxNewTokens: 12,
+      repeats: 2,
+      curveQs: [1, 2],
+      curveReps: 1,
+      sampling,
+    });
+    expect(report.sampling).toEqual(sampling);
+    expect(report.cells.map((c) => c.matchesPlain)).toEqual([null, null]);
+    const table = markdown('t', report);
+    expect(table).toContain('sampled (temperature 0.9, top-k 40; one seed per prompt and repeat');
+    expect(table).toContain('= plain (sampled: n/a)');
+  });
+
   it("reports swift's search: the set found, the steps and time it took, and a draft step's cost", async () => {
     const swiftEngine = await SpecEngine.load(ortForNode(), {
       target: 'public/models/austen-target',

@@ -9,7 +9,7 @@ import type { DrafterNote } from '../src/engine/drafters/drafter';
 import type { Method } from '../src/engine/drafters/index';
 import type { SpecEngine } from '../src/engine/engine';
 import type { GenerationResult } from '../src/engine/events';
-import { GREEDY } from '../src/engine/sampling';
+import { GREEDY, isGreedy, type SamplingParams } from '../src/engine/sampling';
 
 export interface BenchPrompt {
   /** The prompt's category (bench/prompts.json "kind"). */
@@ -33,6 +33,12 @@ export interface BenchOptions {
   engineFor?: (method: Method) => SpecEngine;
   /** How onnxruntime runs here beyond the device (wasm threads and how they were chosen), for the table. */
   runtime?: string;
+  /**
+   * Sampling settings (default greedy). Under sampling every method of a prompt and repeat gets the same seed
+   * (1000 x repeat + prompt + 1); texts then differ between methods (each is an exact sample of the target's
+   * distribution, drawn with different random numbers), so "= plain" is not checked.
+   */
+  sampling?: SamplingParams;
 }
 
 export interface Spread {
@@ -63,8 +69,8 @@ export interface CellReport {
    */
   ideal: number;
   measuredOverIdeal: number;
-  /** Every run produced exactly plain greedy decoding's tokens. */
-  matchesPlain: boolean;
+  /** Every run produced exactly plain greedy decoding's tokens (null under sampling: not comparable). */
+  matchesPlain: boolean | null;
 }
 
 export interface BenchReport {
@@ -87,6 +93,8 @@ export interface BenchReport {
   swift?: SwiftSearchReport;
   /** BenchOptions.runtime. */
   runtime?: string;
+  /** BenchOptions.sampling, when not greedy. */
+  sampling?: SamplingParams;
 }
 
 interface Run {
@@ -110,19 +118,26 @@ export function spread(xs: number[]): Spread {
   return { median: at(0.5), p25: at(0.25), p75: at(0.75) };
 }
 
-/** One greedy generation to its end. */
-export async function runOnce(engine: SpecEngine, method: Method, prompt: string, maxNewTokens: number) {
-  return (await runNoted(engine, method, prompt, maxNewTokens)).result;
+/** One generation to its end (greedy unless sampling is given). */
+export async function runOnce(
+  engine: SpecEngine,
+  method: Method,
+  prompt: string,
+  maxNewTokens: number,
+  sampling: SamplingParams = GREEDY,
+) {
+  return (await runNoted(engine, method, prompt, maxNewTokens, sampling)).result;
 }
 
-/** One greedy generation to its end, and its drafter's note on the last round (the state a learning drafter ended in). */
+/** One generation to its end, and its drafter's note on the last round (the state a learning drafter ended in). */
 async function runNoted(
   engine: SpecEngine,
   method: Method,
   prompt: string,
   maxNewTokens: number,
+  sampling: SamplingParams,
 ): Promise<{ result: GenerationResult; note: DrafterNote | null }> {
-  const it = engine.generate(prompt, { method, maxNewTokens, sampling: GREEDY });
+  const it = engine.generate(prompt, { method, maxNewTokens, sampling });
   let note: DrafterNote | null = null;
   let step = await it.next();
   while (!step.done) {
@@ -138,6 +153,7 @@ function summarise(
   plainTokens: ReadonlyMap<number, number[]>,
   curve: CostCurve,
   targetBytes: number,
+  sampled: boolean,
 ): CellReport {
   const sum = (f: (r: GenerationResult) => number) => runs.reduce((a, r) => a + f(r.result), 0);
   const tokens = sum((r) => r.stats.tokens);
@@ -176,7 +192,9 @@ function summarise(
     bandwidthGBs: decodeMs > 0 ? (targetBytes * rounds) / (decodeMs / 1000) / 1e9 : 0,
     ideal,
     measuredOverIdeal: ideal > 0 ? speed.median / ideal : 0,
-    matchesPlain: runs.every((r) => JSON.stringify(plainTokens.get(r.prompt)) === JSON.stringify(r.result.tokens)),
+    matchesPlain: sampled
+      ? null
+      : runs.every((r) => JSON.stringify(plainTokens.get(r.prompt)) === JSON.stringify(r.result.tokens)),
   };
 }
 
@@ -194,8 +212,12 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
   log(`calibrating: verify-cost curve q = ${o.curveQs.join(', ')}`);
   const costs = await engine.calibrate(o.curveQs, o.curveReps);
   for (const other of new Set(methods.map(on))) if (other !== engine) await other.calibrate(o.curveQs, o.curveReps);
+  const sampling = o.sampling && !isGreedy(o.sampling) ? o.sampling : null;
+  const samplingFor = (repeat: number, prompt: number): SamplingParams =>
+    sampling ? { ...sampling, seed: 1000 * repeat + prompt + 1 } : GREEDY;
   // One untimed generation per method first (first calls of a drafter's shapes are slower).
-  for (const method of methods) await runOnce(on(method), method, (o.prompts[0] as BenchPrompt).text, 8);
+  for (const method of methods)
+    await runOnce(on(method), method, (o.prompts[0] as BenchPrompt).text, 8, samplingFor(0, 0));
   const runs: Run[] = [];
   const swiftNotes: Record<string, number | string>[] = [];
   const plainTokens = new Map<number, number[]>();
@@ -205,7 +227,13 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
       const order = [...methods.slice(shift), ...methods.slice(0, shift)];
       const results = new Map<Method, GenerationResult>();
       for (const method of order) {
-        const { result, note } = await runNoted(on(method), method, (o.prompts[p] as BenchPrompt).text, o.maxNewTokens);
+        const { result, note } = await runNoted(
+          on(method),
+          method,
+          (o.prompts[p] as BenchPrompt).text,
+          o.maxNewTokens,
+          samplingFor(r, p),
+        );
         results.set(method, result);
         if (method === 'swift' && note?.fields) swiftNotes.push({ ...note.fields, ms: result.stats.wallMs });
       }
@@ -234,6 +262,7 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
         plainTokens,
         costs.curve,
         targetBytes,
+        sampling !== null,
       ),
     );
   const kinds = [...new Set(o.prompts.map((p) => p.kind))];
@@ -245,6 +274,7 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
     device: engine.device,
     compute: engine.target.compute,
     ...(o.runtime ? { runtime: o.runtime } : {}),
+    ...(sampling ? { sampling } : {}),
     prompts: o.prompts.length,
     repeats: o.repeats,
     maxNewTokens: o.maxNewTokens,
@@ -301,6 +331,15 @@ function swiftSearch(notes: readonly Record<string, number | string>[], curve: C
   };
 }
 
+/** "greedy", or the sampling settings ("sampled: temperature 0.8, top-k 50, seeds per prompt"). */
+export function samplingLabel(s: SamplingParams | undefined): string {
+  if (!s || isGreedy(s)) return 'greedy';
+  const parts = [`temperature ${s.temperature}`];
+  if (s.topK > 0) parts.push(`top-k ${s.topK}`);
+  if (s.topP < 1) parts.push(`top-p ${s.topP}`);
+  return `sampled (${parts.join(', ')}; one seed per prompt and repeat, shared by the methods)`;
+}
+
 const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
 
 export function markdown(title: string, r: BenchReport): string {
@@ -309,9 +348,9 @@ export function markdown(title: string, r: BenchReport): string {
   const lines = [
     `### ${title}`,
     '',
-    `${r.prompts} prompts x ${r.repeats} repeats, ${r.maxNewTokens} new tokens, greedy, ${r.device} (${r.compute})${r.runtime ? `, ${r.runtime}` : ''}; target weights ${(r.targetWeightBytes / 1e6).toFixed(1)} MB`,
+    `${r.prompts} prompts x ${r.repeats} repeats, ${r.maxNewTokens} new tokens, ${samplingLabel(r.sampling)}, ${r.device} (${r.compute})${r.runtime ? `, ${r.runtime}` : ''}; target weights ${(r.targetWeightBytes / 1e6).toFixed(1)} MB`,
     '',
-    '| method | tau | acceptance by depth | tok/s (median) | speedup median [p25, p75] | target calls | draft calls | tree size (call width) | overhead | target GB/s | ideal | measured/ideal | = plain greedy |',
+    `| method | tau | acceptance by depth | tok/s (median) | speedup median [p25, p75] | target calls | draft calls | tree size (call width) | overhead | target GB/s | ideal | measured/ideal | ${r.sampling ? '= plain (sampled: n/a)' : '= plain greedy'} |`,
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...r.cells.map(
       (c) =>
@@ -320,7 +359,7 @@ export function markdown(title: string, r: BenchReport): string {
             .slice(0, 6)
             .map((a) => f(a))
             .join(' ') || '-'
-        } | ${f(c.tokensPerSecond.median, 1)} | ${f(c.speedup.median)}x [${f(c.speedup.p25)}, ${f(c.speedup.p75)}] | ${c.targetCalls} | ${c.draftCalls} | ${f(c.meanTreeSize, 1)}${c.meanCallWidth > c.meanTreeSize + 0.05 ? ` (${f(c.meanCallWidth, 1)})` : ''} | ${f(100 * c.overheadShare, 1)}% | ${f(c.bandwidthGBs, 1)} | ${f(c.ideal)}x | ${f(c.measuredOverIdeal)} | ${c.matchesPlain ? 'yes' : 'NO'} |`,
+        } | ${f(c.tokensPerSecond.median, 1)} | ${f(c.speedup.median)}x [${f(c.speedup.p25)}, ${f(c.speedup.p75)}] | ${c.targetCalls} | ${c.draftCalls} | ${f(c.meanTreeSize, 1)}${c.meanCallWidth > c.meanTreeSize + 0.05 ? ` (${f(c.meanCallWidth, 1)})` : ''} | ${f(100 * c.overheadShare, 1)}% | ${f(c.bandwidthGBs, 1)} | ${f(c.ideal)}x | ${f(c.measuredOverIdeal)} | ${c.matchesPlain === null ? '-' : c.matchesPlain ? 'yes' : 'NO'} |`,
     ),
     '',
     `Speedup by prompt category: median [p25] over plain decoding, and tau (${kinds.map((k) => `${k}: ${r.categories[k]?.[0]?.runs ?? 0} runs`).join(', ')})`,

@@ -133,6 +133,7 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
       engineFor: (m) => heads.get(m) ?? engine,
       ...(cli?.maxNewTokens ? { maxNewTokens: cli.maxNewTokens } : {}),
       ...(cli?.repeats ? { repeats: cli.repeats } : {}),
+      ...(cli?.sampling ? { sampling: cli.sampling } : {}),
       methods: cli ? plan.options.methods.filter((m) => cli.methods.includes(m)) : plan.options.methods,
       prompts: selectPrompts(
         o.prompts,

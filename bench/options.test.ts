@@ -36,6 +36,18 @@ describe('npm run bench flags', () => {
     expect(partialRun(parse(['--no-peer']))).toBe('sized');
   });
 
+  it('sampling flags: greedy by default, checked, and named in the results file', () => {
+    expect(parse([]).sampling).toBeNull();
+    const cli = parse(['--temperature', '0.8', '--top-k', '50', '--top-p', '0.9']);
+    expect(cli.sampling).toEqual({ temperature: 0.8, topK: 50, topP: 0.9, seed: 1 });
+    expect(partialRun(cli)).toBe('sampled');
+    expect(() => parse(['--temperature', 'hot'])).toThrow(/--temperature expects a number/);
+    expect(() => parse(['--temperature', '-1'])).toThrow(/--temperature -1 must be >= 0/);
+    expect(() => parse(['--temperature', '1', '--top-k', '2.5'])).toThrow(/top-k 2.5 must be a non-negative integer/);
+    expect(() => parse(['--temperature', '1', '--top-p', '0'])).toThrow(/top-p 0 must be in/);
+    expect(() => parse(['--top-k', '50'])).toThrow(/need --temperature above 0/);
+  });
+
   it('select at most N prompts of each chosen category', () => {
     const all = [
       { kind: 'a', text: '1' },

@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { isMethod, METHOD_NAMES, type Method } from '../src/engine/drafters/index';
+import { checkSampling, isGreedy, type SamplingParams } from '../src/engine/sampling';
 import { joinNegativeValues } from '../src/util/args';
 import type { BenchPrompt } from './harness';
 
@@ -36,6 +37,9 @@ category); writes bench/results/<date>-<machine>.json and bench/results/latest.m
   --repeats N          repeats of every prompt (default: 2 in Node, 1 in Chromium)
   --max-new-tokens N   tokens per generation (default: 64 in Node, 48 Chromium wasm, 12 Chromium WebGPU)
   --threads N|auto     wasm threads in Node (default auto: measured once per machine, as the CLI does)
+  --temperature T      sample instead of decoding greedily (node-wasm and node-webgpu; default 0 = greedy); with
+  --top-k K, --top-p P the sampling filters (Hugging Face order). Each prompt and repeat has one seed, shared by
+                       the methods; results go to their own files ("sampled" in the name)
   --no-peer            skip the transformers.js peer comparison in Chromium
   --quick              about a minute: node-wasm only (unless --backends), one prompt per category, 16 tokens,
                        a short curve; also BENCH_QUICK=1
@@ -52,6 +56,8 @@ export interface BenchCli {
   repeats: number | null;
   maxNewTokens: number | null;
   threads: number | 'auto';
+  /** Sampling settings for the harness runs (null: greedy). */
+  sampling: SamplingParams | null;
   peer: boolean;
   quick: boolean;
   help: boolean;
@@ -84,6 +90,9 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
       '--repeats',
       '--max-new-tokens',
       '--threads',
+      '--temperature',
+      '--top-k',
+      '--top-p',
     ]);
     ({ values } = parseArgs({
       args: joinNegativeValues(argv, valueFlags),
@@ -97,6 +106,9 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
         repeats: { type: 'string' },
         'max-new-tokens': { type: 'string' },
         threads: { type: 'string' },
+        temperature: { type: 'string' },
+        'top-k': { type: 'string' },
+        'top-p': { type: 'string' },
         'no-peer': { type: 'boolean' },
         quick: { type: 'boolean' },
         help: { type: 'boolean' },
@@ -125,10 +137,35 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     repeats: positive('repeats', values.repeats as string | undefined) ?? (quick ? 1 : null),
     maxNewTokens: positive('max-new-tokens', values['max-new-tokens'] as string | undefined) ?? (quick ? 16 : null),
     threads: values.threads === 'auto' ? 'auto' : (positive('threads', values.threads as string | undefined) ?? 'auto'),
+    sampling: samplingFlags(values),
     peer: !values['no-peer'] && !quick,
     quick,
     help: Boolean(values.help),
   };
+}
+
+function samplingFlags(values: Record<string, string | boolean | undefined>): SamplingParams | null {
+  const num = (name: string, fallback: number): number => {
+    const raw = values[name] as string | undefined;
+    if (raw === undefined) return fallback;
+    const v = Number(raw);
+    if (raw.trim() === '' || !Number.isFinite(v)) throw new BenchUsageError(`--${name} expects a number, got "${raw}"`);
+    return v;
+  };
+  const sampling = { temperature: num('temperature', 0), topK: num('top-k', 0), topP: num('top-p', 1), seed: 1 };
+  try {
+    checkSampling(sampling);
+  } catch (e) {
+    throw new BenchUsageError(`--${(e as Error).message}`);
+  }
+  if (isGreedy(sampling)) {
+    if (sampling.topK !== 0 || sampling.topP !== 1)
+      throw new BenchUsageError(
+        '--top-k and --top-p need --temperature above 0 (without it the bench decodes greedily)',
+      );
+    return null;
+  }
+  return sampling;
 }
 
 /** At most `perCategory` prompts of each selected category, in file order. */
@@ -158,5 +195,6 @@ export function partialRun(cli: BenchCli): string | null {
   if (cli.categories) parts.push(cli.categories.join('+'));
   if (cli.promptsPerCategory !== null || cli.repeats !== null || cli.maxNewTokens !== null || !cli.peer)
     parts.push('sized');
+  if (cli.sampling) parts.push('sampled');
   return parts.length > 0 ? parts.join('-') : null;
 }

@@ -68,6 +68,7 @@ if (cli.backends.includes('node-wasm')) {
     repeats: cli.repeats ?? 2,
     curveQs: cli.quick ? [1, 2, 4, 8] : [1, 2, 4, 8, 16, 32, 64],
     curveReps: cli.quick ? 2 : 7,
+    ...(cli.sampling ? { sampling: cli.sampling } : {}),
     log: (l) => console.log(`  ${l}`),
   });
   await release();
@@ -140,6 +141,10 @@ if (cli.backends.includes('node-webgpu')) {
 }
 
 const browserBackends = cli.backends.filter((b) => b.startsWith('chromium-'));
+if (cli.sampling && browserBackends.length > 0)
+  console.log(
+    `  note: ${browserBackends.join(', ')} decode greedily (--temperature applies to node-wasm and node-webgpu)`,
+  );
 if (browserBackends.length > 0) {
   const { runBrowserBenches } = await import('./browser-driver');
   const browser = await runBrowserBenches(browserBackends, allPrompts, cli);

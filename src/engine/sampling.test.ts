@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Rng, sampleFrom, sampleWithoutReplacement, toProbs, topK } from './sampling';
+import { gumbelTopK, Rng, sampleFrom, sampleWithoutReplacement, toProbs, topK } from './sampling';
 
 const logits = Float32Array.from([2, 1, 0.5, -1, 3, 0]);
 
@@ -54,12 +54,98 @@ describe('sampling', () => {
   });
 });
 
+describe('top-k and top-p in Hugging Face order', () => {
+  it('top-p measures its mass after top-k has renormalised what it kept', () => {
+    // Top 3 of the six logits: {4, 0, 1}, renormalised 0.665 0.245 0.090. The top two reach 0.85 there, while over
+    // the full softmax they hold only 0.827 (so top-p applied before renormalising would keep three).
+    const p = toProbs(logits, { temperature: 1, topK: 3, topP: 0.85, seed: 0 });
+    expect(Array.from(p.keys()).filter((i) => (p[i] as number) > 0)).toEqual([0, 4]);
+    expect((p[4] as number) + (p[0] as number)).toBeCloseTo(1, 6);
+  });
+
+  it('with top-k set, a row holding only its top k logits gives the same probabilities bit for bit', () => {
+    const rng = new Rng(5);
+    for (let t = 0; t < 50; t++) {
+      const row = Float32Array.from({ length: 300 }, () => 4 * (rng.next() - 0.5));
+      for (const params of [
+        { temperature: 0.7, topK: 20, topP: 1, seed: 0 },
+        { temperature: 1.3, topK: 40, topP: 0.8, seed: 0 },
+        { temperature: 1, topK: 1, topP: 0.5, seed: 0 },
+      ]) {
+        const kept = topK(row, params.topK);
+        const sparse = new Float32Array(row.length).fill(Number.NEGATIVE_INFINITY);
+        for (const i of kept) sparse[i] = row[i] as number;
+        expect(toProbs(sparse, params)).toEqual(toProbs(row, params));
+      }
+    }
+  });
+
+  it('the nucleus grows past its first candidate list on a flat distribution', () => {
+    const flat = new Float32Array(1000).fill(0);
+    flat[999] = 0.5;
+    const p = toProbs(flat, { temperature: 1, topK: 0, topP: 0.9, seed: 0 });
+    const kept = Array.from(p.keys()).filter((i) => (p[i] as number) > 0);
+    // 0.9 of the mass (900.58 of 1000.65): token 999 (1.65) and the 899 lowest-index others (ties: lower first).
+    expect(kept.length).toBe(900);
+    expect(kept[kept.length - 1]).toBe(999);
+    expect(kept[kept.length - 2]).toBe(898);
+  });
+});
+
+describe('Gumbel-top-k, sampled top-down', () => {
+  it('the first two draws follow p(i) p(j) / (1 - p(i)), and the scores are the largest two of log p + Gumbel', () => {
+    const p = toProbs(logits, { temperature: 1, topK: 0, topP: 1, seed: 0 });
+    const rng = new Rng(11);
+    const n = 60000;
+    const pairs = new Map<string, number>();
+    let first = 0;
+    let second = 0;
+    for (let i = 0; i < n; i++) {
+      const [a, b] = gumbelTopK(p, 2, rng);
+      if (!a || !b) throw new Error('two draws expected');
+      expect(b.score).toBeLessThan(a.score);
+      pairs.set(`${a.token},${b.token}`, (pairs.get(`${a.token},${b.token}`) ?? 0) + 1);
+      first += a.score;
+      second += b.score;
+    }
+    for (let i = 0; i < 6; i++) {
+      for (let j = 0; j < 6; j++) {
+        if (i === j) continue;
+        const expected = ((p[i] as number) * (p[j] as number)) / (1 - (p[i] as number));
+        expect(Math.abs((pairs.get(`${i},${j}`) ?? 0) / n - expected)).toBeLessThan(0.006);
+      }
+    }
+    // The same two order statistics drawn bottom-up (one Gumbel per token), for their means.
+    const ref = new Rng(12);
+    let refFirst = 0;
+    let refSecond = 0;
+    for (let i = 0; i < n; i++) {
+      const s = Array.from(p, (v) => Math.log(v) + ref.gumbel()).sort((x, y) => y - x);
+      refFirst += s[0] as number;
+      refSecond += s[1] as number;
+    }
+    expect(first / n).toBeCloseTo(0.5772, 1); // the largest is Gumbel(log 1): mean = Euler's constant
+    expect(Math.abs(first / n - refFirst / n)).toBeLessThan(0.03);
+    expect(Math.abs(second / n - refSecond / n)).toBeLessThan(0.03);
+  });
+
+  it('never draws a zero-probability token, and returns fewer when the support is smaller than k', () => {
+    const p = Float32Array.from([0, 0.5, 0, 0.5, 0]);
+    const rng = new Rng(2);
+    for (let i = 0; i < 200; i++) {
+      const d = gumbelTopK(p, 4, rng).map((x) => x.token);
+      expect(d.sort()).toEqual([1, 3]);
+    }
+  });
+});
+
 describe('partial top-k selection', () => {
   it('equals a full sort on random vectors, ties broken by lower index', async () => {
     const rng = new Rng(3);
     for (let t = 0; t < 200; t++) {
-      const v = Float32Array.from({ length: 50 }, () => Math.round(rng.next() * 20));
-      for (const k of [1, 2, 4, 7]) {
+      // Both paths: a sorted list for k <= 128, quickselect above; many ties (values 0..20).
+      const v = Float32Array.from({ length: t % 2 ? 50 : 400 }, () => Math.round(rng.next() * 20));
+      for (const k of [1, 2, 4, 7, 33, 50, 129, 300, 400, 500]) {
         const sorted = Array.from(v.keys()).sort((a, b) => (v[b] as number) - (v[a] as number) || a - b);
         expect(topK(v, k)).toEqual(sorted.slice(0, k));
       }

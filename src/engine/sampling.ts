@@ -40,7 +40,15 @@ export function argmax(row: ArrayLike<number>): number {
   return best;
 }
 
-/** Softmax of logits / temperature, then top-k and top-p filtering, renormalised. Greedy gives a one-hot. */
+/**
+ * The distribution to sample from, in Hugging Face's order: logits / temperature; top-k keeps the k largest logits
+ * (ties: lower index first); softmax over what is kept; top-p keeps the smallest prefix of that, most likely first,
+ * whose mass reaches p (at least one token); renormalised. Greedy gives a one-hot.
+ *
+ * With top-k set, nothing outside the k largest logits enters the result (not even the softmax normaliser), so a row
+ * holding only its top k entries (the rest -Infinity: what a target returns when it sends back its top k) gives the
+ * same probabilities, bit for bit, as the full row. Cost O(vocab) plus O(kept log kept): no sort of the vocabulary.
+ */
 export function toProbs(logits: ArrayLike<number>, params: SamplingParams): Float32Array {
   const n = logits.length;
   const out = new Float32Array(n);
@@ -48,35 +56,48 @@ export function toProbs(logits: ArrayLike<number>, params: SamplingParams): Floa
     out[argmax(logits)] = 1;
     return out;
   }
-  let max = Number.NEGATIVE_INFINITY;
-  for (let i = 0; i < n; i++) max = Math.max(max, logits[i] as number);
+  const t = params.temperature;
+  const limited = params.topK > 0 && params.topK < n;
+  // Candidates, most likely first (when a filter needs an order), and their unnormalised weights.
+  let order: number[] | null = null;
   let sum = 0;
-  for (let i = 0; i < n; i++) {
-    const e = Math.exp(((logits[i] as number) - max) / params.temperature);
-    out[i] = e;
-    sum += e;
+  if (limited) {
+    order = topK(logits, params.topK);
+    const max = logits[order[0] as number] as number;
+    for (const i of order) {
+      const e = Math.exp(((logits[i] as number) - max) / t);
+      out[i] = e;
+      sum += e;
+    }
+  } else {
+    let max = Number.NEGATIVE_INFINITY;
+    for (let i = 0; i < n; i++) max = Math.max(max, logits[i] as number);
+    for (let i = 0; i < n; i++) {
+      const e = Math.exp(((logits[i] as number) - max) / t);
+      out[i] = e;
+      sum += e;
+    }
+  }
+  if (params.topP < 1) {
+    // The nucleus: grow a candidate list (the top m by weight) until its mass reaches p, then take its prefix.
+    const target = params.topP * sum;
+    let m = Math.min(n, 64);
+    for (;;) {
+      if (!order || order.length < m) order = topK(out, m);
+      let mass = 0;
+      let kept = 0;
+      while (kept < order.length && (kept === 0 || mass < target)) mass += out[order[kept++] as number] as number;
+      if (mass >= target || order.length >= n || (limited && order.length >= params.topK)) {
+        const keep = order.slice(0, kept);
+        const next = new Float32Array(n);
+        for (const i of keep) next[i] = (out[i] as number) / mass;
+        return next;
+      }
+      m = Math.min(n, m * 4);
+    }
   }
   for (let i = 0; i < n; i++) out[i] = (out[i] as number) / sum;
-  if ((params.topK > 0 && params.topK < n) || params.topP < 1) filterTopKTopP(out, params.topK, params.topP);
   return out;
-}
-
-/** In place: zero everything outside top-k and outside the top-p nucleus, then renormalise. */
-function filterTopKTopP(probs: Float32Array, topK: number, topP: number): void {
-  const order = Array.from(probs.keys()).sort((a, b) => (probs[b] as number) - (probs[a] as number));
-  const limit = topK > 0 ? Math.min(topK, order.length) : order.length;
-  let kept = 0;
-  let mass = 0;
-  // The nucleus: the smallest prefix whose mass reaches topP (at least one token).
-  while (kept < limit && (kept === 0 || mass < topP)) {
-    mass += probs[order[kept] as number] as number;
-    kept++;
-  }
-  for (let i = kept; i < order.length; i++) probs[order[i] as number] = 0;
-  for (let i = 0; i < kept; i++) {
-    const t = order[i] as number;
-    probs[t] = (probs[t] as number) / mass;
-  }
 }
 
 /** A small, fast, seedable PRNG (sfc32) returning floats in [0, 1). */
@@ -127,18 +148,55 @@ export function sampleFrom(probs: ArrayLike<number>, rng: Rng): number {
 }
 
 /**
- * k distinct indices drawn without replacement from probs, in draw order, with their perturbed log-scores (the
- * Gumbel-top-k trick: the k largest log p + Gumbel noise). Zero-probability tokens are never drawn, so fewer than k
- * may come back.
+ * k distinct indices drawn without replacement from probs, in draw order, with their perturbed log-scores: the k
+ * largest of log p + Gumbel noise (the Gumbel-top-k trick), sampled top-down instead of perturbing every token
+ * (Kool et al. 2019, stochastic beam search): the largest perturbed score over a set of mass Z is Gumbel(log Z) and
+ * belongs to a token drawn from p restricted to the set; the next is the same over the set without it, truncated
+ * below the previous score. Same joint distribution of tokens and scores, in k passes over probs and 2k random
+ * numbers instead of one Gumbel per token. Zero-probability tokens are never drawn, so fewer than k may come back.
  */
 export function gumbelTopK(probs: ArrayLike<number>, k: number, rng: Rng): { token: number; score: number }[] {
-  const keyed: { token: number; score: number }[] = [];
-  for (let token = 0; token < probs.length; token++) {
-    const p = probs[token] as number;
-    if (p > 0) keyed.push({ token, score: Math.log(p) + rng.gumbel() });
+  const out: { token: number; score: number }[] = [];
+  const n = probs.length;
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    const p = probs[i] as number;
+    if (p > 0) total += p;
   }
-  keyed.sort((a, b) => b.score - a.score);
-  return keyed.slice(0, k);
+  // Tokens drawn so far, ascending, ending in n (a pointer walks them during each pass instead of a lookup per
+  // token; the sentinel keeps every read in bounds).
+  const drawn: number[] = [n];
+  let drawnMass = 0;
+  let bound = Number.POSITIVE_INFINITY;
+  while (out.length < k) {
+    const mass = total - drawnMass;
+    if (!(mass > total * 1e-12)) break;
+    let u = rng.next() * mass;
+    let token = -1;
+    let next = 0;
+    for (let i = 0; i < n; i++) {
+      if (i === drawn[next]) {
+        next++;
+        continue;
+      }
+      const p = probs[i] as number;
+      if (!(p > 0)) continue;
+      token = i;
+      u -= p;
+      if (u < 0) break;
+    }
+    if (token < 0) break;
+    const g = Math.log(mass) + rng.gumbel();
+    // Truncated below the previous score: -log(exp(-bound) + exp(-g)), computed stably.
+    const score =
+      bound === Number.POSITIVE_INFINITY ? g : Math.min(bound, g) - Math.log1p(Math.exp(-Math.abs(bound - g)));
+    out.push({ token, score });
+    drawn.push(token);
+    drawn.sort((x, y) => x - y);
+    drawnMass += probs[token] as number;
+    bound = score;
+  }
+  return out;
 }
 
 /** k distinct indices drawn without replacement from probs, in draw order. */
@@ -146,11 +204,19 @@ export function sampleWithoutReplacement(probs: ArrayLike<number>, k: number, rn
   return gumbelTopK(probs, k, rng).map((d) => d.token);
 }
 
-/** Indices of the k largest values, largest first, by partial selection (ties: lower index first). */
+/**
+ * Indices of the k largest values, largest first (ties: lower index first). k <= 128: one pass keeping a sorted list;
+ * larger k: the k-th largest value by quickselect on a copy, then the indices above it and enough of those equal to
+ * it, sorted. O(n) either way on typical rows, never a sort of all n.
+ */
 export function topK(values: ArrayLike<number>, k: number): number[] {
+  const n = values.length;
+  k = Math.min(k, n);
+  if (k <= 0) return [];
+  if (k > 128) return topKBySelection(values, k);
   const idx: number[] = [];
   const val: number[] = [];
-  for (let i = 0; i < values.length; i++) {
+  for (let i = 0; i < n; i++) {
     const x = values[i] as number;
     if (idx.length === k && x <= (val[k - 1] as number)) continue;
     let at = idx.length === k ? k - 1 : idx.length;
@@ -165,4 +231,43 @@ export function topK(values: ArrayLike<number>, k: number): number[] {
     val[at] = x;
   }
   return idx;
+}
+
+function topKBySelection(values: ArrayLike<number>, k: number): number[] {
+  const n = values.length;
+  const kth = kthLargest(Float64Array.from(values), k - 1);
+  const idx: number[] = [];
+  for (let i = 0; i < n; i++) if ((values[i] as number) > kth) idx.push(i);
+  for (let i = 0; i < n && idx.length < k; i++) if (values[i] === kth) idx.push(i);
+  return idx.sort((a, b) => (values[b] as number) - (values[a] as number) || a - b);
+}
+
+/** The value at rank r (0 = largest) of a, which it reorders (quickselect, median-of-three pivots). */
+function kthLargest(a: Float64Array, r: number): number {
+  let lo = 0;
+  let hi = a.length - 1;
+  while (hi > lo) {
+    const mid = (lo + hi) >>> 1;
+    const x = a[lo] as number;
+    const y = a[mid] as number;
+    const z = a[hi] as number;
+    const pivot = Math.max(Math.min(x, y), Math.min(Math.max(x, y), z)); // the median of the three
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while ((a[i] as number) > pivot) i++;
+      while ((a[j] as number) < pivot) j--;
+      if (i <= j) {
+        const t = a[i] as number;
+        a[i] = a[j] as number;
+        a[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (r <= j) hi = j;
+    else if (r >= i) lo = i;
+    else return a[r] as number;
+  }
+  return a[lo] as number;
 }
