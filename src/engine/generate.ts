@@ -14,7 +14,7 @@ import { checkSampling, isGreedy, Rng, type SamplingParams } from './sampling';
 import { StatsTracker } from './stats';
 import { chainBias, checkParents, childrenOf, keepIndices, positionIds, roundBias } from './tree';
 import { type VerifyResult, type VerifyRule, verify, verifyGreedyTokens } from './verify';
-import { callTarget, forwardDiscarding } from './verify-call';
+import { callTarget, forwardDiscarding, targetRead } from './verify-call';
 
 export interface GenerateOptions {
   maxNewTokens: number;
@@ -157,9 +157,16 @@ export async function* generate(
         bias: roundBias(base, tree.parents, aux),
         rows: [...tree.tokens.keys(), ...(aux?.rows ?? []).map((r) => q + r)],
       };
-      // Greedy rounds whose drafter reads no target logits fetch only token ids (verify-call.ts).
-      const tokensOnly = (rule === 'greedy' || isGreedy(sampling)) && drafter.readsTargetLogits !== true;
-      const call = await callTarget(target, input, q, tokensOnly, `drafter ${drafter.name}`, hidden);
+      // Greedy rounds fetch only token ids, sampling rounds with top-k each row's top k, unless the drafter reads the
+      // target's logits (verify-call.ts).
+      const read = targetRead(
+        target,
+        rule === 'greedy' || isGreedy(sampling),
+        sampling.topK,
+        rule,
+        drafter.readsTargetLogits === true,
+      );
+      const call = await callTarget(target, input, q, read, `drafter ${drafter.name}`, hidden);
       const verified = performance.now();
       const { outputs } = call;
       const verdict = call.best

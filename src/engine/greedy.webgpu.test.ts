@@ -119,6 +119,27 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('greedy identity of every method on 
     expect(target.compute).toBe(nodeWebGpu.ok && nodeWebGpu.adapter.shaderF16 ? 'fp16' : 'fp32');
   });
 
+  it("returns each row's top k from the graph: the k largest of the rows forward returns (ties: lower id first)", async () => {
+    const prompt = PROMPTS[2] as number[];
+    const input = { tokens: prompt, positions: prompt.map((_, i) => i), bias: chainBias(0, prompt.length) };
+    const rows = [prompt.length - 1, 0, 2];
+    const V = target.config.vocabSize;
+    const k = 20;
+    target.reset();
+    const logits = await target.forward({ ...input, rows });
+    target.reset();
+    const before = target.bytesRead;
+    const top = await target.forwardTopK({ ...input, rows }, k);
+    expect(target.bytesRead - before).toBe(rows.length * k * 12);
+    for (let r = 0; r < rows.length; r++) {
+      const row = logits.subarray(r * V, (r + 1) * V);
+      const want = Array.from(row.keys()).sort((x, y) => (row[y] as number) - (row[x] as number) || x - y);
+      expect(Array.from(top.values.subarray(r * k, (r + 1) * k))).toEqual(want.slice(0, k).map((i) => row[i]));
+      expect(Array.from(top.ids.subarray(r * k, (r + 1) * k))).toEqual(want.slice(0, k));
+    }
+    target.reset();
+  });
+
   it('plain decoding of each prompt', async () => {
     for (const [i, prompt] of PROMPTS.entries()) plain.set(i, (await run('ar', prompt)).tokens);
     expect([...plain.values()].map((t) => t.length)).toEqual(PROMPTS.map(() => TOKENS));

@@ -21,6 +21,13 @@ export interface ForwardInput {
   hiddenRows?: ArrayLike<number>;
 }
 
+/** Each requested row's k largest logits, largest first, and their token ids: [rows, k] row-major. */
+export interface TopLogits {
+  k: number;
+  values: Float32Array;
+  ids: Int32Array;
+}
+
 /** A call would need more positions than the model has: a clean stop, never a crash. */
 export class ContextLimitError extends Error {
   override name = 'ContextLimitError';
@@ -38,6 +45,11 @@ export interface CausalLM {
    * the logits are, so only q ids come back instead of q logits rows. Greedy verification needs no more.
    */
   forwardArgmax?(input: ForwardInput): Promise<Int32Array>;
+  /**
+   * Optional: like forward, but return only each requested row's k largest logits and their token ids, largest
+   * first (ties: lower id first), computed where the logits are: [rows, k] each. Sampling with top-k needs no more.
+   */
+  forwardTopK?(input: ForwardInput, k: number): Promise<TopLogits>;
   /** Optional: bytes of outputs copied back from the model so far (logits rows or token ids). */
   readonly bytesRead?: number;
   /**

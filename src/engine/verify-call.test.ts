@@ -3,8 +3,8 @@ import type { Drafter } from './drafters/drafter';
 import { createDrafter, METHOD_NAMES, type Method } from './drafters/index';
 import type { GenerationResult, RoundEvent } from './events';
 import { generateAll } from './generate';
-import type { ForwardInput } from './lm';
-import { argmax, GREEDY } from './sampling';
+import type { ForwardInput, TopLogits } from './lm';
+import { argmax, GREEDY, topK } from './sampling';
 import { statsFromEvents } from './stats';
 import { HiddenToyLM, toyHeads } from './testing/toy-heads';
 import { hashedLogits, noisyCopy, ToyLM } from './testing/toy-lm';
@@ -48,6 +48,28 @@ class ArgmaxToyLM extends HiddenToyLM {
     }
   }
 
+  topKCalls = 0;
+
+  async forwardTopK(input: ForwardInput, k: number): Promise<TopLogits> {
+    this.topKCalls++;
+    this.drafting = true;
+    const logits = await super.forward(input).finally(() => {
+      this.drafting = false;
+    });
+    const rows = logits.length / VOCAB;
+    const values = new Float32Array(rows * k);
+    const ids = new Int32Array(rows * k);
+    for (let r = 0; r < rows; r++) {
+      const row = logits.subarray(r * VOCAB, (r + 1) * VOCAB);
+      topK(row, k).forEach((id, j) => {
+        ids[r * k + j] = id;
+        values[r * k + j] = row[id] as number;
+      });
+    }
+    this.bytesRead += rows * k * 12;
+    return { k, values, ids };
+  }
+
   async forwardArgmax(input: ForwardInput): Promise<Int32Array> {
     this.argmaxCalls++;
     this.drafting = true;
@@ -60,7 +82,7 @@ class ArgmaxToyLM extends HiddenToyLM {
   }
 }
 
-async function run(target: ToyLM, method: Method, temperature = 0, drafterPatch?: Partial<Drafter>) {
+async function run(target: ToyLM, method: Method, temperature = 0, drafterPatch?: Partial<Drafter>, topk = 0) {
   const draft = new ToyLM(VOCAB, noisyCopy(fn, VOCAB, 2, 1.5));
   const heads = target instanceof HiddenToyLM ? { heads: toyHeads(target, draft.fn) } : {};
   const drafter = Object.assign(
@@ -68,7 +90,7 @@ async function run(target: ToyLM, method: Method, temperature = 0, drafterPatch?
     drafterPatch ?? {},
   );
   const events: RoundEvent[] = [];
-  const sampling = temperature === 0 ? GREEDY : { temperature, topK: 0, topP: 1, seed: 7 };
+  const sampling = temperature === 0 ? GREEDY : { temperature, topK: topk, topP: topk ? 0.95 : 1, seed: 7 };
   const result: GenerationResult = await generateAll(
     { target, drafter, tokenizer },
     [3, 14, 15, 9],
@@ -110,6 +132,26 @@ describe('verification that reads less', () => {
     expect(target.logitsCalls).toBe(a.result.stats.rounds);
     expect(a.result.stats.targetBytesPerRound).toBeCloseTo(4 * VOCAB * a.result.stats.meanTreeSize, 6);
   });
+
+  for (const method of METHOD_NAMES.filter((m) => m !== 'ar')) {
+    it(`sampling with top-k, ${method}: each row's top k comes back (12k bytes a row) unless the drafter reads logits; same text`, async () => {
+      const target = new ArgmaxToyLM();
+      const a = await run(target, method, 1.2, undefined, 6);
+      const b = await run(new HiddenToyLM(VOCAB, fn, 'eagle3', 6, IMPORTANCE), method, 1.2, undefined, 6);
+      // The same probabilities bit for bit, so the same random numbers give the same text (auto's choices follow real
+      // time when it has no cost model, as here, so its text may differ).
+      if (method !== 'auto') expect(a.result.tokens).toEqual(b.result.tokens);
+      const { stats } = a.result;
+      if (method === 'lookahead') {
+        expect(target.topKCalls).toBe(0);
+        return;
+      }
+      // Medusa's typical acceptance (the default there) reads whole rows (their entropy); its rejection rule does not.
+      const typical = method === 'medusa' && target.logitsCalls > 0;
+      expect(target.topKCalls).toBe(typical ? 0 : stats.rounds);
+      if (!typical) expect(stats.targetBytesPerRound).toBeCloseTo(6 * 12 * stats.meanTreeSize, 6);
+    });
+  }
 
   it('a drafter that reads the target logits gets them under greedy too', async () => {
     const target = new ArgmaxToyLM();

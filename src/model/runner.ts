@@ -2,7 +2,7 @@
  * One loaded model over an onnxruntime-web session, holding its KV cache between calls. Each `forward` appends q
  * tokens (a chain or a flattened token tree) to the cache and returns logits for the requested rows only;
  * `forwardArgmax` returns only each requested row's best token (computed in the graph: q token ids leave the
- * device instead of q logits rows); `keep` schedules cache compaction (the accepted path), which the next call
+ * device instead of q logits rows), `forwardTopK` each row's k largest logits and their ids; `keep` schedules cache compaction (the accepted path), which the next call
  * performs inside the graph.
  *
  * On WebGPU the cache never leaves the GPU (present.* are gpu-buffer outputs fed back as the next past.*; the
@@ -10,7 +10,13 @@
  * back. `bytesRead` counts what came back.
  */
 import type * as OrtModule from 'onnxruntime-common';
-import { type CausalLM, ContextLimitError, type ForwardInput, type LayerSkippingLM } from '../engine/lm';
+import {
+  type CausalLM,
+  ContextLimitError,
+  type ForwardInput,
+  type LayerSkippingLM,
+  type TopLogits,
+} from '../engine/lm';
 import type { LlamaConfig } from './config';
 import { f16ToF32 } from './convert';
 import { ModelLoadError } from './errors';
@@ -203,6 +209,8 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = {
       [GRAPH_OUTPUTS.logits]: 'cpu',
       [GRAPH_OUTPUTS.argmax]: 'cpu',
+      [GRAPH_OUTPUTS.topValues]: 'cpu',
+      [GRAPH_OUTPUTS.topIds]: 'cpu',
     };
     if (options.device === 'webgpu') {
       for (let i = 0; i < model.config.numLayers; i++) {
@@ -308,8 +316,8 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
   }
 
   async forward(input: ForwardInput): Promise<Float32Array> {
-    const out = await this.run(input, GRAPH_OUTPUTS.logits, null);
-    return this.logitsOf(out, input);
+    const [out] = await this.run(input, [GRAPH_OUTPUTS.logits], null);
+    return this.logitsOf(out as Tensor, input);
   }
 
   /**
@@ -322,7 +330,8 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     if (skip.length !== 2 * L) throw new RangeError(`forwardSkipping: ${skip.length} switches for ${L} layers`);
     if (skip[0] || skip[L - 1] || skip[L] || skip[2 * L - 1])
       throw new RangeError('forwardSkipping: the first and the last layer always run');
-    return this.logitsOf(await this.run(input, GRAPH_OUTPUTS.logits, skip), input);
+    const [out] = await this.run(input, [GRAPH_OUTPUTS.logits], skip);
+    return this.logitsOf(out as Tensor, input);
   }
 
   private async logitsOf(out: Tensor, input: ForwardInput): Promise<Float32Array> {
@@ -335,13 +344,37 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
 
   /** Like forward, but returns only the argmax token of each requested row (greedy verification needs no more). */
   async forwardArgmax(input: ForwardInput): Promise<Int32Array> {
-    const out = await this.run(input, GRAPH_OUTPUTS.argmax, null);
-    const data = (await out.getData()) as BigInt64Array;
+    const [out] = await this.run(input, [GRAPH_OUTPUTS.argmax], null);
+    const data = (await (out as Tensor).getData()) as BigInt64Array;
     this.bytesRead += data.byteLength;
     return Int32Array.from(data, (v) => Number(v));
   }
 
-  private async run(input: ForwardInput, output: string, skip: Uint8Array | null): Promise<Tensor> {
+  /**
+   * Like forward, but returns only each requested row's k largest logits and their ids, largest first (ties: lower
+   * id first), computed in the graph: 12k bytes a row come back instead of a vocabulary row.
+   */
+  async forwardTopK(input: ForwardInput, k: number): Promise<TopLogits> {
+    const vocab = this.config.vocabSize;
+    if (!Number.isInteger(k) || k < 1 || k > vocab) throw new RangeError(`forwardTopK: k ${k} is not in [1, ${vocab}]`);
+    const [v, i] = await this.run(input, [GRAPH_OUTPUTS.topValues, GRAPH_OUTPUTS.topIds], null, {
+      [GRAPH_INPUTS.topK]: int64(this.ort, [k], [1]),
+    });
+    const values = (await (v as Tensor).getData()) as Float32Array;
+    const ids = (await (i as Tensor).getData()) as BigInt64Array;
+    const expected = Array.from(input.rows).length * k;
+    if (values.length !== expected || ids.length !== expected)
+      throw new Error(`forwardTopK: got ${values.length} values and ${ids.length} ids, expected ${expected}`);
+    this.bytesRead += values.byteLength + ids.byteLength;
+    return { k, values, ids: Int32Array.from(ids, (x) => Number(x)) };
+  }
+
+  private async run(
+    input: ForwardInput,
+    outputs: readonly string[],
+    skip: Uint8Array | null,
+    extraFeeds: Record<string, Tensor> = {},
+  ): Promise<Tensor[]> {
     if (this.released) throw new Error(`${this.model.spec}: the model was released`);
     const q = input.tokens.length;
     const kept = this.length;
@@ -372,6 +405,8 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       [GRAPH_INPUTS.attentionBias]: new this.ort.Tensor('float32', input.bias, [1, 1, q, total]),
       [GRAPH_INPUTS.keepIndices]: int64(this.ort, keepList, [keepList.length]),
       [GRAPH_INPUTS.logitsRows]: int64(this.ort, input.rows, [input.rows.length]),
+      [GRAPH_INPUTS.topK]: int64(this.ort, [1], [1]),
+      ...extraFeeds,
     };
     if (this.canSkipLayers) {
       const L = this.config.numLayers;
@@ -381,7 +416,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
         feeds[runMlp(i)] = run(!skip?.[L + i]);
       }
     }
-    const fetches = [output];
+    const fetches = [...outputs];
     const hiddenName =
       this.hiddenOutput === 'eagle3' ? GRAPH_OUTPUTS.hiddenEagle3 : this.hiddenOutput ? GRAPH_OUTPUTS.hidden : null;
     if (hiddenName) {
@@ -408,7 +443,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       this.hiddenRows = (await (out[hiddenName] as Tensor).getData()) as Float32Array;
       this.bytesRead += this.hiddenRows.byteLength;
     }
-    return out[output] as Tensor;
+    return outputs.map((name) => out[name] as Tensor);
   }
 
   /** The cache of one layer as fp32 arrays [kvHeads, length, headDim] (tests and debugging; downloads from GPU). */

@@ -6,8 +6,11 @@
  *            keep_indices int64 [kept] (cache slots kept from the past, in order: compaction fused into the call),
  *            logits_rows int64 [rows] (which of the q positions need logits),
  *            past_key_values.{i}.key / .value [1, kvHeads, past, headDim]
+ *            top_k int64 [1] (how many of each row's largest logits top_values/top_ids hold; 1 when unused),
  *   outputs  logits float32 [1, rows, vocab], argmax int64 [rows] (each requested row's best token: fetch it alone
- *            and only the token ids leave the device), present.{i}.key / .value [1, kvHeads, kept + q, headDim]
+ *            and only the token ids leave the device), top_values float32 / top_ids int64 [rows, top_k] (each
+ *            row's largest logits, largest first, and their ids: what sampling with top-k needs),
+ *            present.{i}.key / .value [1, kvHeads, kept + q, headDim]
  *
  * Two bodies compute the same function (llama-plain.ts: about 45 standard ONNX ops per layer; llama-fused.ts:
  * onnxruntime's contrib ops, about 15 per layer); weights are float in the compute precision or blockwise int4
@@ -306,6 +309,15 @@ export function buildLlamaGraph(
     if (options.interface !== 'transformers') {
       g.op('ArgMax', [logits], { axis: -1, keepdims: 0 }, GRAPH_OUTPUTS.argmax);
       g.output(GRAPH_OUTPUTS.argmax, 'int64', ['rows']);
+      // onnxruntime-web cannot feed an input that has a default (an initializer of the same name), so every call
+      // feeds top_k: 1 when it fetches something else.
+      g.input(GRAPH_INPUTS.topK, 'int64', [1]);
+      g.node('TopK', [logits, GRAPH_INPUTS.topK], {
+        attrs: { axis: -1, largest: 1, sorted: 1 },
+        outputs: [GRAPH_OUTPUTS.topValues, GRAPH_OUTPUTS.topIds],
+      });
+      g.output(GRAPH_OUTPUTS.topValues, 'float32', ['rows', 'k']);
+      g.output(GRAPH_OUTPUTS.topIds, 'int64', ['rows', 'k']);
     }
   }
 

@@ -6,11 +6,17 @@ export const GRAPH_INPUTS = {
   attentionBias: 'attention_bias',
   keepIndices: 'keep_indices',
   logitsRows: 'logits_rows',
+  /** int64 [1]: how many of each row's largest logits top_values/top_ids hold (1 when they are not fetched). */
+  topK: 'top_k',
 } as const;
 
 export const GRAPH_OUTPUTS = {
   logits: 'logits',
   argmax: 'argmax',
+  /** Each requested row's top_k largest logits, largest first (ties: lower id first), [rows, top_k]. */
+  topValues: 'top_values',
+  /** Their token ids, int64 [rows, top_k]. */
+  topIds: 'top_ids',
   /** Graphs built with hidden 'last': the final-normed hidden state of the hidden_rows, [hrows, H]. */
   hidden: 'hidden_states',
   /** Graphs built with hidden 'eagle3': inputs of layers 2, L/2 and L-3 of the hidden_rows, [hrows, 3H]. */

@@ -186,6 +186,40 @@ describe('argmax in the graph', () => {
   }
 });
 
+describe('top k in the graph', () => {
+  for (const options of [
+    { graph: 'plain', precision: 'fp32' },
+    { graph: 'fused', precision: 'int4' },
+  ] as const) {
+    it(`forwardTopK returns each row's k largest logits and their ids, and reads 12k bytes a row (${options.graph}, ${options.precision})`, async () => {
+      const { model } = randomModel();
+      const V = model.config.vocabSize;
+      const a = await ModelRunner.create(ort, model, { device: 'wasm', ...options });
+      const b = await ModelRunner.create(ort, model, { device: 'wasm', ...options });
+      const rows = [6, 2, 4];
+      const k = 7;
+      const logits = await a.forward({ ...prefill, rows });
+      const top = await b.forwardTopK({ ...prefill, rows }, k);
+      expect(top.k).toBe(k);
+      for (let r = 0; r < rows.length; r++) {
+        const row = logits.subarray(r * V, (r + 1) * V);
+        const want = Array.from(row.keys()).sort((x, y) => (row[y] as number) - (row[x] as number) || x - y);
+        expect(Array.from(top.ids.subarray(r * k, (r + 1) * k))).toEqual(want.slice(0, k));
+        expect(Array.from(top.values.subarray(r * k, (r + 1) * k))).toEqual(want.slice(0, k).map((i) => row[i]));
+      }
+      expect(b.bytesRead).toBe(rows.length * k * 12);
+      // The cache advanced the same way; a plain call after a top-k call (top_k not fed) still works.
+      const next = { tokens: [9], positions: [7], bias: chainBias(7, 1), rows: [0] };
+      expect(Array.from(await b.forward(next))).toEqual(Array.from(await a.forward(next)));
+      await expect(
+        b.forwardTopK({ ...next, tokens: [1], positions: [8], bias: chainBias(8, 1) }, V + 1),
+      ).rejects.toThrow(/k \d+ is not in \[1, \d+\]/);
+      await a.release();
+      await b.release();
+    });
+  }
+});
+
 describe("graph 'auto'", () => {
   it('times both variants on the first layers and keeps the faster', async () => {
     const { model } = randomModel();
