@@ -51,6 +51,12 @@ interface Arm {
   tokens: number;
   cost: number;
   samples: number;
+  /**
+   * Under real time, whether the arm has run its first round in this drafter (that round is not counted: its code
+   * still runs cold, its model calls meet new shapes, and it measured 2-3x slow, enough to keep a fresh install on
+   * plain decoding for hundreds of rounds).
+   */
+  warmed: boolean;
   /** Round index this arm last ran in. */
   lastRound: number;
   /** Cost of its latest round (for the weight of a remembered estimate). */
@@ -83,6 +89,12 @@ const SAVE_EVERY = 8;
 const DECAY = 0.9;
 /** Rounds each arm is tried before the choice is made on measurements. */
 const WARMUP_SAMPLES = 2;
+/**
+ * Until an arm has this many measured rounds, it is revisited after REVISIT_MIN rounds however far behind it looks:
+ * a couple of rounds are too few to trust (a pause, a cold start) and a wrong early verdict would otherwise stand for
+ * up to REVISIT_MAX rounds.
+ */
+const SETTLED_SAMPLES = 6;
 /**
  * Revisiting a non-chosen arm costs its gap to the best arm for one round. An arm whose estimate is the share g
  * below the best waits g / EXPLORE_SHARE rounds (between REVISIT_MIN and REVISIT_MAX), so each arm's revisits cost
@@ -120,7 +132,15 @@ export class AutoDrafter implements Drafter {
     private readonly costs: () => CostModel | null = () => null,
     private readonly memory: AutoMemory | null = null,
   ) {
-    this.arms = arms.map((a) => ({ ...a, tokens: 0, cost: 0, samples: 0, lastRound: -1, roundCost: 0 }));
+    this.arms = arms.map((a) => ({
+      ...a,
+      tokens: 0,
+      cost: 0,
+      samples: 0,
+      warmed: false,
+      lastRound: -1,
+      roundCost: 0,
+    }));
     this.current = this.arms[0] as Arm;
   }
 
@@ -195,9 +215,10 @@ export class AutoDrafter implements Drafter {
     this.incumbent = best;
     // Revisit the arm most overdue (its estimate may be stale), the wait scaled by how far behind it is.
     const top = this.throughput(best);
+    const wait = (a: Arm) => (a.samples < SETTLED_SAMPLES ? REVISIT_MIN : revisitAfter(this.throughput(a), top));
     const overdue = this.arms
       .filter((a) => a !== best)
-      .map((a) => ({ a, late: this.round - a.lastRound - revisitAfter(this.throughput(a), top) }))
+      .map((a) => ({ a, late: this.round - a.lastRound - wait(a) }))
       .filter((x) => x.late >= 0)
       .sort((x, y) => y.late - x.late)[0];
     if (overdue) {
@@ -252,11 +273,15 @@ export class AutoDrafter implements Drafter {
       a.cost *= DECAY;
       a.tokens *= DECAY;
     }
+    this.round++;
+    if (this.measure === 'time' && !arm.warmed) {
+      arm.warmed = true;
+      return;
+    }
     arm.cost += cost;
     arm.tokens += result.path.length;
     arm.samples++;
     arm.roundCost = cost;
-    this.round++;
     if (this.measure === 'time' && this.memory && this.round % SAVE_EVERY === 0) this.save(this.memory);
   }
 
