@@ -76,7 +76,12 @@ export function buildProbeGraph(
     data: precision.compute === 'fp16' ? new Uint16Array(0) : new Float32Array(0),
     dims: [1, cfg.numKvHeads, 0, cfg.headDim],
   });
+  // The whole graph's top-k output needs its k (1: nothing reads it here); the layers-only graph has no logits.
+  const topK: Record<string, FeedSpec> = whole
+    ? { [GRAPH_INPUTS.topK]: { type: 'int64', data: BigInt64Array.of(1n), dims: [1] } }
+    : {};
   const context: Record<string, FeedSpec> = {
+    ...topK,
     [GRAPH_INPUTS.inputIds]: int64(tokens(PROBE_CONTEXT, 1)),
     [GRAPH_INPUTS.positionIds]: int64(positions(PROBE_CONTEXT, 0)),
     [GRAPH_INPUTS.attentionBias]: bias(0, PROBE_CONTEXT),
@@ -91,6 +96,7 @@ export function buildProbeGraph(
   }
   const keep = positions(PROBE_CONTEXT, 0);
   const call = (q: number): Record<string, FeedSpec> => ({
+    ...topK,
     [GRAPH_INPUTS.inputIds]: int64(tokens(q, 5)),
     [GRAPH_INPUTS.positionIds]: int64(positions(q, PROBE_CONTEXT)),
     [GRAPH_INPUTS.attentionBias]: bias(PROBE_CONTEXT, q),
