@@ -81,7 +81,7 @@ export function toProbs(logits: ArrayLike<number>, params: SamplingParams): Floa
   if (params.topP < 1) {
     // The nucleus: grow a candidate list (the top m by weight) until its mass reaches p, then take its prefix.
     const target = params.topP * sum;
-    let m = Math.min(n, 64);
+    let m = limited ? params.topK : Math.min(n, 64);
     for (;;) {
       if (!order || order.length < m) order = topK(out, m);
       let mass = 0;

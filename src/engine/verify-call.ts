@@ -12,7 +12,8 @@
  * refused at load, so only an fp16 overflow goes unseen on that path).
  */
 import type { TargetOutputs } from './drafters';
-import { type CausalLM, checkLogits, type ForwardInput, type HiddenStatesLM, ModelOutputError } from './lm';
+import { type CausalLM, checkLogits, type ForwardInput, type HiddenStatesLM } from './lm';
+import type { VerifyRule } from './verify';
 
 /** What the round needs back: argmax ids (greedy), each row's k largest logits (sampling with top-k), or all. */
 export type TargetRead = { kind: 'ids' } | { kind: 'top'; k: number } | { kind: 'logits' };
@@ -22,7 +23,7 @@ export function targetRead(
   target: CausalLM,
   greedy: boolean,
   topK: number,
-  rule: 'greedy' | 'rejection' | 'typical',
+  rule: VerifyRule,
   drafterReadsLogits: boolean,
 ): TargetRead {
   if (drafterReadsLogits) return { kind: 'logits' };
@@ -79,12 +80,7 @@ export async function callTarget(
   if (read.kind === 'top' && target.forwardTopK) {
     const top = await target.forwardTopK(input, read.k);
     const vocab = target.config.vocabSize;
-    for (const v of top.values) {
-      if (!Number.isFinite(v))
-        throw new ModelOutputError(
-          `the target model produced ${Number.isNaN(v) ? 'NaN' : 'infinite'} logits: its weights or config.json are broken, or the values overflow this precision`,
-        );
-    }
+    checkLogits(top.values, top.k, 'the target model');
     const rows = new Map<number, Float32Array>();
     const row = (i: number): Float32Array => {
       let r = rows.get(i);

@@ -2,8 +2,8 @@
  * One loaded model over an onnxruntime-web session, holding its KV cache between calls. Each `forward` appends q
  * tokens (a chain or a flattened token tree) to the cache and returns logits for the requested rows only;
  * `forwardArgmax` returns only each requested row's best token (computed in the graph: q token ids leave the
- * device instead of q logits rows), `forwardTopK` each row's k largest logits and their ids; `keep` schedules cache compaction (the accepted path), which the next call
- * performs inside the graph.
+ * device instead of q logits rows), `forwardTopK` each row's k largest logits and their ids; `keep` schedules cache
+ * compaction (the accepted path), which the next call performs inside the graph.
  *
  * On WebGPU the cache never leaves the GPU (present.* are gpu-buffer outputs fed back as the next past.*; the
  * previous ones are disposed, so GPU memory does not grow across calls); only the logits rows or token ids come
