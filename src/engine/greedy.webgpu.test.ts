@@ -2,7 +2,8 @@
  * Greedy identity on WebGPU in Node (Dawn; lavapipe here) with fp16 compute where the adapter has shader-f16:
  * every method gives plain greedy decoding of the same target token for token. The pair is small and random: the
  * draft is the target's first layer alone (same seed, so the same embeddings and layer-0 weights), which agrees
- * with the target often enough for accepted, rejected and bonus tokens to all occur.
+ * with the target often enough for accepted, rejected and bonus tokens to all occur. Also what the rounds read back
+ * from the GPU: each row's top k from the graph, and under sampling with top-k the same text as whole rows.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,7 @@ import { randomModel } from '../model/testing/random-model';
 import { nodeWebGpu, webGpuOrt, webGpuTitle } from '../runtime/testing/node-webgpu';
 import { createDrafter, headsNeeded, METHOD_NAMES, type Method, methodSpec } from './drafters/index';
 import { generateAll } from './generate';
+import type { CausalLM } from './lm';
 import { GREEDY } from './sampling';
 import { chainBias } from './tree';
 
@@ -138,6 +140,49 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('greedy identity of every method on 
       expect(Array.from(top.ids.subarray(r * k, (r + 1) * k))).toEqual(want.slice(0, k));
     }
     target.reset();
+  });
+
+  it('sampling with top-k reads each row top k from the GPU, and gives the text whole rows give', async () => {
+    // The same target behind a wrapper without forwardTopK: its rounds read whole rows.
+    const wholeRows: CausalLM = {
+      get length() {
+        return target.length;
+      },
+      get calls() {
+        return target.calls;
+      },
+      config: target.config,
+      forward: (input) => target.forward(input),
+      forwardArgmax: (input) => target.forwardArgmax(input),
+      keep: (indices) => target.keep(indices),
+      reset: () => target.reset(),
+    };
+    const sampling = { temperature: 0.9, topK: 12, topP: 0.95, seed: 5 };
+    for (const method of ['ar', 'chain', 'dynamic'] as const) {
+      const sample = async (on: CausalLM) => {
+        on.reset();
+        const before = target.bytesRead;
+        const drafter = createDrafter(method, { target: on, draft, costs: () => null });
+        const r = await generateAll(
+          { target: on, drafter, tokenizer: target.model.tokenizer },
+          PROMPTS[0] as number[],
+          {
+            maxNewTokens: TOKENS,
+            sampling,
+            stopAtEos: false,
+          },
+        );
+        return { r, bytes: target.bytesRead - before };
+      };
+      const top = await sample(target);
+      const whole = await sample(wholeRows);
+      expect(top.r.tokens).toEqual(whole.r.tokens);
+      // Verifying rounds read 12 bytes per node and k, or a whole row per node (the prefill reads one token id).
+      const nodes = top.r.stats.meanTreeSize * top.r.stats.rounds;
+      expect(top.bytes).toBeCloseTo(8 + 12 * sampling.topK * nodes, 3);
+      const wholeNodes = whole.r.stats.meanTreeSize * whole.r.stats.rounds;
+      expect(whole.bytes).toBeCloseTo(8 + 4 * target.config.vocabSize * wholeNodes, 3);
+    }
   });
 
   it('plain decoding of each prompt', async () => {
