@@ -30,6 +30,8 @@ export async function measureCurve(
   warmRounds = 2,
   /** How the repeats of one width become its time (the median; a spot check takes the fastest). */
   summary: (times: number[]) => number = median,
+  /** Run (untimed) before every timed call: another model's call, as calls alternate in a round. */
+  between?: () => Promise<void>,
 ): Promise<CostCurve> {
   const pick = (n: number, offset: number) =>
     Array.from({ length: n }, (_, i) => tokens[(offset + i) % tokens.length] as number);
@@ -41,6 +43,7 @@ export async function measureCurve(
   const call = async (q: number, offset: number) => {
     lm.keep(keep);
     const batch = pick(q, ctx + offset);
+    await between?.();
     const t = performance.now();
     await lm.forward({
       tokens: batch,

@@ -71,4 +71,33 @@ describe('remembered costs', () => {
     await store.set(key, { ...record, costs: { curve: 'garbage' } });
     expect((await calibrateCosts(request(lm, store))).source).toBe('measured');
   });
+
+  it("time the draft as it runs in a round: each call right after a target call (and refuse records timed otherwise)", async () => {
+    vi.spyOn(performance, 'now').mockImplementation(() => clock);
+    const store = new MemoryStore();
+    const target = new TimedLM(10, 'toy-target');
+    // A draft call costs 1 (x width) in a loop of its own calls, 2 right after a target call (its weights evicted).
+    let targetRan = false;
+    const targetForward = target.forward.bind(target);
+    target.forward = async (input) => {
+      targetRan = true;
+      return targetForward(input);
+    };
+    class Draft extends TimedLM {
+      override async forward(input: ForwardInput): Promise<Float32Array> {
+        if (targetRan) clock += this.perToken * (1 + input.tokens.length / 8);
+        targetRan = false;
+        return super.forward(input);
+      }
+    }
+    const draft = new Draft(1, 'toy-draft');
+    const measured = await calibrateCosts({ ...request(target, store), draft });
+    expect(measured.costs.draftCurve.points.map((p) => p.ms)).toEqual([2.25, 2.5, 3, 4]);
+    expect(measured.costs.draftRelative).toBeCloseTo(2.25 / 11.25, 9);
+    // A record of the first version (the draft timed alone) is measured again.
+    const key = 'costs:toy-target:toy-draft';
+    await store.set(key, { ...((await store.get(key)) as object), version: 1 });
+    expect((await calibrateCosts({ ...request(target, store), draft })).source).toBe('measured');
+    expect((await calibrateCosts({ ...request(target, store), draft })).source).toBe('remembered');
+  });
 });
