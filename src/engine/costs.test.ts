@@ -72,7 +72,7 @@ describe('remembered costs', () => {
     expect((await calibrateCosts(request(lm, store))).source).toBe('measured');
   });
 
-  it("time the draft as it runs in a round: each call right after a target call (and refuse records timed otherwise)", async () => {
+  it('time the draft as it runs in a round: each call right after a target call (and refuse records timed otherwise)', async () => {
     vi.spyOn(performance, 'now').mockImplementation(() => clock);
     const store = new MemoryStore();
     const target = new TimedLM(10, 'toy-target');
