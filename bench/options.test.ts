@@ -42,6 +42,7 @@ describe('npm run bench flags', () => {
     expect(cli.sampling).toEqual({ temperature: 0.8, topK: 50, topP: 0.9, seed: 1 });
     expect(partialRun(cli)).toBe('sampled');
     expect(() => parse(['--temperature', 'hot'])).toThrow(/--temperature expects a number/);
+    expect(() => parse(['--temperature', '1', '--top-k', '0x10'])).toThrow(/--top-k expects a number, got "0x10"/);
     expect(() => parse(['--temperature', '-1'])).toThrow(/--temperature -1 must be >= 0/);
     expect(() => parse(['--temperature', '1', '--top-k', '2.5'])).toThrow(/top-k 2.5 must be a non-negative integer/);
     expect(() => parse(['--temperature', '1', '--top-p', '0'])).toThrow(/top-p 0 must be in/);

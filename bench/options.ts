@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { isMethod, METHOD_NAMES, type Method } from '../src/engine/drafters/index';
 import { checkSampling, isGreedy, type SamplingParams } from '../src/engine/sampling';
-import { joinNegativeValues } from '../src/util/args';
+import { joinNegativeValues, numberFlag } from '../src/util/args';
 import type { BenchPrompt } from './harness';
 
 export const BACKENDS = [
@@ -145,13 +145,9 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
 }
 
 function samplingFlags(values: Record<string, string | boolean | undefined>): SamplingParams | null {
-  const num = (name: string, fallback: number): number => {
-    const raw = values[name] as string | undefined;
-    if (raw === undefined) return fallback;
-    const v = Number(raw);
-    if (raw.trim() === '' || !Number.isFinite(v)) throw new BenchUsageError(`--${name} expects a number, got "${raw}"`);
-    return v;
-  };
+  // Decimals all three (a fractional top-k is refused by checkSampling below, naming it).
+  const num = (name: string, fallback: number): number =>
+    numberFlag(name, values[name] as string | undefined, fallback, false, (m) => new BenchUsageError(m));
   const sampling = { temperature: num('temperature', 0), topK: num('top-k', 0), topP: num('top-p', 1), seed: 1 };
   try {
     checkSampling(sampling);

@@ -14,7 +14,7 @@ import {
 } from '../engine/drafters/index';
 import type { SamplingParams } from '../engine/sampling';
 import { PRECISIONS, type Precision } from '../model/precision';
-import { firstLine, joinNegativeValues } from '../util/args';
+import { firstLine, joinNegativeValues, numberFlag } from '../util/args';
 
 export const DEFAULT_TARGET = 'public/models/austen-target';
 export const DEFAULT_DRAFT = 'public/models/austen-draft';
@@ -77,23 +77,9 @@ const VALUE_FLAGS = [
   'system',
 ] as const;
 
-const INTEGER = /^[-+]?[0-9]+$/;
-const DECIMAL = /^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$/;
-
 /** A decimal number (or a safe integer), or a UsageError naming the flag. */
-function number(name: string, raw: string | undefined, fallback: number, integer = false): number {
-  if (raw === undefined) return fallback;
-  const text = raw.trim();
-  const v = Number(text);
-  if (integer) {
-    if (!INTEGER.test(text)) throw new UsageError(`--${name} expects a whole number, got "${raw}"`);
-    if (!Number.isSafeInteger(v))
-      throw new UsageError(`--${name} ${raw} is too large (at most ${Number.MAX_SAFE_INTEGER})`);
-    return v;
-  }
-  if (!DECIMAL.test(text) || !Number.isFinite(v)) throw new UsageError(`--${name} expects a number, got "${raw}"`);
-  return v;
-}
+const number = (name: string, raw: string | undefined, fallback: number, integer = false): number =>
+  numberFlag(name, raw, fallback, integer, (message) => new UsageError(message));
 
 export function parseCli(argv: string[]): CliOptions {
   let values: Record<string, string | boolean | undefined>;

@@ -18,3 +18,29 @@ export function joinNegativeValues(argv: readonly string[], valueFlags: Readonly
 
 /** The first line of an error message (parseArgs adds hints on further lines). */
 export const firstLine = (message: string): string => message.split('\n')[0] ?? message;
+
+const INTEGER = /^[-+]?[0-9]+$/;
+const DECIMAL = /^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$/;
+
+/**
+ * A flag's decimal number (or safe integer): `fallback` when absent, otherwise the value or the error `fail` makes of
+ * a one-line message naming the flag (no hex, no Infinity, nothing past Number.MAX_SAFE_INTEGER for integers).
+ */
+export function numberFlag(
+  name: string,
+  raw: string | undefined,
+  fallback: number,
+  integer: boolean,
+  fail: (message: string) => Error,
+): number {
+  if (raw === undefined) return fallback;
+  const text = raw.trim();
+  const v = Number(text);
+  if (integer) {
+    if (!INTEGER.test(text)) throw fail(`--${name} expects a whole number, got "${raw}"`);
+    if (!Number.isSafeInteger(v)) throw fail(`--${name} ${raw} is too large (at most ${Number.MAX_SAFE_INTEGER})`);
+    return v;
+  }
+  if (!DECIMAL.test(text) || !Number.isFinite(v)) throw fail(`--${name} expects a number, got "${raw}"`);
+  return v;
+}
