@@ -357,9 +357,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
   async forwardTopK(input: ForwardInput, k: number): Promise<TopLogits> {
     const vocab = this.config.vocabSize;
     if (!Number.isInteger(k) || k < 1 || k > vocab) throw new RangeError(`forwardTopK: k ${k} is not in [1, ${vocab}]`);
-    const [v, i] = await this.run(input, [GRAPH_OUTPUTS.topValues, GRAPH_OUTPUTS.topIds], null, {
-      [GRAPH_INPUTS.topK]: int64(this.ort, [k], [1]),
-    });
+    const [v, i] = await this.run(input, [GRAPH_OUTPUTS.topValues, GRAPH_OUTPUTS.topIds], null, k);
     const values = (await (v as Tensor).getData()) as Float32Array;
     const ids = (await (i as Tensor).getData()) as BigInt64Array;
     const expected = Array.from(input.rows).length * k;
@@ -373,7 +371,8 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     input: ForwardInput,
     outputs: readonly string[],
     skip: Uint8Array | null,
-    extraFeeds: Record<string, Tensor> = {},
+    /** The graph's top_k (1 when top_values/top_ids are not fetched). */
+    topK = 1,
   ): Promise<Tensor[]> {
     if (this.released) throw new Error(`${this.model.spec}: the model was released`);
     const q = input.tokens.length;
@@ -405,8 +404,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       [GRAPH_INPUTS.attentionBias]: new this.ort.Tensor('float32', input.bias, [1, 1, q, total]),
       [GRAPH_INPUTS.keepIndices]: int64(this.ort, keepList, [keepList.length]),
       [GRAPH_INPUTS.logitsRows]: int64(this.ort, input.rows, [input.rows.length]),
-      [GRAPH_INPUTS.topK]: int64(this.ort, [1], [1]),
-      ...extraFeeds,
+      [GRAPH_INPUTS.topK]: int64(this.ort, [topK], [1]),
     };
     if (this.canSkipLayers) {
       const L = this.config.numLayers;
