@@ -72,6 +72,26 @@ describe('remembered costs', () => {
     expect((await calibrateCosts(request(lm, store))).source).toBe('measured');
   });
 
+  it('time each width as a round calls it, every row read (and refuse records timed on the last row alone)', async () => {
+    vi.spyOn(performance, 'now').mockImplementation(() => clock);
+    const store = new MemoryStore();
+    // A call costs 10 plus 1 per token plus 1 per row read.
+    class RowsLM extends TimedLM {
+      override async forward(input: ForwardInput): Promise<Float32Array> {
+        const q = input.tokens.length;
+        clock += 10 + q + Array.from(input.rows).length;
+        return ToyLM.prototype.forward.call(this, input);
+      }
+    }
+    const lm = new RowsLM(1, 'toy-rows');
+    const measured = await calibrateCosts(request(lm, store));
+    expect(measured.costs.curve.points.map((p) => p.ms)).toEqual([12, 14, 18, 26]);
+    // A record of the second version (one row read) is measured again.
+    const key = 'costs:toy-rows:none';
+    await store.set(key, { ...((await store.get(key)) as object), version: 2 });
+    expect((await calibrateCosts(request(lm, store))).source).toBe('measured');
+  });
+
   it('time the draft as it runs in a round: each call right after a target call (and refuse records timed otherwise)', async () => {
     vi.spyOn(performance, 'now').mockImplementation(() => clock);
     const store = new MemoryStore();

@@ -13,8 +13,11 @@ import { chainBias } from './tree';
 import { forwardDiscarding } from './verify-call';
 
 export interface CostRecord {
-  /** 2: the draft's curve timed between target calls (version 1 timed it alone, 1.6-2x too cheap). */
-  version: 2;
+  /**
+   * 3: every row of a call read, as rounds read them (version 2 read the last row alone: wide calls too cheap); 2: the
+   * draft timed between target calls (version 1 timed it alone, 1.6-2x too cheap).
+   */
+  version: 3;
   savedAt: number;
   target: string;
   draft: string;
@@ -44,7 +47,7 @@ function isCurve(c: unknown): c is CostCurve {
 function usable(record: unknown, target: string, draft: string, qs: readonly number[], now: number): CostRecord | null {
   const r = record as Partial<CostRecord> | null;
   if (
-    r?.version !== 2 ||
+    r?.version !== 3 ||
     r.target !== target ||
     r.draft !== draft ||
     JSON.stringify(r.qs) !== JSON.stringify(qs) ||
@@ -131,7 +134,7 @@ export async function calibrateCosts(req: CalibrationRequest): Promise<Calibrati
   const t1 = curve.points[0]?.ms ?? 1;
   const costs: CostModel = { curve, draftRelative: (draftCurve.points[0]?.ms ?? 0) / t1, draftCurve };
   await safeSet(req.store, key, {
-    version: 2,
+    version: 3,
     savedAt: Date.now(),
     target: req.target.fingerprint,
     draft: draftId,
