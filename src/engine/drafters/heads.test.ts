@@ -38,6 +38,8 @@ async function tauOf(
   prompt: number[],
   costs: CostModel | null = null,
   soften = 1,
+  /** One heads call in single-token target calls. */
+  headsCost = 0.05,
 ) {
   const setupResult = setup(method === 'medusa' ? 'last' : 'eagle3', noise);
   const { target } = setupResult;
@@ -46,7 +48,7 @@ async function tauOf(
   const heads = {
     spec: 'toy',
     ...(method === 'medusa' ? { medusa: new ToyMedusaHeads(4, V, guess) } : { eagle3: new ToyEagle3Head(V, guess) }),
-    relativeCost: () => 0.05,
+    relativeCost: () => headsCost,
   };
   const drafter = createDrafter(method, { target, heads, costs: () => costs });
   const r = await generateAll({ target, drafter, tokenizer }, prompt, { maxNewTokens: 60, sampling: GREEDY });
@@ -88,9 +90,20 @@ describe('Medusa heads', () => {
       costsWith((q) => q),
     );
     expect(s.tau).toBe(1);
-    // Rests of 1, 2, 4, then 8 rounds between calls: about one call in nine rounds once settled.
-    expect(s.draftCalls).toBeLessThan(s.rounds / 5);
-    expect(s.draftCalls).toBeGreaterThan(s.rounds / 12);
+    // Rests of 1, 2, 4, 8, 16, then 32 rounds between calls: 6 calls in the 60 rounds.
+    expect(s.draftCalls).toBeLessThan(s.rounds / 8);
+    expect(s.draftCalls).toBeGreaterThan(0);
+  });
+
+  it('backs off too when the best tree only pays for verifying, not for the heads call that found it', async () => {
+    // Heads that know the target, a flat curve, but a heads call costing 5 target calls: a 4-node tree is worth
+    // verifying once the call is spent (5 tokens for 6 calls' cost against 1 for 6), never worth calling for (5 < 6).
+    const flat = costsWith((q) => 1 + 0.01 * q);
+    const s = await tauOf('medusa', 0, [1, 2, 3], flat, 1, 5);
+    expect(s.draftCalls).toBeLessThan(s.rounds / 4);
+    // A cheap call pays: called every round.
+    const cheap = await tauOf('medusa', 0, [1, 2, 3], flat, 1, 0.5);
+    expect(cheap.draftCalls).toBeGreaterThanOrEqual(cheap.rounds - 1);
   });
 
   it('a one-token prompt drafts from the second round on (no state before the root until the target has run)', async () => {
