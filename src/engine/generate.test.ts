@@ -201,6 +201,43 @@ describe('engine behaviour', () => {
     expect(a.result.tokens).not.toEqual(c.result.tokens);
   });
 
+  it('what a drafter learned carries over between greedy generations, never into a sampled one', async () => {
+    const sampled = { temperature: 0.9, topK: 0, topP: 1, seed: 11 };
+    const trees = (events: readonly RoundEvent[]) => events.map((e) => e.tree.tokens.join(' '));
+    const changed: string[] = [];
+    for (const method of METHODS.filter((m) => !m.learns).map((m) => m.name)) {
+      const { target, draft } = pair(50, 1.5);
+      // A measured cost model, so that the cost-aware drafters size their trees on what they learned.
+      const points = (slope: number) =>
+        [1, 2, 4, 8, 16, 32, 64].map((q) => ({ q, ms: 1, relative: 1 + slope * (q - 1) }));
+      const costs = {
+        curve: { context: 0, points: points(0.1) },
+        draftRelative: 0.1,
+        draftCurve: { context: 0, points: points(0.05) },
+      };
+      const heads = { heads: toyHeads(target, draft.fn) };
+      const fresh = () => createDrafter(method, { target, draft, ...heads, costs: () => costs });
+      const go = async (drafter: Drafter, prompt: number[], sampling: SamplingParams) => {
+        const events: RoundEvent[] = [];
+        const result = await generateAll({ target, drafter, tokenizer }, prompt, { maxNewTokens: 30, sampling }, (e) =>
+          events.push(e),
+        );
+        return { tokens: result.tokens, trees: trees(events) };
+      };
+      const used = fresh();
+      for (const p of prompts.slice(0, 4)) await go(used, p, GREEDY);
+      // Sampled: exactly what a fresh drafter gives for the seed, trees and all.
+      expect(await go(used, [9, 8, 7], sampled), method).toEqual(await go(fresh(), [9, 8, 7], sampled));
+      // Greedy: the same text; the trees may differ (what was learned).
+      const warm = await go(used, [9, 8, 7], GREEDY);
+      const cold = await go(fresh(), [9, 8, 7], GREEDY);
+      expect(warm.tokens, method).toEqual(cold.tokens);
+      if (JSON.stringify(warm.trees) !== JSON.stringify(cold.trees)) changed.push(method);
+    }
+    // The drafters that size their trees on measured acceptance start the next greedy generation from it.
+    expect(changed).toEqual(expect.arrayContaining(['lookup', 'merged', 'adaptive-tree', 'eagle', 'medusa']));
+  });
+
   it('cancellation stops between rounds and leaves the engine reusable', async () => {
     const { target, draft } = pair(50, 1.5);
     const drafter = makeDrafter('tree', target, draft);

@@ -69,8 +69,9 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     this.current = allAccepted ? Math.min(this.adaptive.maxGamma, this.current + 2) : Math.max(1, this.current - 1);
   }
 
-  override reset(): void {
+  override reset(keepLearned = false): void {
     super.reset();
+    if (keepLearned) return;
     this.current = this.adaptive.initialGamma;
     this.accepted = 0;
     this.tried = 0;

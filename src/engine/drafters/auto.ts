@@ -285,8 +285,8 @@ export class AutoDrafter implements Drafter {
     if (this.measure === 'time' && this.memory && this.round % SAVE_EVERY === 0) this.save(this.memory);
   }
 
-  reset(): void {
-    for (const a of this.arms) a.drafter.reset();
+  reset(keepLearned = false): void {
+    for (const a of this.arms) a.drafter.reset(keepLearned);
   }
 
   note(): DrafterNote | null {

@@ -108,8 +108,12 @@ export interface Drafter {
    * the target's state (draft heads reading its hidden states) stays in step. `tree` is that other drafter's tree.
    */
   observe?(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void;
-  /** Forget all state (a new prompt). */
-  reset(): void;
+  /**
+   * A new prompt: forget the text's state. With `keepLearned` (the new generation is greedy, so its text cannot depend
+   * on it) what the drafter measured about its own guesses (acceptance per bucket, chain length, back-off) carries
+   * over from the generations before; without it (sampling: a seed then reproduces its text) that is forgotten too.
+   */
+  reset(keepLearned?: boolean): void;
   /** What the drafter did this round, if it has something to say. */
   note?(): DrafterNote | null;
   /**

@@ -250,10 +250,11 @@ export class DynamicTreeDrafter implements Drafter {
     return this.state.roundCost(costs);
   }
 
-  reset(): void {
+  reset(keepLearned = false): void {
     this.state.reset();
-    this.table.clear();
     this.keys = [];
+    if (keepLearned) return;
+    this.table.clear();
     this.depth = this.options.depth;
     this.budget = this.options.budget;
   }

@@ -240,8 +240,8 @@ export class LookupDrafter implements Drafter {
     });
   }
 
-  reset(): void {
-    this.table.clear();
+  reset(keepLearned = false): void {
+    if (!keepLearned) this.table.clear();
     this.matched = 0;
     this.lastNote = null;
   }

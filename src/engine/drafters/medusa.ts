@@ -186,11 +186,12 @@ export class MedusaDrafter implements Drafter {
     this.rootHidden = outputs.hidden(result.path[result.path.length - 1] as number).slice();
   }
 
-  reset(): void {
-    this.table.clear();
+  reset(keepLearned = false): void {
     this.rootHidden = null;
     this.keys = [];
     this.lastNote = null;
+    if (keepLearned) return;
+    this.table.clear();
     this.skip = 0;
     this.unpaid = 0;
   }

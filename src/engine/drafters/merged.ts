@@ -484,9 +484,9 @@ export class MergedDrafter implements Drafter {
     return this.sources.reduce((sum, s, i) => sum + (this.drafted(i) ? (s.drafter.draftCost?.(costs) ?? 0) : 0), 0);
   }
 
-  reset(): void {
-    for (const s of this.sources) s.drafter.reset();
-    for (const c of this.calibration) c.clear();
+  reset(keepLearned = false): void {
+    for (const s of this.sources) s.drafter.reset(keepLearned);
+    if (!keepLearned) for (const c of this.calibration) c.clear();
     this.trees = [];
     this.unionSpeedup = null;
     this.origin = [];

@@ -68,8 +68,9 @@ export interface MethodSpec<Name extends string = string> {
   /** The method reads the measured cost model; the engine calibrates before its first run where it can. */
   readonly usesCostModel: boolean;
   /**
-   * The method keeps learning across generations (a skip-set search, per-arm statistics), so its trees, and with
-   * them a seed's sampled text, may differ from one generation to the next. Greedy output never does.
+   * The method keeps learning across generations even under sampling (a skip-set search, per-arm statistics), so its
+   * trees, and with them a seed's sampled text, may differ from one generation to the next. Greedy output never does.
+   * (Every drafter may carry what it measured into the next greedy generation: Drafter.reset.)
    */
   readonly learns?: boolean;
   readonly create: (resources: DrafterResources) => Drafter;
