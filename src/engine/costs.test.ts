@@ -92,6 +92,23 @@ describe('remembered costs', () => {
     expect((await calibrateCosts(request(lm, store))).source).toBe('measured');
   });
 
+  it("keep the fastest of each width's calls: what else runs on the machine only adds time", async () => {
+    vi.spyOn(performance, 'now').mockImplementation(() => clock);
+    const store = new MemoryStore();
+    // A call costs 10 plus 1 per token and row; a busy spell makes all but the last timed single-token call 8 slower.
+    let ones = 0;
+    class BusyLM extends TimedLM {
+      override async forward(input: ForwardInput): Promise<Float32Array> {
+        const q = input.tokens.length;
+        const busy = q === 1 && input.positions[0] === 64 && ++ones % 3 !== 0;
+        clock += 10 + 2 * q + (busy ? 8 : 0);
+        return ToyLM.prototype.forward.call(this, input);
+      }
+    }
+    const measured = await calibrateCosts({ ...request(new BusyLM(1, 'toy-busy'), store), reps: 3, warmRounds: 0 });
+    expect(measured.costs.curve.points.map((p) => p.ms)).toEqual([12, 14, 18, 26]);
+  });
+
   it('time the draft as it runs in a round: each call right after a target call (and refuse records timed otherwise)', async () => {
     vi.spyOn(performance, 'now').mockImplementation(() => clock);
     const store = new MemoryStore();

@@ -14,8 +14,9 @@ import { forwardDiscarding } from './verify-call';
 
 export interface CostRecord {
   /**
-   * 3: every row of a call read, as rounds read them (version 2 read the last row alone: wide calls too cheap); 2: the
-   * draft timed between target calls (version 1 timed it alone, 1.6-2x too cheap).
+   * 3: every row of a call read, as rounds read them, and the fastest of each width's calls kept (version 2 read the
+   * last row alone, so wide calls looked too cheap, and kept the median); 2: the draft timed between target calls
+   * (version 1 timed it alone, 1.6-2x too cheap).
    */
   version: 3;
   savedAt: number;
@@ -105,9 +106,7 @@ export async function calibrateCosts(req: CalibrationRequest): Promise<Calibrati
     // Spot check: what one token costs now, against the record. The fastest of five calls: in a fresh process the
     // first calls after loading still vary two- to three-fold (measured 4.9-14 ms against a steady 5-6 ms) while
     // the compiled code settles, which a median of three let through as "another machine" half the time.
-    const now = await measureCurve(req.target, req.tokens, [1], 5, record.costs.curve.context, 2, (t) =>
-      Math.min(...t),
-    );
+    const now = await measureCurve(req.target, req.tokens, [1], 5, record.costs.curve.context, 2);
     const t1 = now.points[0]?.ms ?? 0;
     const then = record.costs.curve.points[0]?.ms ?? 0;
     if (t1 > 0 && then > 0 && t1 / then < 1.5 && then / t1 < 1.5) {
