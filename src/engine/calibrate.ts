@@ -69,14 +69,7 @@ export async function measureCurve(
   for (let w = 0; w < warmRounds; w++) for (const q of qs) await call(q, w);
   // Then interleave the widths, so drifting machine load hits all of them alike.
   const times = new Map<number, number[]>(qs.map((q) => [q, []]));
-  for (let r = 0; r < reps; r++) for (const q of qs) if (q > 1) times.get(q)?.push(await call(q, r));
-  // The unit, T(1), is what plain decoding pays: single-token calls in a run of their own. Amid the interleave, after
-  // wide calls, it measured 15-25% slower than plain decoding's own calls (wasm, 2 threads), which made every other
-  // width look that much cheaper.
-  if (qs.includes(1)) {
-    await call(1, 0);
-    for (let r = 0; r < reps; r++) times.get(1)?.push(await call(1, r));
-  }
+  for (let r = 0; r < reps; r++) for (const q of qs) times.get(q)?.push(await call(q, r));
   const points: CostPoint[] = qs.map((q) => ({ q, ms: summary(times.get(q) ?? []), relative: 0 }));
   const base = points[0]?.ms ?? 1;
   for (const p of points) p.relative = p.ms / base;

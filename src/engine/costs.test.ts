@@ -109,24 +109,6 @@ describe('remembered costs', () => {
     expect(measured.costs.curve.points.map((p) => p.ms)).toEqual([12, 14, 18, 26]);
   });
 
-  it('time the unit T(1) as plain decoding pays it, in a run of single-token calls', async () => {
-    vi.spyOn(performance, 'now').mockImplementation(() => clock);
-    const store = new MemoryStore();
-    // A single-token call right after a wider one costs 5 more (measured on wasm: T(1) 15-25% slower amid the wide
-    // calls of the interleave than in plain decoding's run of single-token calls).
-    let previous = 0;
-    class AfterWideLM extends TimedLM {
-      override async forward(input: ForwardInput): Promise<Float32Array> {
-        const q = input.tokens.length;
-        clock += 10 + 2 * q + (q === 1 && previous > 1 ? 5 : 0);
-        previous = q;
-        return ToyLM.prototype.forward.call(this, input);
-      }
-    }
-    const measured = await calibrateCosts(request(new AfterWideLM(1, 'toy-after-wide'), store));
-    expect(measured.costs.curve.points.map((p) => p.ms)).toEqual([12, 14, 18, 26]);
-  });
-
   it('time the draft as it runs in a round: each call right after a target call (and refuse records timed otherwise)', async () => {
     vi.spyOn(performance, 'now').mockImplementation(() => clock);
     const store = new MemoryStore();
