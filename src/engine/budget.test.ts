@@ -4,7 +4,7 @@
  * `auto` and `merged` use.
  */
 import { describe, expect, it } from 'vitest';
-import { bestFirstOrder, chooseBudget } from './budget';
+import { AcceptanceTable, bestFirstOrder, chooseBudget } from './budget';
 import type { CostCurve } from './calibrate';
 import { DYNAMIC_DEFAULTS, DynamicTreeDrafter } from './drafters/dynamic-tree';
 import { LOOKUP_DEFAULTS, LookupDrafter } from './drafters/lookup';
@@ -87,5 +87,21 @@ describe('hardware-aware tree size', () => {
     expect(steep.branchingPerRound).toBeLessThan(0.5); // essentially a chain
     expect(flat.meanTree).toBeGreaterThan(12);
     expect(flat.branchingPerRound).toBeGreaterThan(2); // a wide tree
+  });
+});
+
+describe('remembered acceptance', () => {
+  it('round-trips through plain data, and rows that do not fit are ignored', () => {
+    const table = new AcceptanceTable(() => 0.5);
+    for (const ok of [true, true, false]) table.record('a', ok);
+    table.record('b', false);
+    const copy = new AcceptanceTable(() => 0.5);
+    copy.restore(JSON.parse(JSON.stringify(table.snapshot())));
+    expect(['a', 'b', 'c'].map((k) => copy.rate(k))).toEqual(['a', 'b', 'c'].map((k) => table.rate(k)));
+    // Garbage, negative or impossible counts (more accepted than offered) leave the priors.
+    copy.restore([['a', -1, 0], ['b', 2, 3], ['c', Number.NaN, 0], [7, 1, 1], 'x']);
+    expect(['a', 'b', 'c'].map((k) => copy.rate(k))).toEqual([0.5, 0.5, 0.5]);
+    copy.restore({ not: 'rows' });
+    expect(copy.observations).toBe(0);
   });
 });

@@ -91,6 +91,28 @@ export class AcceptanceTable {
     this.offered.clear();
     this.accepted.clear();
   }
+
+  /** The counts as plain data: [bucket, offered, accepted] (to remember them between sessions). */
+  snapshot(): [string, number, number][] {
+    return [...this.offered].map(([key, o]) => [key, o, this.accepted.get(key) ?? 0]);
+  }
+
+  /** Start from remembered counts (replacing these); rows that do not fit are ignored. */
+  restore(rows: unknown): void {
+    this.clear();
+    if (!Array.isArray(rows)) return;
+    for (const row of rows) {
+      const [key, o, a] = Array.isArray(row) ? row : [];
+      if (typeof key !== 'string' || !countLike(o) || !countLike(a) || a > o) continue;
+      this.offered.set(key, o);
+      if (a > 0) this.accepted.set(key, a);
+    }
+  }
+}
+
+/** A remembered count: finite and not negative. */
+export function countLike(x: unknown): x is number {
+  return typeof x === 'number' && Number.isFinite(x) && x >= 0;
 }
 
 /**

@@ -119,6 +119,42 @@ describe('SpecEngine', () => {
     }
   });
 
+  it('remembers what a drafter learned in its store: a new session starts where the last greedy generation ended', async () => {
+    const load = (store: MemoryStore) =>
+      SpecEngine.load(ortForNode(), {
+        target: 'public/models/austen-target',
+        draft: 'public/models/austen-draft',
+        device: 'wasm',
+        store,
+        calibration: 'never',
+        warmup: false,
+      });
+    const trees = async (engine: SpecEngine, prompt: string, sampling: SamplingParams, maxNewTokens = 24) => {
+      const it = engine.generate(prompt, { method: 'adaptive-tree', maxNewTokens, sampling });
+      const out: string[] = [];
+      for (let step = await it.next(); !step.done; step = await it.next()) out.push(step.value.tree.tokens.join(' '));
+      return out;
+    };
+    const sampled: SamplingParams = { temperature: 0.8, topK: 40, topP: 0.95, seed: 3 };
+    const [first, second] = ['It is a truth universally acknowledged', 'Elizabeth walked into the drawing room and'];
+    const store = new MemoryStore();
+    const engines = [await load(store), await load(store), await load(new MemoryStore()), await load(store)];
+    const [one, two, fresh, three] = engines as [SpecEngine, SpecEngine, SpecEngine, SpecEngine];
+    try {
+      await trees(one, first, GREEDY, 16); // ends with the tree shrunk to depth 4 (it starts at 6)
+      // A second session on the same store drafts the same trees as the first one's next generation.
+      const resumed = await trees(two, second, GREEDY);
+      const continued = await trees(one, second, GREEDY);
+      expect(resumed).toEqual(continued);
+      // Without the store it starts from the priors, and drafts otherwise.
+      expect(await trees(fresh, second, GREEDY)).not.toEqual(continued);
+      // A sampled generation starts from the priors whatever the store holds (a seed reproduces its text).
+      expect(await trees(three, second, sampled)).toEqual(await trees(fresh, second, sampled));
+    } finally {
+      for (const e of engines) await e.release();
+    }
+  });
+
   it('cancelled at 50 random points, it stays usable and the next run equals an uncancelled run', async () => {
     const prompt = 'Anne recollected with pleasure the next morning her promise';
     const sampled: SamplingParams = { temperature: 0.8, topK: 40, topP: 0.95, seed: 7 };

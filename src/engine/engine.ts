@@ -28,9 +28,9 @@ import {
   uses,
 } from './drafters/index';
 import type { GenerationResult, RoundEvent } from './events';
-import { type GenerateOptions, generate } from './generate';
+import { type GenerateOptions, generate, isGreedyRun } from './generate';
 import { hasHiddenStates, isLayerSkipping } from './lm';
-import { type KeyValueStore, MemoryStore } from './store';
+import { type KeyValueStore, MemoryStore, safeGet, safeSet } from './store';
 import { chainBias } from './tree';
 
 type Ort = Parameters<typeof openModels>[0];
@@ -67,7 +67,8 @@ export interface EngineLoadOptions {
   calibration?: 'auto' | 'never';
   /**
    * Where the engine and its methods remember what they measured or learned about a model and device: the cost
-   * curve, a found skip set (default: for this engine's life only; the CLI uses a file, the page IndexedDB).
+   * curve, a found skip set, what each drafter learned about its guesses in greedy generations (default: for this
+   * engine's life only; the CLI uses a file, the page IndexedDB).
    */
   store?: KeyValueStore;
   /** Run a few calls of the shapes generation uses right after loading, so the first generation runs warm (default true). */
@@ -97,6 +98,9 @@ export class MethodUnavailableError extends Error {
 /** Widths and repeats of the quick calibration the engine runs by itself (well under a second on wasm). */
 const QUICK_CURVE = { qs: [1, 2, 4, 8, 16, 32], reps: 3, warmRounds: 1 } as const;
 
+/** Version of the remembered learning records (another version is ignored). */
+const LEARNED_VERSION = 1;
+
 const CALIBRATION_TEXT =
   'It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.';
 
@@ -113,6 +117,8 @@ export interface EngineTimings {
 
 export class SpecEngine {
   private readonly drafters = new Map<string, Drafter>();
+  /** Methods whose drafter has started from what the store remembers of its learning (once per drafter). */
+  private readonly relearned = new Set<string>();
   private busy = false;
   private costs: CostModel | null = null;
   readonly timings: EngineTimings = { loadMs: 0, warmupMs: 0, calibrationMs: 0, calibration: 'none' };
@@ -218,6 +224,14 @@ export class SpecEngine {
     return spec;
   }
 
+  /** Where a method's learning is remembered: per method and the models its drafter was made with. */
+  private learnedKey(spec: MethodSpec<Method>): string {
+    const draft = uses(spec, 'draft-model') && this.draft ? this.draft.fingerprint : 'none';
+    const heads =
+      this.heads && (uses(spec, 'medusa-heads') || uses(spec, 'eagle-head')) ? this.heads.loaded.spec : 'none';
+    return `learned:${spec.name}:${this.target.fingerprint}:${draft}:${heads}`;
+  }
+
   private drafterFor(spec: MethodSpec<Method>): Drafter {
     let d = this.drafters.get(spec.name);
     if (!d) {
@@ -321,12 +335,28 @@ export class SpecEngine {
       }
       const ids = typeof prompt === 'string' ? this.encode(prompt) : [...(prompt as readonly number[])];
       const drafter = this.drafterFor(spec);
+      // What the drafter learns about its guesses carries over between greedy generations (Drafter.reset), and
+      // between sessions through the store: a CLI run, one generation per process, starts where the last one ended.
+      const greedy = isGreedyRun(options);
+      const key = this.learnedKey(spec);
+      if (greedy && drafter.relearn && !this.relearned.has(spec.name)) {
+        this.relearned.add(spec.name);
+        const record = (await safeGet(this.store, key)) as { version?: unknown; state?: unknown } | null | undefined;
+        if (record?.version === LEARNED_VERSION) drafter.relearn(record.state);
+      }
       // Every model the method runs bounds the context.
       const contextLimit = Math.min(
         this.target.config.maxPositions,
         uses(spec, 'draft-model') && this.draft ? this.draft.config.maxPositions : Number.POSITIVE_INFINITY,
       );
-      return yield* generate({ target: this.target, drafter, tokenizer: this.tokenizer, contextLimit }, ids, options);
+      const result = yield* generate(
+        { target: this.target, drafter, tokenizer: this.tokenizer, contextLimit },
+        ids,
+        options,
+      );
+      if (greedy && drafter.learned)
+        await safeSet(this.store, key, { version: LEARNED_VERSION, state: drafter.learned() });
+      return result;
     } finally {
       this.busy = false;
     }

@@ -51,6 +51,11 @@ function rejectedBranch(tree: DraftTree, result: VerifyResult): number[] {
   return out;
 }
 
+/** Whether a generation's text cannot depend on its drafter's choices: greedy decoding, or the greedy rule. */
+export function isGreedyRun(options: Pick<GenerateOptions, 'sampling' | 'verifyRule'>): boolean {
+  return options.verifyRule === 'greedy' || isGreedy(options.sampling);
+}
+
 /** A drafter's proposal must be a tree under the committed root that fits the room it was given. */
 function checkProposal(drafter: Drafter, tree: DraftTree, root: number, room: number): void {
   const fail = (why: string) => {
@@ -108,7 +113,7 @@ export async function* generate(
     target.reset();
     // What the drafter learned about its guesses carries over between greedy generations (the text is the same either
     // way, and a 64-token generation is only 30-40 rounds to learn in), never into a sampled one.
-    drafter.reset(rule === 'greedy' || isGreedy(sampling));
+    drafter.reset(isGreedyRun(options));
     if (prompt.length > 1) {
       const t = performance.now();
       const head = prompt.slice(0, -1);

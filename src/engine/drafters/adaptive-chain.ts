@@ -7,6 +7,7 @@
  * calibrate.ts) it is hardware-aware, in the spirit of Sequoia: each round it drafts the length that maximises
  * expected tokens per unit time for the acceptance rate measured so far.
  */
+import { countLike } from '../budget';
 import { bestGamma } from '../calibrate';
 import type { VerifyResult } from '../verify';
 import { ChainDrafter } from './chain';
@@ -67,6 +68,20 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     }
     const allAccepted = acceptedNow === drafted && drafted >= this.current;
     this.current = allAccepted ? Math.min(this.adaptive.maxGamma, this.current + 2) : Math.max(1, this.current - 1);
+  }
+
+  learned(): unknown {
+    return { current: this.current, accepted: this.accepted, tried: this.tried };
+  }
+
+  relearn(state: unknown): void {
+    const s = state as { current?: unknown; accepted?: unknown; tried?: unknown } | null;
+    const { current, accepted, tried } = s ?? {};
+    if (!Number.isInteger(current) || (current as number) < 1 || (current as number) > this.adaptive.maxGamma) return;
+    if (!countLike(accepted) || !countLike(tried) || accepted > tried) return;
+    this.current = current as number;
+    this.accepted = accepted;
+    this.tried = tried;
   }
 
   override reset(keepLearned = false): void {

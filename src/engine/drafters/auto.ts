@@ -285,6 +285,15 @@ export class AutoDrafter implements Drafter {
     if (this.measure === 'time' && this.memory && this.round % SAVE_EVERY === 0) this.save(this.memory);
   }
 
+  learned(): unknown {
+    return Object.fromEntries(this.arms.map((a) => [a.name, a.drafter.learned?.()]));
+  }
+
+  relearn(state: unknown): void {
+    if (typeof state !== 'object' || state === null) return;
+    for (const a of this.arms) a.drafter.relearn?.((state as Record<string, unknown>)[a.name]);
+  }
+
   reset(keepLearned = false): void {
     for (const a of this.arms) a.drafter.reset(keepLearned);
   }

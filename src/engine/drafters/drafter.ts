@@ -114,6 +114,10 @@ export interface Drafter {
    * over from the generations before; without it (sampling: a seed then reproduces its text) that is forgotten too.
    */
   reset(keepLearned?: boolean): void;
+  /** What reset(true) keeps, as plain data, so that it can be remembered between sessions (undefined: nothing). */
+  learned?(): unknown;
+  /** Start from a remembered learned(); what does not fit (another version, another shape) is ignored. */
+  relearn?(state: unknown): void;
   /** What the drafter did this round, if it has something to say. */
   note?(): DrafterNote | null;
   /**

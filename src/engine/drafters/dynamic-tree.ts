@@ -250,6 +250,21 @@ export class DynamicTreeDrafter implements Drafter {
     return this.state.roundCost(costs);
   }
 
+  learned(): unknown {
+    return { table: this.table.snapshot(), depth: this.depth, budget: this.budget };
+  }
+
+  relearn(state: unknown): void {
+    const s = state as { table?: unknown; depth?: unknown; budget?: unknown } | null;
+    this.table.restore(s?.table);
+    // Within what accept() can reach: depth 2-12, the budget scaled with it.
+    const fits = (x: unknown, most: number): x is number =>
+      Number.isInteger(x) && (x as number) >= 1 && (x as number) <= most;
+    if (fits(s?.depth, 12)) this.depth = s.depth;
+    if (fits(s?.budget, Math.max(8, Math.round((this.options.budget * 12) / this.options.depth))))
+      this.budget = s.budget;
+  }
+
   reset(keepLearned = false): void {
     this.state.reset();
     this.keys = [];

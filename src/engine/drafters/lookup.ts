@@ -240,6 +240,14 @@ export class LookupDrafter implements Drafter {
     });
   }
 
+  learned(): unknown {
+    return { table: this.table.snapshot() };
+  }
+
+  relearn(state: unknown): void {
+    this.table.restore((state as { table?: unknown } | null)?.table);
+  }
+
   reset(keepLearned = false): void {
     if (!keepLearned) this.table.clear();
     this.matched = 0;

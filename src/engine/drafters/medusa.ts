@@ -13,7 +13,7 @@
  * target and follows the matching child: lossless at any temperature. After verification the target's hidden state
  * at the last accepted node is the next round's input (the state that produced the next root).
  */
-import { AcceptanceTable, chooseBudget } from '../budget';
+import { AcceptanceTable, chooseBudget, countLike } from '../budget';
 import { checkLogits, type MedusaHeads } from '../lm';
 import { type SamplingParams, toProbs, topK } from '../sampling';
 import type { VerifyResult } from '../verify';
@@ -184,6 +184,17 @@ export class MedusaDrafter implements Drafter {
   observe(_tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
     if (!outputs.hidden) throw new Error("Medusa heads: the round's target call returned no hidden states");
     this.rootHidden = outputs.hidden(result.path[result.path.length - 1] as number).slice();
+  }
+
+  learned(): unknown {
+    return { table: this.table.snapshot(), unpaid: this.unpaid, skip: this.skip };
+  }
+
+  relearn(state: unknown): void {
+    const s = state as { table?: unknown; unpaid?: unknown; skip?: unknown } | null;
+    this.table.restore(s?.table);
+    if (Number.isInteger(s?.unpaid) && countLike(s?.unpaid)) this.unpaid = s.unpaid;
+    if (Number.isInteger(s?.skip) && countLike(s?.skip) && s.skip <= MAX_REST) this.skip = s.skip;
   }
 
   reset(keepLearned = false): void {

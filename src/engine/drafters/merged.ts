@@ -14,7 +14,7 @@
  * deterministic children follow (see verify.ts). Values are clamped along each sampled sibling group, so whatever
  * budget is chosen keeps a prefix of the draw order.
  */
-import { AcceptanceTable, type BudgetChoice, chooseBudget } from '../budget';
+import { AcceptanceTable, type BudgetChoice, chooseBudget, countLike } from '../budget';
 import { relativeCost } from '../calibrate';
 import { childrenOf } from '../tree';
 import type { NodeStatus, VerifyResult } from '../verify';
@@ -105,6 +105,28 @@ class SourceCalibration {
     this.judged.clear();
     this.expected.clear();
     this.accepted.clear();
+  }
+
+  /** Plain data: the buckets' counts, and per context [judged, expected, accepted]. */
+  snapshot(): { buckets: [string, number, number][]; contexts: [string, number, number, number][] } {
+    const contexts = [...this.judged].map(
+      ([c, j]) => [c, j, this.expected.get(c) ?? 0, this.accepted.get(c) ?? 0] as [string, number, number, number],
+    );
+    return { buckets: this.buckets.snapshot(), contexts };
+  }
+
+  restore(state: unknown): void {
+    this.clear();
+    const s = state as { buckets?: unknown; contexts?: unknown } | null;
+    this.buckets.restore(s?.buckets);
+    if (!Array.isArray(s?.contexts)) return;
+    for (const row of s.contexts) {
+      const [c, j, e, a] = Array.isArray(row) ? row : [];
+      if (typeof c !== 'string' || !countLike(j) || !countLike(e) || !countLike(a) || a > j) continue;
+      this.judged.set(c, j);
+      this.expected.set(c, e);
+      this.accepted.set(c, a);
+    }
   }
 }
 
@@ -482,6 +504,25 @@ export class MergedDrafter implements Drafter {
   /** This round's drafting cost: the sources that drafted. */
   draftCost(costs: CostModel): number {
     return this.sources.reduce((sum, s, i) => sum + (this.drafted(i) ? (s.drafter.draftCost?.(costs) ?? 0) : 0), 0);
+  }
+
+  learned(): unknown {
+    return {
+      calibration: this.calibration.map((c) => c.snapshot()),
+      sources: this.sources.map((s) => s.drafter.learned?.()),
+    };
+  }
+
+  relearn(state: unknown): void {
+    const s = state as { calibration?: unknown; sources?: unknown } | null;
+    const calibration = Array.isArray(s?.calibration) ? s.calibration : [];
+    const sources = Array.isArray(s?.sources) ? s.sources : [];
+    this.calibration.forEach((c, i) => {
+      c.restore(calibration[i]);
+    });
+    this.sources.forEach((source, i) => {
+      source.drafter.relearn?.(sources[i]);
+    });
   }
 
   reset(keepLearned = false): void {
