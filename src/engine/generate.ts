@@ -87,6 +87,7 @@ export async function* generate(
     );
   }
   const rule = options.verifyRule ?? 'rejection';
+  const greedy = isGreedyRun(options);
   const eos = new Set(options.stopAtEos === false ? [] : [...target.config.eosTokenIds, ...(options.stopTokens ?? [])]);
   const rng = new Rng(sampling.seed);
   const stats = new StatsTracker();
@@ -113,7 +114,7 @@ export async function* generate(
     target.reset();
     // What the drafter learned about its guesses carries over between greedy generations (the text is the same either
     // way, and a 64-token generation is only 30-40 rounds to learn in), never into a sampled one.
-    drafter.reset(isGreedyRun(options));
+    drafter.reset(greedy);
     if (prompt.length > 1) {
       const t = performance.now();
       const head = prompt.slice(0, -1);
@@ -166,13 +167,7 @@ export async function* generate(
       };
       // Greedy rounds fetch only token ids, sampling rounds with top-k each row's top k, unless the drafter reads the
       // target's logits (verify-call.ts).
-      const read = targetRead(
-        target,
-        rule === 'greedy' || isGreedy(sampling),
-        sampling.topK,
-        rule,
-        drafter.readsTargetLogits === true,
-      );
+      const read = targetRead(target, greedy, sampling.topK, rule, drafter.readsTargetLogits === true);
       const call = await callTarget(target, input, q, read, `drafter ${drafter.name}`, hidden);
       const verified = performance.now();
       const { outputs } = call;

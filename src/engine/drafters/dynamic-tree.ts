@@ -53,6 +53,9 @@ export interface DynamicTreeOptions {
  */
 const bucketOf = (p: number): number => Math.min(9, Math.max(0, Math.floor(p * 10)));
 const bucketPrior = (key: string): number => (Number(key.split(':')[1]) + 0.5) / 10;
+/** The adaptive tree's depth moves within these bounds. */
+const MIN_ADAPTIVE_DEPTH = 2;
+const MAX_ADAPTIVE_DEPTH = 12;
 /** Offered nodes measured before a calibrated tree may be cut below two nodes. */
 const EXPLORE_OBSERVATIONS = 24;
 
@@ -241,9 +244,14 @@ export class DynamicTreeDrafter implements Drafter {
     if (this.options.calibrated) this.table.recordOffered(tree.parents, result.path, (n) => this.keys[n] as string);
     if (!this.options.adaptive) return;
     const accepted = result.path.length - 1;
-    if (accepted >= this.depth - 1) this.depth = Math.min(this.depth + 1, 12);
-    else if (accepted < this.depth / 3) this.depth = Math.max(this.depth - 1, 2);
-    this.budget = Math.max(8, Math.round((this.options.budget * this.depth) / this.options.depth));
+    if (accepted >= this.depth - 1) this.depth = Math.min(this.depth + 1, MAX_ADAPTIVE_DEPTH);
+    else if (accepted < this.depth / 3) this.depth = Math.max(this.depth - 1, MIN_ADAPTIVE_DEPTH);
+    this.budget = this.budgetAt(this.depth);
+  }
+
+  /** The adaptive tree's node budget at a depth: the configured budget scaled with it, at least 8. */
+  private budgetAt(depth: number): number {
+    return Math.max(8, Math.round((this.options.budget * depth) / this.options.depth));
   }
 
   draftCost(costs: CostModel): number {
@@ -251,18 +259,18 @@ export class DynamicTreeDrafter implements Drafter {
   }
 
   learned(): unknown {
-    return { table: this.table.snapshot(), depth: this.depth, budget: this.budget };
+    return { table: this.table.snapshot(), depth: this.depth };
   }
 
   relearn(state: unknown): void {
-    const s = state as { table?: unknown; depth?: unknown; budget?: unknown } | null;
+    const s = state as { table?: unknown; depth?: unknown } | null;
     this.table.restore(s?.table);
-    // Within what accept() can reach: depth 2-12, the budget scaled with it.
-    const fits = (x: unknown, most: number): x is number =>
-      Number.isInteger(x) && (x as number) >= 1 && (x as number) <= most;
-    if (fits(s?.depth, 12)) this.depth = s.depth;
-    if (fits(s?.budget, Math.max(8, Math.round((this.options.budget * 12) / this.options.depth))))
-      this.budget = s.budget;
+    // The adaptive tree's depth, within what accept() reaches; its budget follows from it.
+    const depth = s?.depth;
+    if (!this.options.adaptive || !Number.isInteger(depth)) return;
+    if ((depth as number) < MIN_ADAPTIVE_DEPTH || (depth as number) > MAX_ADAPTIVE_DEPTH) return;
+    this.depth = depth as number;
+    this.budget = this.budgetAt(this.depth);
   }
 
   reset(keepLearned = false): void {
