@@ -70,6 +70,10 @@ export class ChainDrafter implements Drafter {
     return this.state.roundCost(costs);
   }
 
+  catchUpMs(): number {
+    return this.state.catchUpMs?.() ?? 0;
+  }
+
   reset(): void {
     this.state.reset();
   }

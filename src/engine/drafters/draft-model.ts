@@ -33,6 +33,8 @@ export interface TreeDraftModel {
   callCost(costs: CostModel): number;
   /** This round's calls, in single-token target calls. */
   roundCost(costs: CostModel): number;
+  /** Milliseconds this round's sync spent on text committed while the model did not run (Drafter.catchUpMs). */
+  catchUpMs?(): number;
   reset(): void;
 }
 
@@ -85,6 +87,12 @@ export class DraftDist {
   }
 }
 
+/**
+ * Tokens an ordinary round's sync feeds: the target's own token and the last accepted draft token, which the draft
+ * proposed but never ran. More means the draft fell behind: it catches up in a call of its own.
+ */
+const ORDINARY_SYNC = 2;
+
 export class DraftModelState implements TreeDraftModel {
   /** Tokens whose K/V are in the draft cache, slot by slot (committed tokens only, between rounds). */
   private cached: number[] = [];
@@ -97,6 +105,8 @@ export class DraftModelState implements TreeDraftModel {
 
   /** Widths of the draft calls made since the last sync (this round's drafting). */
   private roundWidths: number[] = [];
+  /** Milliseconds the last sync spent catching up (0 when it was an ordinary round's). */
+  private caughtUpMs = 0;
 
   get calls(): number {
     return this.lm.calls;
@@ -111,6 +121,10 @@ export class DraftModelState implements TreeDraftModel {
     const t1 = costs.draftCurve.points[0]?.ms;
     if (!t1) return this.roundWidths.length * costs.draftRelative;
     return this.roundWidths.reduce((sum, w) => sum + relativeCost(costs.draftCurve, w), 0) * costs.draftRelative;
+  }
+
+  catchUpMs(): number {
+    return this.caughtUpMs;
   }
 
   /** Room left in the draft's context for this round's nodes. */
@@ -134,7 +148,23 @@ export class DraftModelState implements TreeDraftModel {
       this.lm.keep(Array.from({ length: common }, (_, i) => i));
       this.cached = this.cached.slice(0, common);
     }
-    const missing = committed.slice(common);
+    let missing = committed.slice(common);
+    this.caughtUpMs = 0;
+    if (missing.length > ORDINARY_SYNC) {
+      // Text committed while this draft did not run (a new prompt, rounds another of auto's arms drafted): fed in a
+      // call of its own and timed apart, so that the round's own calls are an ordinary round's.
+      const behind = missing.slice(0, -1);
+      const from = this.lm.length;
+      const started = performance.now();
+      await this.lm.forward({
+        tokens: behind,
+        positions: behind.map((_, i) => from + i),
+        bias: chainBias(from, behind.length),
+        rows: [behind.length - 1],
+      });
+      this.caughtUpMs = performance.now() - started;
+      missing = missing.slice(-1);
+    }
     const start = this.lm.length;
     this.roundWidths = [missing.length];
     const logits = await this.lm.forward({

@@ -131,6 +131,12 @@ export interface Drafter {
    * given: the drafter makes no model calls). Deterministic given the costs, so choices made from it reproduce.
    */
   draftCost?(costs: CostModel): number;
+  /**
+   * Milliseconds the last proposal spent catching up on text committed while the drafter did not run: a new
+   * prompt's prefill, or the rounds another of auto's arms drafted. A cost of switching to the drafter, not of its
+   * rounds: auto leaves it out of the arm's measured time (none given: the drafter never falls behind).
+   */
+  catchUpMs?(): number;
 }
 
 export const rootOnly = (committed: readonly number[]): DraftTree => ({

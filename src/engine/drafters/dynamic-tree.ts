@@ -258,6 +258,10 @@ export class DynamicTreeDrafter implements Drafter {
     return this.state.roundCost(costs);
   }
 
+  catchUpMs(): number {
+    return this.state.catchUpMs?.() ?? 0;
+  }
+
   learned(): unknown {
     return { table: this.table.snapshot(), depth: this.depth };
   }

@@ -506,6 +506,10 @@ export class MergedDrafter implements Drafter {
     return this.sources.reduce((sum, s, i) => sum + (this.drafted(i) ? (s.drafter.draftCost?.(costs) ?? 0) : 0), 0);
   }
 
+  catchUpMs(): number {
+    return this.sources.reduce((sum, s, i) => sum + (this.drafted(i) ? (s.drafter.catchUpMs?.() ?? 0) : 0), 0);
+  }
+
   learned(): unknown {
     return {
       calibration: this.calibration.map((c) => c.snapshot()),

@@ -121,6 +121,10 @@ export class StaticTreeDrafter implements Drafter {
     return this.state.roundCost(costs);
   }
 
+  catchUpMs(): number {
+    return this.state.catchUpMs?.() ?? 0;
+  }
+
   reset(): void {
     this.state.reset();
   }
