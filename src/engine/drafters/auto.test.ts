@@ -5,8 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { GREEDY, Rng, type SamplingParams } from '../sampling';
 import { MemoryStore } from '../store';
+import { hashedLogits, ToyLM } from '../testing/toy-lm';
 import type { VerifyResult } from '../verify';
-import { AutoDrafter, revisitAfter } from './auto';
+import { AutoDrafter, autoArms, revisitAfter } from './auto';
 import type { Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
 import type { CostModel } from './method';
 
@@ -229,6 +230,41 @@ describe('auto between arms', () => {
     // Its next revisit comes within 12 rounds (it has few measured rounds yet), and from there it keeps its place.
     const { chosen } = await run(auto, arms, 100, GREEDY);
     expect(chosen.get('good')).toBeGreaterThan(70);
+  });
+
+  it('runs an arm only while its condition holds', async () => {
+    let open = false;
+    const arms = [new Arm('plain', 0, 0, { calls: 0 }), new Arm('wide', 4, 3, { calls: 0 })];
+    const auto = new AutoDrafter(
+      [
+        { name: 'plain', drafter: arms[0] as Arm },
+        { name: 'wide', drafter: arms[1] as Arm, when: () => open },
+      ],
+      () => FLAT,
+    );
+    expect((await run(auto, arms, 50)).chosen.get('wide')).toBeUndefined();
+    open = true;
+    const { chosen, why } = await run(auto, arms, 50);
+    expect(why[0]).toContain('trying wide');
+    expect(chosen.get('wide')).toBeGreaterThan(40);
+  });
+
+  it('with a draft model: the merged chain always, the wide tree only where width is nearly free', () => {
+    const lm = () => new ToyLM(16, hashedLogits(16, 1));
+    const curve = (at8: number): CostModel => ({
+      ...FLAT,
+      curve: { context: 64, points: [1, 8].map((q) => ({ q, ms: q === 1 ? 1 : at8, relative: q === 1 ? 1 : at8 })) },
+    });
+    let costs: CostModel | null = null;
+    const arms = autoArms({ target: lm(), draft: lm(), costs: () => costs });
+    expect(arms.map((a) => a.name)).toEqual(['plain', 'merged', 'tree']);
+    const tree = arms.find((a) => a.name === 'tree');
+    expect(tree?.when?.()).toBe(false); // nothing measured yet
+    costs = curve(2.1); // wasm
+    expect(tree?.when?.()).toBe(false);
+    costs = curve(1.1); // a GPU
+    expect(tree?.when?.()).toBe(true);
+    expect(arms.filter((a) => a.name !== 'tree').every((a) => a.when === undefined)).toBe(true);
   });
 
   it('remembers its estimates under greedy decoding: a new drafter starts on the arm that was best', async () => {

@@ -40,9 +40,15 @@ import type { CostModel, DrafterResources, MethodSpec } from './method';
 import { NoDrafter } from './none';
 import { SwiftDrafter } from './swift';
 
-interface Arm {
+/** A way of drafting auto can pick. */
+export interface ArmSpec {
   name: string;
   drafter: Drafter;
+  /** Whether the arm may run now (read each round; default: always). */
+  when?: () => boolean;
+}
+
+interface Arm extends ArmSpec {
   /**
    * Discounted sums of tokens produced and of cost (single-token target calls, or seconds) of its rounds; the
    * discount runs with every round of the generation, so the record of an arm left aside fades and its next
@@ -133,7 +139,7 @@ export class AutoDrafter implements Drafter {
   private saving: Promise<void> | null = null;
 
   constructor(
-    arms: { name: string; drafter: Drafter }[],
+    arms: ArmSpec[],
     private readonly costs: () => CostModel | null = () => null,
     private readonly memory: AutoMemory | null = null,
   ) {
@@ -210,21 +216,22 @@ export class AutoDrafter implements Drafter {
   }
 
   private choose(): Arm {
-    const untried = this.arms.find((a) => a.samples < WARMUP_SAMPLES);
+    const arms = this.arms.filter((a) => a.when?.() ?? true);
+    const untried = arms.find((a) => a.samples < WARMUP_SAMPLES);
     if (untried) {
       this.why = `trying ${untried.name}`;
       return untried;
     }
-    let best = this.arms.reduce((a, b) => (this.throughput(b) > this.throughput(a) ? b : a));
+    let best = arms.reduce((a, b) => (this.throughput(b) > this.throughput(a) ? b : a));
     // Hysteresis: the arm in use keeps its place unless another is clearly ahead; small leads are noise that
     // switching (a draft cache catching up, estimates settling) would pay for.
-    if (this.incumbent && this.throughput(best) < this.throughput(this.incumbent) * (1 + SWITCH_MARGIN))
-      best = this.incumbent;
+    const incumbent = this.incumbent && arms.includes(this.incumbent) ? this.incumbent : null;
+    if (incumbent && this.throughput(best) < this.throughput(incumbent) * (1 + SWITCH_MARGIN)) best = incumbent;
     this.incumbent = best;
     // Revisit the arm most overdue (its estimate may be stale), the wait scaled by how far behind it is.
     const top = this.throughput(best);
     const wait = (a: Arm) => (a.samples < SETTLED_SAMPLES ? REVISIT_MIN : revisitAfter(this.throughput(a), top));
-    const overdue = this.arms
+    const overdue = arms
       .filter((a) => a !== best)
       .map((a) => ({ a, late: this.round - a.lastRound - wait(a) }))
       .filter((x) => x.late >= 0)
@@ -233,7 +240,7 @@ export class AutoDrafter implements Drafter {
       this.why = `revisiting ${overdue.a.name}`;
       return overdue.a;
     }
-    this.why = `best: ${this.arms.map((a) => `${a.name} ${this.throughput(a).toFixed(2)}`).join(', ')} ${this.unit}`;
+    this.why = `best: ${arms.map((a) => `${a.name} ${this.throughput(a).toFixed(2)}`).join(', ')} ${this.unit}`;
     return best;
   }
 
@@ -319,20 +326,50 @@ export class AutoDrafter implements Drafter {
   }
 }
 
+/**
+ * Verifying 8 tokens at most this many single-token calls: width is nearly free (a GPU: 1.0-1.2), and a wide tree
+ * can pay over a chain. On wasm it is 1.9-2.3.
+ */
+const NEARLY_FREE_WIDTH_8 = 1.5;
+
+/** Whether the measured verify-cost curve makes width nearly free (no curve yet: no). */
+export function widthNearlyFree(costs: CostModel | null): boolean {
+  return costs !== null && costs.curve.points.length > 0 && relativeCost(costs.curve, 8) <= NEARLY_FREE_WIDTH_8;
+}
+
 /** The arms auto can use with what is loaded. */
-export function autoArms(r: DrafterResources): { name: string; drafter: Drafter }[] {
-  const arms: { name: string; drafter: Drafter }[] = [{ name: 'plain', drafter: new NoDrafter() }];
+export function autoArms(r: DrafterResources): ArmSpec[] {
+  const arms: ArmSpec[] = [{ name: 'plain', drafter: new NoDrafter() }];
   // Prompt lookup on its own only without a draft model: with one, lookup drafts inside the merged arm, and a
   // lookup arm of its own wins rounds on bursts of repetition and loses more on the rounds after (measured: 4-5%
   // behind the adaptive chain alone over the bench prompts, 1% without it).
   if (!r.draft) arms.push({ name: 'lookup', drafter: new LookupDrafter(r.costs) });
   if (r.draft) {
-    // Two arms on the draft model, one cache between them: its adaptive chain (cheapest where verifying costs
-    // grow steeply with width) and its cost-sized tree merged with prompt lookup (where width is nearly free).
+    // Two arms on the draft model, one cache between them: its adaptive chain merged with prompt lookup as the
+    // `merged` method does (the chain sits out rounds where a long match alone is predicted to do better; cheapest
+    // where verifying costs grow steeply with width), and its cost-sized tree merged with prompt lookup, only where
+    // width is nearly free (a GPU). On a steep curve that tree stays close to the chain, and each arm more costs
+    // its revisits and the rounds that noise hands it (interleaved on wasm, 20 prompts x 2, two runs: plain and the
+    // merged chain 1.04x and 1.09x over plain decoding; with the tree arm too 1.01x (first run); with the tree arm
+    // and the bare adaptive chain, which the merged chain contains, 1.01x and 1.04x; the former arms, that chain
+    // and the tree, 1.04x and 1.06x; the `merged` method alone 1.04x and 1.11x, `adaptive` 1.05x and 1.09x).
     const draft = new DraftModelState(r.draft);
-    arms.push({ name: 'chain', drafter: new AdaptiveChainDrafter(draft, r.costs) });
     arms.push({
-      name: 'draft',
+      name: 'merged',
+      drafter: new MergedDrafter(
+        [
+          {
+            label: 'lookup',
+            drafter: new LookupDrafter(r.costs, { ...LOOKUP_DEFAULTS, selfBudget: false }),
+            free: true,
+          },
+          { label: 'draft', drafter: new AdaptiveChainDrafter(draft, r.costs), selfSized: true },
+        ],
+        r.costs,
+      ),
+    });
+    arms.push({
+      name: 'tree',
       drafter: new MergedDrafter(
         [
           { label: 'lookup', drafter: new LookupDrafter(r.costs, { ...LOOKUP_DEFAULTS, selfBudget: false }) },
@@ -343,6 +380,7 @@ export function autoArms(r: DrafterResources): { name: string; drafter: Drafter 
         ],
         r.costs,
       ),
+      when: () => widthNearlyFree(r.costs()),
     });
   }
   if (isLayerSkipping(r.target)) arms.push({ name: 'swift', drafter: new SwiftDrafter(r.target, r.costs, r.store) });
