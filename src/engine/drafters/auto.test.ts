@@ -249,7 +249,7 @@ describe('auto between arms', () => {
     expect(chosen.get('wide')).toBeGreaterThan(40);
   });
 
-  it('with a draft model: the merged chain always, the wide tree only where width is nearly free', () => {
+  it('with a draft model: the merged chain always, the bare chain under sampling, the wide tree where width is nearly free', () => {
     const lm = () => new ToyLM(16, hashedLogits(16, 1));
     const curve = (at8: number): CostModel => ({
       ...FLAT,
@@ -257,14 +257,19 @@ describe('auto between arms', () => {
     });
     let costs: CostModel | null = null;
     const arms = autoArms({ target: lm(), draft: lm(), costs: () => costs });
-    expect(arms.map((a) => a.name)).toEqual(['plain', 'merged', 'tree']);
-    const tree = arms.find((a) => a.name === 'tree');
-    expect(tree?.when?.()).toBe(false); // nothing measured yet
+    expect(arms.map((a) => a.name)).toEqual(['plain', 'chain', 'merged', 'tree']);
+    const req = (sampling: SamplingParams): DraftRequest =>
+      ({ committed: [1], maxNodes: 8, maxDepth: 8, sampling, rng: new Rng(1), eos: new Set() }) as DraftRequest;
+    const runs = (name: string, sampling = GREEDY) => arms.find((a) => a.name === name)?.when?.(req(sampling)) ?? true;
+    expect(runs('tree')).toBe(false); // nothing measured yet
     costs = curve(2.1); // wasm
-    expect(tree?.when?.()).toBe(false);
+    expect(runs('tree')).toBe(false);
     costs = curve(1.1); // a GPU
-    expect(tree?.when?.()).toBe(true);
-    expect(arms.filter((a) => a.name !== 'tree').every((a) => a.when === undefined)).toBe(true);
+    expect(runs('tree')).toBe(true);
+    expect(runs('plain') && runs('merged') && runs('merged', SAMPLED)).toBe(true);
+    // The bare chain (which the merged one contains) under sampling only, where copied tokens seldom hold.
+    expect(runs('chain')).toBe(false);
+    expect(runs('chain', SAMPLED)).toBe(true);
   });
 
   it('remembers its estimates under greedy decoding: a new drafter starts on the arm that was best', async () => {
