@@ -77,7 +77,7 @@ export interface CalibrationRequest {
 }
 
 /** A single-token target call after a fixed context (up to 64 tokens), repeatable (compacted back before every call). */
-async function targetStep(target: CausalLM, tokens: readonly number[]): Promise<() => Promise<void>> {
+export async function targetStep(target: CausalLM, tokens: readonly number[]): Promise<() => Promise<void>> {
   const ctx = Math.min(64, target.config.maxPositions - 1, tokens.length - 1);
   const prefix = tokens.slice(0, ctx);
   target.reset();

@@ -13,6 +13,7 @@ import { writeSafetensors } from '../safetensors';
 import { randomEagle3, randomMedusa } from '../testing/random-heads';
 import { randomModel } from '../testing/random-model';
 import { referenceEagle3, referenceMedusa } from '../testing/reference-heads';
+import { type OpenedHeads, timeHeadsCall } from './index';
 import { loadHeads } from './load';
 import { Eagle3HeadRunner, embeddingRows, MedusaHeadsRunner } from './runner';
 
@@ -140,5 +141,25 @@ describe('draft heads', () => {
     expect(await error(loadHeads(folder({ ...m.files, 'medusa_lm_head.safetensors': noProjection }), cfg))).toMatch(
       /Medusa-2 heads are not supported yet/,
     );
+  });
+});
+
+describe('timing a heads call', () => {
+  it('times each call right after the given one (a target call, as in a round), which it leaves out', async () => {
+    const order: string[] = [];
+    const heads = {
+      medusa: {
+        predict: async () => {
+          order.push('heads');
+          return new Float32Array(1);
+        },
+      },
+    } as unknown as OpenedHeads;
+    const ms = await timeHeadsCall(heads, 4, 3, async () => {
+      order.push('target');
+      await new Promise((r) => setTimeout(r, 30));
+    });
+    expect(order).toEqual(['target', 'heads', 'target', 'heads', 'target', 'heads', 'target', 'heads']);
+    expect(ms).toBeLessThan(20);
   });
 });

@@ -74,9 +74,15 @@ export async function warmupHeads(heads: OpenedHeads, hiddenWidth: number): Prom
 /**
  * Median milliseconds of one single-row heads call as drafting makes it: Medusa on one hidden row; the EAGLE-3
  * head on one drafted row over a 64-row cache (its cache is reset afterwards). The engine divides it by a
- * single-token target call to get the heads' cost per call on this hardware.
+ * single-token target call to get the heads' cost per call on this hardware. `between` runs (untimed) before each
+ * call: a target call, as in a round, where the target's weights have pushed the head's out of the CPU's caches.
  */
-export async function timeHeadsCall(heads: OpenedHeads, hiddenWidth: number, reps = 5): Promise<number> {
+export async function timeHeadsCall(
+  heads: OpenedHeads,
+  hiddenWidth: number,
+  reps = 5,
+  between?: () => Promise<void>,
+): Promise<number> {
   const e = heads.eagle3;
   const context = e ? 64 : 0;
   if (e) {
@@ -93,6 +99,7 @@ export async function timeHeadsCall(heads: OpenedHeads, hiddenWidth: number, rep
   const kept = Array.from({ length: context }, (_, i) => i);
   const times: number[] = [];
   for (let i = 0; i <= reps; i++) {
+    await between?.();
     const started = performance.now();
     if (heads.medusa) await heads.medusa.predict(new Float32Array(hiddenWidth));
     else if (e) {
