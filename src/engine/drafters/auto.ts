@@ -167,7 +167,9 @@ export class AutoDrafter implements Drafter {
         if (!(throughput >= 0 && Number.isFinite(throughput) && roundCost > 0 && Number.isFinite(roundCost))) continue;
         arm.cost = REMEMBERED_ROUNDS * roundCost;
         arm.tokens = throughput * arm.cost;
-        arm.samples = WARMUP_SAMPLES;
+        // Settled: revisited by how far behind it is, not every REVISIT_MIN rounds. A CLI run is about 40 rounds, and
+        // the revisits every 12 rounds a fresh estimate gets went mostly to plain decoding.
+        arm.samples = SETTLED_SAMPLES;
         arm.roundCost = roundCost;
       }
     });
