@@ -355,10 +355,12 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
     // merged chain 1.04x and 1.09x over plain decoding; with the tree arm too 1.01x (first run); with the tree arm
     // and the bare adaptive chain, which the merged chain contains, 1.01x and 1.04x; the former arms, that chain
     // and the tree, 1.04x and 1.06x; the `merged` method alone 1.04x and 1.11x, `adaptive` 1.05x and 1.09x).
-    // The bare chain is an arm under sampling only: there a copied token holds only as often as the target samples
-    // it (depth-1 acceptance of lookup 0.13 on the bench prompts at temperature 0.8, 0.69 greedy), and with the
-    // merged chain as its only draft arm auto ran at 0.93x under sampling, `merged` 0.94x, the adaptive chain 1.09x
-    // (each sampled generation starts the merged drafter's calibration afresh, so that a seed reproduces its text).
+    // Under sampling the bare chain takes the merged one's place: there a copied token holds only as often as the
+    // target samples it (depth-1 acceptance of lookup 0.13 on the bench prompts at temperature 0.8, 0.69 greedy),
+    // and with the merged chain as its only draft arm auto ran at 0.93x under sampling, `merged` 0.94x, the
+    // adaptive chain 1.09x. Both together: auto's cost model (which decides under sampling, so a seed reproduces)
+    // left out the merged arm's own work (lookup, merging: 0.9 ms more a round at the same width) and gave it 465 of
+    // 1043 rounds at 4.56 ms a token against the chain's 3.82 (auto 4.15, adaptive 3.71, plain 4.19).
     const draft = new DraftModelState(r.draft);
     arms.push({
       name: 'chain',
@@ -367,6 +369,7 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
     });
     arms.push({
       name: 'merged',
+      when: (req) => isGreedy(req.sampling),
       drafter: new MergedDrafter(
         [
           {
