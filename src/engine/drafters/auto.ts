@@ -2,8 +2,9 @@
  * `auto`: speculation that fits the machine. Each round it picks one way of drafting (an "arm") and the tree for it:
  *
  * - arms: plain decoding (no draft) and, with what is loaded: prompt lookup (without a draft model), the draft
- *   model's adaptive chain and its cost-sized tree merged with prompt lookup (one draft cache between them),
- *   self-speculation by layer skipping, and draft heads (EAGLE-3, Medusa; the arms not chosen in a round observe
+ *   model's adaptive chain merged with prompt lookup (greedy decoding) or alone (sampling), its cost-sized tree
+ *   merged with prompt lookup where width is nearly free (one draft cache between them; an arm may run only under
+ *   a condition, ArmSpec.when), self-speculation by layer skipping, and draft heads (EAGLE-3, Medusa; the arms not chosen in a round observe
  *   it, so the heads' view of the target's states stays current). Within an arm the tree is sized on the measured
  *   verify-cost curve: candidates carry calibrated acceptance values and are kept best-first as long as expected
  *   tokens per unit of time grow (budget.ts; per-source acceptance by sibling rank and confidence is kept by the
