@@ -284,10 +284,11 @@ export class SpecEngine {
   }
 
   private async measure(qs: readonly number[], reps: number, warmRounds: number, fresh: boolean): Promise<Calibration> {
+    const tokens = this.encode(CALIBRATION_TEXT);
     const result = await calibrateCosts({
       target: this.target,
       draft: this.draft,
-      tokens: this.encode(CALIBRATION_TEXT),
+      tokens,
       qs,
       reps,
       warmRounds,
@@ -301,7 +302,7 @@ export class SpecEngine {
       // (0.09-0.12 of a target call) where rounds found 1.55 ms per call, and the trees were grown as if drafting
       // cost a third of that.
       const started = performance.now();
-      const step = await targetStep(this.target, this.encode(CALIBRATION_TEXT));
+      const step = await targetStep(this.target, tokens);
       const headsMs = await timeHeadsCall(this.heads, this.target.hiddenWidth, 5, step);
       this.target.reset();
       costs = { ...costs, headsRelative: headsMs / (costs.curve.points[0]?.ms ?? headsMs) };

@@ -4,13 +4,13 @@
  * - arms: plain decoding (no draft) and, with what is loaded: prompt lookup (without a draft model), the draft
  *   model's adaptive chain merged with prompt lookup (greedy decoding) or alone (sampling), its cost-sized tree
  *   merged with prompt lookup where width is nearly free (one draft cache between them; an arm may run only under
- *   a condition, ArmSpec.when), self-speculation by layer skipping, and draft heads (EAGLE-3, Medusa; the arms not chosen in a round observe
- *   it, so the heads' view of the target's states stays current). Within an arm the tree is sized on the measured
- *   verify-cost curve: candidates carry calibrated acceptance values and are kept best-first as long as expected
- *   tokens per unit of time grow (budget.ts; per-source acceptance by sibling rank and confidence is kept by the
- *   merged drafter). So on a steep curve (wasm) a tree shrinks to a short chain or to nothing, on a flat one (a
- *   GPU) it grows wide and deep; a tree whose predicted time per token is worse than plain decoding's is never
- *   proposed.
+ *   a condition, ArmSpec.when), self-speculation by layer skipping, and draft heads (EAGLE-3, Medusa; the arms not
+ *   chosen in a round observe it, so the heads' view of the target's states stays current). Within an arm the
+ *   tree is sized on the measured verify-cost curve: candidates carry calibrated acceptance values and are kept
+ *   best-first as long as expected tokens per unit of time grow (budget.ts; per-source acceptance by sibling rank
+ *   and confidence is kept by the merged drafter). So on a steep curve (wasm) a tree shrinks to a short chain or to
+ *   nothing, on a flat one (a GPU) it grows wide and deep; a tree whose predicted time per token is worse than
+ *   plain decoding's is never proposed.
  * - between arms: each arm's throughput over its recent rounds decides: tokens produced per unit of cost. Under
  *   greedy decoding the cost is real time (the text does not depend on the arm, and time counts each arm's own
  *   overhead); under sampling it is the cost model: the verification call on the measured verify-cost curve (width

@@ -7,6 +7,7 @@ import { type CausalLM, checkLogits } from '../lm';
 import { gumbelTopK, isGreedy, type Rng, type SamplingParams, toProbs, topK } from '../sampling';
 import { appendBias, chainBias } from '../tree';
 import type { VerifyResult } from '../verify';
+import { forwardDiscarding } from '../verify-call';
 import type { DraftTree, TargetOutputs } from './drafter';
 import type { CostModel } from './method';
 
@@ -156,7 +157,7 @@ export class DraftModelState implements TreeDraftModel {
       const behind = missing.slice(0, -1);
       const from = this.lm.length;
       const started = performance.now();
-      await this.lm.forward({
+      await forwardDiscarding(this.lm, {
         tokens: behind,
         positions: behind.map((_, i) => from + i),
         bias: chainBias(from, behind.length),

@@ -501,13 +501,18 @@ export class MergedDrafter implements Drafter {
     return this.trees[source] !== undefined;
   }
 
+  /** A per-drafter figure summed over the sources that drafted this round. */
+  private sumDrafted(of: (drafter: Drafter) => number | undefined): number {
+    return this.sources.reduce((sum, s, i) => sum + (this.drafted(i) ? (of(s.drafter) ?? 0) : 0), 0);
+  }
+
   /** This round's drafting cost: the sources that drafted. */
   draftCost(costs: CostModel): number {
-    return this.sources.reduce((sum, s, i) => sum + (this.drafted(i) ? (s.drafter.draftCost?.(costs) ?? 0) : 0), 0);
+    return this.sumDrafted((d) => d.draftCost?.(costs));
   }
 
   catchUpMs(): number {
-    return this.sources.reduce((sum, s, i) => sum + (this.drafted(i) ? (s.drafter.catchUpMs?.() ?? 0) : 0), 0);
+    return this.sumDrafted((d) => d.catchUpMs?.());
   }
 
   learned(): unknown {
