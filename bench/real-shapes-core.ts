@@ -77,9 +77,10 @@ const median = (xs: number[]) => {
   return s.length === 0 ? Number.NaN : ((s[(s.length - 1) >> 1] as number) + (s[s.length >> 1] as number)) / 2;
 };
 
-/** Rough bytes a runner holds: float weights in the compute type, or int4 projections plus an fp16 embedding. */
+/** Rough bytes a runner holds: float weights in the compute type, or quantised projections plus an fp16 embedding. */
 function heldBytes(params: number, embed: number, cell: CellSpec): number {
   if (cell.precision === 'int4') return (params - embed) * (0.5 + 4 / 32) + embed * (2 + 0.625);
+  if (cell.precision === 'int8') return params - embed + embed * (2 + 1);
   return params * (cell.precision === 'fp16' ? 2 : 4);
 }
 

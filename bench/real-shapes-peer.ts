@@ -17,7 +17,7 @@ import { ortForNode } from '../src/runtime/ort-node';
 import { exportForTransformers } from './export-peer';
 
 export interface PeerOptions {
-  precision: 'fp32' | 'int4';
+  precision: 'fp32' | 'int4' | 'int8';
   /** The graph both run: ours is built with it, transformers.js gets it exported. */
   graph: GraphVariant;
   prompts: string[];
@@ -48,7 +48,7 @@ export async function peerOnShape(modelDir: string, o: PeerOptions): Promise<Pee
   const ort = ortForNode();
   const name = `${o.precision}-${o.graph}`;
   await exportForTransformers(modelDir, join(o.workDir, name), {
-    weights: o.precision === 'int4' ? 'int4' : 'float',
+    weights: o.precision === 'fp32' ? 'float' : o.precision,
     variant: o.graph,
   });
   const { AutoModelForCausalLM, AutoTokenizer, env } = await import('@huggingface/transformers');

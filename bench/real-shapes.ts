@@ -6,7 +6,7 @@
  *
  *   --shapes SmolLM2-135M,SmolLM2-360M (or none: --shapes '')   --models public/models/austen-target (any folder)
  *   --backends node-wasm,chromium-webgpu,chromium-wasm
- *   --precisions fp32,int4   --graphs plain,fused   --qs 1,2,4,8,16,32,64 (or 1-64)   --reps 3
+ *   --precisions fp32,int8,int4   --graphs plain,fused   --qs 1,2,4,8,16,32,64 (or 1-64)   --reps 3
  *   --tokens 32 --repeats 2   --layers N (keep N layers; all backends)   --gpu-layers 2 (default for the software
  *   WebGPU backends: Chromium's SwiftShader, lavapipe in Node)   --backends also takes node-webgpu (Dawn in Node)
  *   --peer (transformers.js generate() vs ours, Node wasm)   --peer-prompts 3
@@ -27,7 +27,7 @@ const { values } = parseArgs({
     shapes: { type: 'string', default: 'SmolLM2-135M' },
     models: { type: 'string', default: '' },
     backends: { type: 'string', default: 'node-wasm' },
-    precisions: { type: 'string', default: 'fp32,int4' },
+    precisions: { type: 'string', default: 'fp32,int8,int4' },
     graphs: { type: 'string', default: 'plain,fused' },
     qs: { type: 'string', default: '1,2,4,8,16,32,64' },
     reps: { type: 'string', default: '3' },
@@ -113,7 +113,7 @@ for (const target of targets) {
     console.log(`\n${tables[tables.length - 1]}\n`);
     if (values.peer) {
       for (const cell of cells) {
-        if (cell.precision !== 'fp32' && cell.precision !== 'int4') continue;
+        if (cell.precision !== 'fp32' && cell.precision !== 'int4' && cell.precision !== 'int8') continue;
         peers.push(
           await peerOnShape(dir, {
             precision: cell.precision,

@@ -33,7 +33,7 @@ describe('CLI flags', () => {
       [['--top-p', '0.5abc'], /^error: --top-p expects a number, got "0.5abc"/],
       [['--top-p', '1.5'], /^error: --top-p must be in \(0, 1\]; got 1.5/],
       [['--nope'], /^error: Unknown option '--nope'/],
-      [['--precision', 'int8'], /^error: --precision must be one of fp32, fp16, int4, auto; got "int8"/],
+      [['--precision', 'int2'], /^error: --precision must be one of fp32, fp16, int4, int8, auto; got "int2"/],
     ];
     for (const [args, expected] of cases) {
       const io = capture();
@@ -49,6 +49,7 @@ describe('CLI flags', () => {
     expect(o.maxNewTokens).toBe(16);
     expect(o.precision).toBe('auto');
     expect(parseCli(['--prompt', 'x', '--precision', 'int4']).precision).toBe('int4');
+    expect(parseCli(['--prompt', 'x', '--precision', 'int8']).precision).toBe('int8');
     expect(() => parseCli([])).toThrow(UsageError);
   });
 

@@ -23,7 +23,7 @@ export const DEFAULT_HEADS = { medusa: 'public/models/austen-medusa', eagle3: 'p
 
 export const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--heads DIR] [--method NAME]
        [--max-new-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S] [--device wasm|webgpu]
-       [--precision fp32|fp16|int4|auto] [--verify rejection|typical] [--threads N|auto] [--chat [--system TEXT]] [--json]
+       [--precision fp32|fp16|int4|int8|auto] [--verify rejection|typical] [--threads N|auto] [--chat [--system TEXT]] [--json]
 
 --target/--draft/--heads take a folder or a hub id, hf:org/name[@revision] (HF_ENDPOINT, HF_TOKEN and HF_HOME as
 for huggingface_hub). --heads: Medusa heads or an EAGLE-3 head trained on the target (for medusa and eagle; the

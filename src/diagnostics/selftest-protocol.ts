@@ -14,7 +14,7 @@ export type SelftestRequest =
       base: string;
       /** Graph variant and precision to check (default: the runner's defaults). */
       graph?: 'plain' | 'fused' | 'hybrid';
-      precision?: 'auto' | 'fp32' | 'fp16' | 'int4';
+      precision?: 'auto' | 'fp32' | 'fp16' | 'int4' | 'int8';
     };
 
 export type BackendRun = { ok: true; ms: number; output: number[] } | { ok: false; error: string };

@@ -89,6 +89,26 @@ describe('SpecEngine', () => {
     ).rejects.toThrow(/^heads model public\/models\/austen-draft: /);
   });
 
+  it('int8 on wasm: the models run int8, and every speculative method gives plain int8 decoding exactly', async () => {
+    const int8 = await SpecEngine.load(ortForNode(), {
+      target: 'public/models/austen-target',
+      draft: 'public/models/austen-draft',
+      device: 'wasm',
+      precision: 'int8',
+      calibration: 'never',
+    });
+    try {
+      expect(int8.target.precision).toBe('int8');
+      const prompt = 'It is a truth universally acknowledged, that';
+      const plain = await finish(int8, prompt, 'ar', GREEDY, 32);
+      for (const method of ['chain', 'tree', 'lookup', 'merged'] as const) {
+        expect((await finish(int8, prompt, method, GREEDY, 32)).tokens, method).toEqual(plain.tokens);
+      }
+    } finally {
+      await int8.release();
+    }
+  });
+
   it('keeps its measured costs in the store it was given, keyed by the model and device', async () => {
     const store = new MemoryStore();
     const engine = await SpecEngine.load(ortForNode(), {

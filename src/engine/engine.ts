@@ -46,7 +46,7 @@ export interface EngineLoadOptions {
   heads?: string;
   device: Device;
   compute?: ComputeType | 'auto';
-  /** Weights and arithmetic: 'fp32', 'fp16', 'int4' or 'auto' (model/precision.ts). */
+  /** Weights and arithmetic: 'fp32', 'fp16', 'int4', 'int8' (wasm) or 'auto' (model/precision.ts). */
   precision?: Precision;
   /** Graph variant: 'plain', 'fused', 'hybrid' (onnxruntime contrib ops) or 'auto' (default: measured at load). */
   graph?: GraphVariant | 'auto';

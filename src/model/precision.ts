@@ -1,19 +1,23 @@
 /**
- * What `precision` means for a model on a device: how the weights are stored (float or blockwise int4) and what
- * type the arithmetic runs in (fp32, or fp16 where the device computes it natively).
+ * What `precision` means for a model on a device: how the weights are stored (float, blockwise int4 or per-channel
+ * int8) and what type the arithmetic runs in (fp32, or fp16 where the device computes it natively).
  *
  *   fp32  float weights, fp32 compute
  *   fp16  float weights, fp16 compute (WebGPU needs shader-f16; on wasm it is emulated and slow, for tests)
- *   int4  int4 weights (MatMulNBits), fp16 compute on a WebGPU adapter with shader-f16, fp32 elsewhere
+ *   int4  int4 weights (MatMulNBits), fp16 compute on a WebGPU adapter with shader-f16, fp32 elsewhere. On wasm
+ *         onnxruntime has no 4-bit kernel (every call dequantises the whole weight): small, not fast
+ *   int8  int8 weights, activations quantised per row (MatMulIntegerToFloat, MLAS's uint8 x int8 SIMD kernel), fp32
+ *         compute; wasm only (the WebGPU EP has no integer matmul)
  *   auto  the compute type the device does best (fp16 on WebGPU with shader-f16, else fp32); float weights unless
  *         they would not fit (more than AUTO_INT4_BYTES in that type: a wasm heap is 4 GB at most, and browsers
- *         cap single GPU buffers and tabs well below a 1.7B model in fp32), then int4
+ *         cap single GPU buffers and tabs well below a 1.7B model in fp32); then int8 on wasm if that fits, else
+ *         int4
  */
 import { expectedWeights, type LlamaConfig } from './config';
 import type { ComputeType, WeightFormat } from './graph/llama';
 
-export type Precision = 'fp32' | 'fp16' | 'int4' | 'auto';
-export const PRECISIONS: readonly Precision[] = ['fp32', 'fp16', 'int4', 'auto'];
+export type Precision = 'fp32' | 'fp16' | 'int4' | 'int8' | 'auto';
+export const PRECISIONS: readonly Precision[] = ['fp32', 'fp16', 'int4', 'int8', 'auto'];
 
 export type Device = 'wasm' | 'webgpu';
 
@@ -22,7 +26,7 @@ export interface ResolvedPrecision {
   compute: ComputeType;
 }
 
-/** Float weights above this many bytes make `auto` choose int4. */
+/** Float weights above this many bytes make `auto` quantise (int8 on wasm when that fits under it, else int4). */
 export const AUTO_INT4_BYTES = 2 * 2 ** 30;
 
 /** fp16 where the device computes it natively (WebGPU with shader-f16), fp32 everywhere else. */
@@ -39,7 +43,12 @@ export function parameterCount(cfg: LlamaConfig): number {
 }
 
 /** Resolve a requested precision; `native` is what chooseCompute says for the device. */
-export function resolvePrecision(requested: Precision, cfg: LlamaConfig, native: ComputeType): ResolvedPrecision {
+export function resolvePrecision(
+  requested: Precision,
+  cfg: LlamaConfig,
+  native: ComputeType,
+  device: Device = 'wasm',
+): ResolvedPrecision {
   switch (requested) {
     case 'fp32':
       return { weights: 'float', compute: 'fp32' };
@@ -47,17 +56,27 @@ export function resolvePrecision(requested: Precision, cfg: LlamaConfig, native:
       return { weights: 'float', compute: 'fp16' };
     case 'int4':
       return { weights: 'int4', compute: native };
+    case 'int8':
+      if (device === 'webgpu') {
+        throw new RangeError(
+          "precision int8 runs on wasm only (onnxruntime's WebGPU EP has no integer matmul): use int4 on WebGPU",
+        );
+      }
+      return { weights: 'int8', compute: 'fp32' };
     case 'auto': {
-      const bytes = parameterCount(cfg) * (native === 'fp16' ? 2 : 4);
-      return { weights: bytes > AUTO_INT4_BYTES ? 'int4' : 'float', compute: native };
+      const params = parameterCount(cfg);
+      if (params * (native === 'fp16' ? 2 : 4) <= AUTO_INT4_BYTES) return { weights: 'float', compute: native };
+      if (device === 'wasm' && params <= AUTO_INT4_BYTES) return { weights: 'int8', compute: 'fp32' };
+      return { weights: 'int4', compute: native };
     }
     default:
       throw new RangeError(`precision "${String(requested)}" is not one of ${PRECISIONS.join(', ')}`);
   }
 }
 
-/** The label of a resolved precision: 'fp32', 'fp16', 'int4' (fp32 compute) or 'int4-fp16'. */
+/** The label of a resolved precision: 'fp32', 'fp16', 'int8', 'int4' (fp32 compute) or 'int4-fp16'. */
 export function precisionLabel(p: ResolvedPrecision): string {
   if (p.weights === 'float') return p.compute;
+  if (p.weights === 'int8') return 'int8';
   return p.compute === 'fp16' ? 'int4-fp16' : 'int4';
 }

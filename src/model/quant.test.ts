@@ -1,7 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { ortForNode } from '../runtime/ort-node';
 import { OnnxGraph } from './graph/onnx';
-import { allocInt4, concatInt4, dequantizeInt4, quantizeInt4, quantizeRows } from './quant';
+import {
+  allocInt4,
+  allocInt8,
+  concatInt4,
+  concatInt8,
+  dequantizeInt4,
+  dequantizeInt8,
+  quantizeActivationRow,
+  quantizeInt4,
+  quantizeInt8,
+  quantizeInt8Rows,
+  quantizeRows,
+  transposeInt8,
+} from './quant';
 
 function values(n: number, seed: number, scale = 1): Float32Array {
   let s = seed;
@@ -112,4 +125,95 @@ describe('blockwise int4 quantisation', () => {
       await session.release();
     });
   }
+});
+
+describe('per-channel int8 quantisation', () => {
+  it('every value within half a step of its row, the largest magnitude exact, codes in [-127, 127]', () => {
+    const [n, k] = [5, 40];
+    const w = values(n * k, 7, 3);
+    w[2 * k + 9] = 0; // a zero stays zero
+    const q = quantizeInt8(w, n, k);
+    const d = dequantizeInt8(q);
+    for (let r = 0; r < n; r++) {
+      const scale = q.scales[r] as number;
+      let extreme = r * k;
+      for (let i = 0; i < k; i++) {
+        const at = r * k + i;
+        expect(Math.abs((d[at] as number) - (w[at] as number))).toBeLessThanOrEqual(scale * 0.5001);
+        expect(Math.abs(q.codes[at] as number)).toBeLessThanOrEqual(127);
+        if (Math.abs(w[at] as number) > Math.abs(w[extreme] as number)) extreme = at;
+      }
+      expect(Math.abs(q.codes[extreme] as number)).toBe(127);
+      expect(d[extreme]).toBeCloseTo(w[extreme] as number, 5);
+    }
+    expect(d[2 * k + 9]).toBe(0);
+    // An all-zero row has scale 0 and codes 0 (no division by zero).
+    const zero = quantizeInt8(new Float32Array(8), 1, 8);
+    expect(Array.from(zero.codes)).toEqual(new Array(8).fill(0));
+    expect(zero.scales[0]).toBe(0);
+  });
+
+  it('row ranges, concatenation and the transpose give the same codes as one pass', () => {
+    const k = 12;
+    const a = values(3 * k, 1);
+    const b = values(4 * k, 2);
+    const all = Float32Array.from([...a, ...b]);
+    const whole = quantizeInt8(all, 7, k);
+    const stacked = concatInt8([quantizeInt8(a, 3, k), quantizeInt8(b, 4, k)]);
+    const piecewise = allocInt8(7, k);
+    quantizeInt8Rows(piecewise, all.subarray(0, 2 * k), 0);
+    quantizeInt8Rows(piecewise, all.subarray(2 * k), 2);
+    for (const q of [stacked, piecewise]) {
+      expect(Array.from(q.codes)).toEqual(Array.from(whole.codes));
+      expect(Array.from(q.scales)).toEqual(Array.from(whole.scales));
+    }
+    const t = transposeInt8(whole);
+    expect(t[5 * 7 + 3]).toBe(whole.codes[3 * k + 5]);
+    expect(() => concatInt8([quantizeInt8(a, 3, k), quantizeInt8(values(8, 3), 1, 8)])).toThrow(/differ in K/);
+  });
+
+  it('an activation row: scale max|x| / 127, ties rounded to even, zero rows stay zero', () => {
+    const x = [127, -63.5, 0.5, 1.5, -2.5, 0];
+    // scale = 1: codes 127, -64 (tie to even), 0, 2, -2, 0
+    expect(Array.from(quantizeActivationRow(x))).toEqual([127, -64, 0, 2, -2, 0]);
+    expect(Array.from(quantizeActivationRow([0, 0, 0]))).toEqual([0, 0, 0]);
+  });
+
+  // The layout check: the graph's per-row activation quantisation and MatMulIntegerToFloat on our [K, N] codes
+  // compute quantised(x) * dequantised(W)^T, row by row.
+  it('MatMulIntegerToFloat (wasm EP) on our layout, inputs quantised per row, equals the reference', async () => {
+    const ort = ortForNode();
+    const [m, n, k] = [4, 9, 24];
+    const w = values(n * k, 21);
+    const q = quantizeInt8(w, n, k);
+    const g = new OnnxGraph('int8');
+    g.useDomain('com.microsoft', 1);
+    g.input('x', 'float32', [m, k]);
+    g.initializer({ name: 'b', dataType: 'int8', dims: [k, n], raw: new Uint8Array(transposeInt8(q).buffer) });
+    g.initializer({ name: 's', dataType: 'float32', dims: [n], raw: new Uint8Array(q.scales.buffer) });
+    g.initializer({ name: 'one', dataType: 'float32', dims: [], raw: new Uint8Array(new Float32Array([1]).buffer) });
+    g.initializer({ name: 'zp', dataType: 'uint8', dims: [], raw: new Uint8Array([128]) });
+    g.initializer({ name: 'zps', dataType: 'uint8', dims: [m], raw: new Uint8Array(m).fill(128) });
+    const amax = g.op('ReduceMax', [g.op('Abs', ['x'])], { axes: [-1], keepdims: 1 });
+    const scale = g.op('Mul', [amax, g.constFloat32([1 / 127], [])]);
+    const codes = g.op('QuantizeLinear', ['x', g.op('Reshape', [scale, g.constInt64([-1])]), 'zps'], { axis: 0 });
+    const [y] = g.node('MatMulIntegerToFloat', [codes, 'b', 'one', 's', 'zp'], { domain: 'com.microsoft' });
+    g.op('Mul', [y as string, scale], {}, 'out');
+    g.output('out', 'float32', [m, n]);
+    const session = await ort.InferenceSession.create(g.toBytes(), { executionProviders: ['wasm'] });
+    const x = values(m * k, 23, 2);
+    const out = (await session.run({ x: new ort.Tensor('float32', x, [m, k]) })).out?.data as Float32Array;
+    const d = dequantizeInt8(q);
+    let diff = 0;
+    for (let r = 0; r < m; r++) {
+      const xr = quantizeActivationRow(x.subarray(r * k, (r + 1) * k));
+      for (let c = 0; c < n; c++) {
+        let acc = 0;
+        for (let i = 0; i < k; i++) acc += (xr[i] as number) * (d[c * k + i] as number);
+        diff = Math.max(diff, Math.abs(acc - (out[r * n + c] as number)));
+      }
+    }
+    expect(diff).toBeLessThan(1e-5);
+    await session.release();
+  });
 });

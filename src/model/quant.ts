@@ -162,3 +162,110 @@ export function concatInt4(parts: readonly Int4Weight[]): Int4Weight {
   }
   return out;
 }
+
+/**
+ * Per-channel 8-bit weights for onnxruntime's MatMulIntegerToFloat (the int8 precision on wasm, where MLAS has a
+ * SIMD uint8 x int8 kernel and none for 4 bits): each output row of W [N, K] keeps one fp32 scale (its largest
+ * magnitude over 127) and symmetric codes in [-127, 127], zero point 0.
+ *
+ *   dequantised w = code * scale
+ */
+export interface Int8Weight {
+  n: number;
+  k: number;
+  /** [N, K], row-major like the checkpoint (the graph stores the transpose, [K, N], as MatMul's B). */
+  codes: Int8Array;
+  /** [N] */
+  scales: Float32Array;
+}
+
+export function allocInt8(n: number, k: number): Int8Weight {
+  return { n, k, codes: new Int8Array(n * k), scales: new Float32Array(n) };
+}
+
+/** Quantise rows [row0, row0 + rows) from `values` (those rows, row-major [rows, K]) into `q`. */
+export function quantizeInt8Rows(q: Int8Weight, values: Float32Array, row0: number): void {
+  const { k } = q;
+  const rows = values.length / k;
+  for (let r = 0; r < rows; r++) {
+    let max = 0;
+    for (let i = 0; i < k; i++) max = Math.max(max, Math.abs(values[r * k + i] as number));
+    // Stored and used in fp32: quantise against exactly that value.
+    const scale = Math.fround(max / 127);
+    q.scales[row0 + r] = scale;
+    const inv = scale !== 0 ? 1 / scale : 0;
+    const out = (row0 + r) * k;
+    for (let i = 0; i < k; i++) {
+      q.codes[out + i] = Math.min(127, Math.max(-127, Math.round((values[r * k + i] as number) * inv)));
+    }
+  }
+}
+
+export function quantizeInt8(values: Float32Array, n: number, k: number): Int8Weight {
+  if (values.length !== n * k) throw new RangeError(`quantizeInt8: ${values.length} values for [${n}, ${k}]`);
+  const q = allocInt8(n, k);
+  quantizeInt8Rows(q, values, 0);
+  return q;
+}
+
+/** The fp32 values the kernel computes with, [N, K]. */
+export function dequantizeInt8(q: Int8Weight): Float32Array {
+  const out = new Float32Array(q.n * q.k);
+  for (let row = 0; row < q.n; row++) {
+    const scale = q.scales[row] as number;
+    for (let i = 0; i < q.k; i++) out[row * q.k + i] = (q.codes[row * q.k + i] as number) * scale;
+  }
+  return out;
+}
+
+/** Rows of several int8 weights with the same K stacked into one (a fused projection). */
+export function concatInt8(parts: readonly Int8Weight[]): Int8Weight {
+  const first = parts[0];
+  if (!first) throw new RangeError('concatInt8: nothing to concatenate');
+  if (parts.some((p) => p.k !== first.k)) throw new RangeError('concatInt8: parts differ in K');
+  const out = allocInt8(
+    parts.reduce((a, p) => a + p.n, 0),
+    first.k,
+  );
+  let rows = 0;
+  for (const p of parts) {
+    out.codes.set(p.codes, rows * first.k);
+    out.scales.set(p.scales, rows);
+    rows += p.n;
+  }
+  return out;
+}
+
+/** [N, K] codes as [K, N] (MatMul's B). */
+export function transposeInt8(q: Int8Weight): Int8Array {
+  const { n, k } = q;
+  const out = new Int8Array(n * k);
+  for (let row = 0; row < n; row++) {
+    for (let i = 0; i < k; i++) out[i * n + row] = q.codes[row * k + i] as number;
+  }
+  return out;
+}
+
+/**
+ * What the int8 graph does to an activation row before its integer matmul (per row, so a row's result never
+ * depends on the other rows of a call: a tree call equals its paths run alone): scale = max|x| / 127 (at least
+ * INT8_MIN_SCALE), code = round-half-even(x / scale) + 128 as uint8 with zero point 128. Returns the dequantised row.
+ */
+export const INT8_MIN_SCALE = 1e-30;
+
+export function quantizeActivationRow(x: ArrayLike<number>): Float64Array {
+  let max = 0;
+  for (let i = 0; i < x.length; i++) max = Math.max(max, Math.abs(Math.fround(x[i] as number)));
+  const scale = Math.fround(Math.max(Math.fround(max * Math.fround(1 / 127)), INT8_MIN_SCALE));
+  const out = new Float64Array(x.length);
+  for (let i = 0; i < x.length; i++) {
+    const code = Math.min(127, Math.max(-128, roundHalfEven(Math.fround(x[i] as number) / scale)));
+    out[i] = code * scale;
+  }
+  return out;
+}
+
+function roundHalfEven(v: number): number {
+  const r = Math.round(v);
+  return Math.abs(v % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}

@@ -53,7 +53,7 @@ export { chooseCompute };
 export interface RunnerOptions {
   device: Device;
   /**
-   * Weights and arithmetic: 'fp32', 'fp16', 'int4' or 'auto' (the default; see precision.ts). 'fp16' on WebGPU
+   * Weights and arithmetic: 'fp32', 'fp16', 'int4', 'int8' (wasm) or 'auto' (the default; see precision.ts). 'fp16' on WebGPU
    * without shader-f16 fails with a clear error.
    */
   precision?: Precision;
@@ -155,7 +155,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     return this.graph.variant;
   }
 
-  /** 'fp32', 'fp16', 'int4' (fp32 compute) or 'int4-fp16'. */
+  /** 'fp32', 'fp16', 'int8', 'int4' (fp32 compute) or 'int4-fp16'. */
   get precision(): string {
     return precisionLabel({ weights: this.graph.weightFormat, compute: this.graph.compute });
   }
@@ -163,7 +163,12 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
   static async create(ort: Ort, model: LoadedModel, options: RunnerOptions): Promise<ModelRunner> {
     const requested: Precision = options.precision ?? options.compute ?? 'auto';
     const native = await chooseCompute(options.device);
-    const precision = resolvePrecision(requested, model.config, native);
+    let precision: ReturnType<typeof resolvePrecision>;
+    try {
+      precision = resolvePrecision(requested, model.config, native, options.device);
+    } catch (e) {
+      throw new ModelLoadError(`${model.spec}: ${(e as Error).message}`);
+    }
     if (precision.compute === 'fp16' && options.device === 'webgpu' && native !== 'fp16') {
       throw new ModelLoadError(
         `${model.spec}: fp16 compute needs the WebGPU feature shader-f16, which this adapter lacks`,
@@ -189,7 +194,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       options.onProgress?.({
         status: 'progress',
         name: model.spec,
-        file: 'int4 quantisation',
+        file: `${precision.weights} quantisation`,
         loaded: percent,
         total: 100,
         progress: percent,
@@ -200,7 +205,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       weights: precision.weights,
       variant,
       ...(options.int4 ? { int4: options.int4 } : {}),
-      ...(precision.weights === 'int4' ? { onQuantize } : {}),
+      ...(precision.weights !== 'float' ? { onQuantize } : {}),
       embeddingType,
       ...(options.layerSwitches ? { layerSwitches: true } : {}),
       ...(options.hidden ? { hidden: options.hidden } : {}),

@@ -4,7 +4,7 @@
  * Attributes (mirrored as properties): target, draft (empty: target only; methods that need a draft model are then
  * disabled), method, max-new-tokens, temperature, top-p, top-k, seed, device ("auto" default: a hardware WebGPU
  * adapter, else wasm, with a notice saying why; "webgpu" uses even a software adapter, with a warning; "wasm"),
- * precision ("auto" default, "fp32", "fp16", "int4"), verify, prompt, group-rounds, hide-rejected, ort-base, threads,
+ * precision ("auto" default, "fp32", "fp16", "int4", "int8" on wasm), verify, prompt, group-rounds, hide-rejected, ort-base, threads,
  * hub-endpoint (the hub host for hf:org/name ids; a token goes in the hubToken property), mode ("text", or "chat":
  * messages in through the target's chat template, see chat-view.ts). The prompt can also come from a slotted
  * element: <span slot="prompt">…</span>. cachedModels() and clearCache() show and empty the hub cache.
@@ -158,7 +158,7 @@ export class SpecDecoder extends LitElement {
   @property({ type: Number }) seed = 0;
   /** "auto": a hardware WebGPU adapter, else wasm (a software adapter is many times slower than wasm). */
   @property() device: DeviceRequest = 'auto';
-  @property() precision: 'auto' | 'fp32' | 'fp16' | 'int4' = 'auto';
+  @property() precision: 'auto' | 'fp32' | 'fp16' | 'int4' | 'int8' = 'auto';
   @property() prompt = '';
   @property({ type: Boolean, attribute: 'group-rounds' }) groupRounds = false;
   /** Leave rejected draft tokens out of the text (they are kept, struck through, by default). */

@@ -20,8 +20,8 @@ export interface LoadRequest {
    */
   device: DeviceRequest;
   compute?: 'fp32' | 'fp16' | 'auto';
-  /** Weights and arithmetic: 'fp32', 'fp16', 'int4' or 'auto' (default). */
-  precision?: 'fp32' | 'fp16' | 'int4' | 'auto';
+  /** Weights and arithmetic: 'fp32', 'fp16', 'int4', 'int8' (wasm) or 'auto' (default). */
+  precision?: 'fp32' | 'fp16' | 'int4' | 'int8' | 'auto';
   /** Base URL that relative model folders resolve against (the page). */
   base: string;
   /** Folder holding onnxruntime-web's wasm files. */
@@ -57,7 +57,7 @@ export interface ModelInfo {
 export interface LoadInfo {
   device: DeviceChoice;
   compute: 'fp32' | 'fp16';
-  /** What the target runs: 'fp32', 'fp16', 'int4' or 'int4-fp16', and the graph variant measured fastest. */
+  /** What the target runs: 'fp32', 'fp16', 'int8', 'int4' or 'int4-fp16', and the graph variant measured fastest. */
   precision?: string;
   graph?: string;
   /** Why the worker is not on WebGPU, when WebGPU was asked for or considered. */

@@ -27,7 +27,7 @@
  */
 import { expectedWeights, type LlamaConfig, ropeInvFreq } from '../config';
 import { ModelLoadError } from '../errors';
-import type { Int4Options } from '../quant';
+import { INT8_MIN_SCALE, type Int4Options } from '../quant';
 import type { TensorEntry } from '../safetensors';
 import { buildFusedBody } from './llama-fused';
 import { buildPlainBody } from './llama-plain';
@@ -44,11 +44,14 @@ import {
   runAttention,
   runMlp,
 } from './signature';
-import { CONVERTED_WEIGHTS, type Int4Initializers, ONNX_DTYPE, WeightStore } from './weights';
+import { CONVERTED_WEIGHTS, type Int4Initializers, type Int8Initializers, ONNX_DTYPE, WeightStore } from './weights';
 
 export type ComputeType = 'fp32' | 'fp16';
-/** How the weights are stored in the graph: the compute precision, or blockwise int4. */
-export type WeightFormat = 'float' | 'int4';
+/**
+ * How the weights are stored in the graph: the compute precision, blockwise int4 (MatMulNBits), or per-channel int8
+ * with activations quantised per row (MatMulIntegerToFloat; fp32 compute, for wasm).
+ */
+export type WeightFormat = 'float' | 'int4' | 'int8';
 /**
  * 'plain': standard ONNX ops only; 'fused': onnxruntime contrib ops (GroupQueryAttention, RotaryEmbedding,
  * SkipSimplifiedLayerNormalization, stacked projections); 'hybrid': the fused graph with attention as plain MatMuls
@@ -173,8 +176,8 @@ export function eagle3Layers(numLayers: number): [number, number, number] {
   return [2, Math.floor(numLayers / 2), numLayers - 3];
 }
 
-/** Elements the int4 build quantises (for progress reports). */
-export function int4Elements(cfg: LlamaConfig, layers = cfg.numLayers): number {
+/** Elements an int4 or int8 build quantises (for progress reports). */
+export function quantizedElements(cfg: LlamaConfig, layers = cfg.numLayers): number {
   let n = 0;
   for (const [name, shape] of expectedWeights(cfg)) {
     const layer = /^model\.layers\.(\d+)\./.exec(name);
@@ -204,11 +207,14 @@ export function buildLlamaGraph(
   const T: 'float32' | 'float16' = compute === 'fp16' ? 'float16' : 'float32';
   const g = new OnnxGraph(`${cfg.modelType}_${options.interface ?? 'tree'}_${variant}_${weightFormat}_${compute}`);
   g.useDomain('com.microsoft', 1);
-  const totalInt4 = weightFormat === 'int4' ? (probe ? int4Elements(cfg, layers) : int4Elements(cfg)) : 0;
+  if (weightFormat === 'int8' && T !== 'float32') {
+    throw new ModelLoadError('int8 weights compute in fp32 (onnxruntime has no fp16 integer matmul): use fp32 compute');
+  }
+  const totalQuantized = weightFormat === 'float' ? 0 : quantizedElements(cfg, layers);
   const store = new WeightStore(g, weights, files, T, {
     ...(options.weightsFile ? { weightsFile: options.weightsFile } : {}),
     ...(options.int4 ? { int4: options.int4 } : {}),
-    onQuantized: (done) => options.onQuantize?.(totalInt4 > 0 ? Math.min(1, done / totalInt4) : 1),
+    onQuantized: (done) => options.onQuantize?.(totalQuantized > 0 ? Math.min(1, done / totalQuantized) : 1),
   });
   const cast = (x: string, to: OnnxDataType) => g.op('Cast', [x], { to: DATA_TYPE_CODE[to] });
   const toT = (x: string) => (T === 'float32' ? x : cast(x, T));
@@ -219,15 +225,28 @@ export function buildLlamaGraph(
       domain: 'com.microsoft',
       attrs: { K: w.k, N: w.n, bits: 4, block_size: w.blockSize },
     })[0] as string;
-  const linear = (x: string, names: readonly string[], as: string, biases?: readonly string[]) => {
+  const int8 = weightFormat === 'int8' ? int8Helpers(g) : null;
+  // The per-row zero points of the layers' activations ([q] of 128), made here: a switched body's If branches read it.
+  const layerZeroPoints = int8
+    ? int8.zeroPoints(g.op('Gather', [g.op('Shape', [inputs.inputIds]), g.constInt64([1])]))
+    : '';
+  const project = (
+    x: string,
+    names: readonly string[],
+    as: string,
+    biases: readonly string[] | undefined,
+    zp: string,
+  ) => {
     const bias = biases ? store.floatStack(biases, `${as}.bias`) : null;
-    if (weightFormat === 'int4') {
-      const y = matmulNBits(x, store.int4(names, as));
-      return bias ? g.op('Add', [y, bias]) : y;
+    if (weightFormat === 'float') {
+      const w = store.floatStack(names, as);
+      return g.op('Gemm', bias ? [x, w, bias] : [x, w], { transB: 1 });
     }
-    const w = store.floatStack(names, as);
-    return g.op('Gemm', bias ? [x, w, bias] : [x, w], { transB: 1 });
+    const y = int8 ? int8.matmul(x, store.int8(names, as), zp) : matmulNBits(x, store.int4(names, as));
+    return bias ? g.op('Add', [y, bias]) : y;
   };
+  const linear = (x: string, names: readonly string[], as: string, biases?: readonly string[]) =>
+    project(x, names, as, biases, layerZeroPoints);
   const embed = (ids: string) => {
     const flat = g.op('Reshape', [ids, g.constInt64([-1])]);
     if (weightFormat === 'float') return g.op('Gather', [store.float('model.embed_tokens.weight'), flat], { axis: 0 });
@@ -299,10 +318,12 @@ export function buildLlamaGraph(
     g.output('hidden', T, ['rows', cfg.hiddenSize]);
   } else {
     const head = cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
+    const headZeroPoints =
+      int8 && inputs.logitsRows ? int8.zeroPoints(g.op('Shape', [inputs.logitsRows])) : layerZeroPoints;
     let logits =
-      weightFormat === 'int4'
-        ? linear(normed, [head], 'lm_head')
-        : g.op('Gemm', [normed, store.float(head)], { transB: 1 });
+      weightFormat === 'float'
+        ? g.op('Gemm', [normed, store.float(head)], { transB: 1 })
+        : project(normed, [head], 'lm_head', undefined, headZeroPoints);
     if (T !== 'float32') logits = cast(logits, 'float32');
     g.op('Unsqueeze', [logits, g.constInt64([0])], {}, GRAPH_OUTPUTS.logits);
     g.output(GRAPH_OUTPUTS.logits, 'float32', [1, inputs.logitsRows ? 'rows' : 'q', cfg.vocabSize]);
@@ -349,14 +370,16 @@ export function callWeightBytes(
     if (layer && Number(layer[1]) >= layers) continue;
     const n = shape.reduce((a, b) => a * b, 1);
     if (name === 'model.embed_tokens.weight') continue; // a gather of q rows
-    if (shape.length === 2 && format === 'int4') bytes += n / 2 + (n / blockSize) * floatBytes;
-    else bytes += n * floatBytes;
+    bytes += shape.length === 2 ? matrixBytes(shape[0] as number, n) : n * floatBytes;
   }
-  if (cfg.tieWordEmbeddings) {
-    const n = cfg.vocabSize * cfg.hiddenSize;
-    bytes += format === 'int4' ? n / 2 + (n / blockSize) * floatBytes : n * floatBytes;
-  }
+  if (cfg.tieWordEmbeddings) bytes += matrixBytes(cfg.vocabSize, cfg.vocabSize * cfg.hiddenSize);
   return bytes;
+
+  function matrixBytes(rows: number, n: number): number {
+    if (format === 'int4') return n / 2 + (n / blockSize) * floatBytes;
+    if (format === 'int8') return n + rows * 4;
+    return n * floatBytes;
+  }
 }
 
 export interface CoreInputs {
@@ -408,4 +431,30 @@ function transformersInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType): Co
   const bias = g.op('Where', [visible, g.constFloat32([0], []), g.constFloat32([MASKED], [])]);
   const attentionBias = g.op('Unsqueeze', [bias, g.constInt64([0, 1])]);
   return { inputIds, positionIds, attentionBias, keepIndices: null, logitsRows: null };
+}
+
+/**
+ * int8 projections (quant.ts: Int8Weight, quantizeActivationRow): each activation row is quantised on its own,
+ * scale = max|x| / 127, to uint8 around a zero point of 128 (QuantizeLinear per axis 0), multiplied by the int8
+ * weights in onnxruntime's uint8 x int8 kernel (MatMulIntegerToFloat, which applies the weights' per-column scales),
+ * then by the row's scale. Per row, not per tensor (DynamicQuantizeMatMul): a row's result must not depend on the
+ * other rows of a call, or a tree call would differ from its paths run alone and speculation would not be lossless.
+ */
+function int8Helpers(g: OnnxGraph) {
+  const one = g.constFloat32([1], [], 'int8_one');
+  const invRange = g.constFloat32([1 / 127], [], 'int8_inv_range');
+  const minScale = g.constFloat32([INT8_MIN_SCALE], [], 'int8_min_scale');
+  const flat = g.constInt64([-1]);
+  const zp128 = g.initializer({ name: 'int8_zero_point', dataType: 'uint8', dims: [], raw: new Uint8Array([128]) });
+  return {
+    /** [rows] of 128, from a [1] tensor holding the row count. */
+    zeroPoints: (rows: string) => g.op('Expand', [zp128, rows]),
+    matmul(x: string, w: Int8Initializers, zeroPoints: string): string {
+      const amax = g.op('ReduceMax', [g.op('Abs', [x])], { axes: [-1], keepdims: 1 });
+      const scale = g.op('Max', [g.op('Mul', [amax, invRange]), minScale]); // [rows, 1]
+      const codes = g.op('QuantizeLinear', [x, g.op('Reshape', [scale, flat]), zeroPoints], { axis: 0 });
+      const [y] = g.node('MatMulIntegerToFloat', [codes, w.codes, one, w.scales, zp128], { domain: 'com.microsoft' });
+      return g.op('Mul', [y as string, scale]);
+    },
+  };
 }

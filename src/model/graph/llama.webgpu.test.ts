@@ -9,7 +9,7 @@ import { chainBias, positionIds, treeAttentionBias } from '../../engine/tree';
 import { nodeWebGpu, webGpuOrt, webGpuTitle } from '../../runtime/testing/node-webgpu';
 import { maxDiff } from '../../util/max-diff';
 import { ModelRunner, type RunnerOptions } from '../runner';
-import { int4Reference } from '../testing/int4-reference';
+import { int4Reference } from '../testing/quantized-reference';
 import { randomModel } from '../testing/random-model';
 import { referenceForward } from '../testing/reference-llama';
 

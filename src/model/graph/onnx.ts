@@ -4,12 +4,13 @@
  */
 import { ProtoWriter } from './protobuf';
 
-export type OnnxDataType = 'float32' | 'float16' | 'bfloat16' | 'int64' | 'int32' | 'bool' | 'uint8';
+export type OnnxDataType = 'float32' | 'float16' | 'bfloat16' | 'int64' | 'int32' | 'bool' | 'uint8' | 'int8';
 
 /** TensorProto.DataType codes (also the `to` of a Cast). */
 export const DATA_TYPE_CODE: Record<OnnxDataType, number> = {
   float32: 1,
   uint8: 2,
+  int8: 3,
   int32: 6,
   int64: 7,
   bool: 9,

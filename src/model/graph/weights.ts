@@ -1,11 +1,22 @@
 /**
  * Checkpoint tensors as graph initializers: in the compute precision (referenced in place in the safetensors bytes
  * when they already are, converted once in JS otherwise), stacked row-wise for fused projections, or quantised to
- * blockwise int4 for MatMulNBits. Everything converted lands in one external buffer handed to onnxruntime.
+ * blockwise int4 for MatMulNBits, or to per-channel int8 for MatMulIntegerToFloat. Everything converted lands in one external buffer handed to onnxruntime.
  */
 import { convertFloats, type FloatDtype, f32ToF16, toFloat32 } from '../convert';
 import { ModelLoadError } from '../errors';
-import { allocInt4, concatInt4, type Int4Options, type Int4Weight, quantizeRows } from '../quant';
+import {
+  allocInt4,
+  allocInt8,
+  concatInt4,
+  concatInt8,
+  type Int4Options,
+  type Int4Weight,
+  type Int8Weight,
+  quantizeInt8Rows,
+  quantizeRows,
+  transposeInt8,
+} from '../quant';
 import type { SafetensorsDtype, TensorEntry } from '../safetensors';
 import type { OnnxDataType, OnnxGraph } from './onnx';
 
@@ -28,11 +39,20 @@ export interface Int4Initializers {
   blockSize: number;
 }
 
+export interface Int8Initializers {
+  /** [K, N] int8 */
+  codes: string;
+  /** [N] fp32 */
+  scales: string;
+  n: number;
+  k: number;
+}
+
 export interface WeightStoreOptions {
   /** Put every weight in this one external buffer (an exported model.onnx_data), converted or copied. */
   weightsFile?: string;
   int4?: Int4Options;
-  /** Called as int4 quantisation proceeds: elements done so far. */
+  /** Called as int4 or int8 quantisation proceeds: elements done so far. */
   onQuantized?: (elements: number) => void;
 }
 
@@ -45,6 +65,7 @@ export class WeightStore {
   private size = 0;
   private readonly made = new Set<string>();
   private readonly int4Cache = new Map<string, Int4Initializers>();
+  private readonly int8Cache = new Map<string, Int8Initializers>();
   private quantizedElements = 0;
   private readonly ownFile: string;
 
@@ -132,19 +153,56 @@ export class WeightStore {
     return this.g.initializer({ name: as, dataType: this.T, dims, external: this.external(bytes) });
   }
 
-  /** Quantise one [N, K] tensor to int4 (block by block, a few rows at a time). */
-  quantize(name: string): Int4Weight {
+  /** Quantise one [N, K] tensor (a few rows at a time, reporting progress). */
+  private quantizeWith<Q>(
+    name: string,
+    what: string,
+    alloc: (n: number, k: number) => Q,
+    rowsInto: QuantizeRows<Q>,
+  ): Q {
     const t = this.entry(name);
-    if (t.shape.length !== 2) throw new ModelLoadError(`int4: ${name} is not a matrix`);
+    if (t.shape.length !== 2) throw new ModelLoadError(`${what}: ${name} is not a matrix`);
     const [n, k] = t.shape as [number, number];
-    const q = allocInt4(n, k, this.options.int4);
+    const q = alloc(n, k);
     for (let row = 0; row < n; row += ROWS_PER_STEP) {
       const rows = Math.min(ROWS_PER_STEP, n - row);
-      quantizeRows(q, this.rowsAsFloat32(name, row, rows), row);
+      rowsInto(q, this.rowsAsFloat32(name, row, rows), row);
       this.quantizedElements += rows * k;
       this.options.onQuantized?.(this.quantizedElements);
     }
     return q;
+  }
+
+  /** Quantise one [N, K] tensor to int4 (block by block, a few rows at a time). */
+  quantize(name: string): Int4Weight {
+    return this.quantizeWith(name, 'int4', (n, k) => allocInt4(n, k, this.options.int4), quantizeRows);
+  }
+
+  /** MatMulIntegerToFloat's B ([K, N] int8) and per-column scales for these tensors' rows stacked, quantised once. */
+  int8(names: readonly string[], as: string): Int8Initializers {
+    const cached = this.int8Cache.get(as);
+    if (cached) return cached;
+    const parts = names.map((n): Int8Weight => this.quantizeWith(n, 'int8', allocInt8, quantizeInt8Rows));
+    const q = parts.length === 1 ? (parts[0] as Int8Weight) : concatInt8(parts);
+    const codes = transposeInt8(q);
+    const init: Int8Initializers = {
+      codes: this.g.initializer({
+        name: `${as}.int8`,
+        dataType: 'int8',
+        dims: [q.k, q.n],
+        external: this.external(new Uint8Array(codes.buffer)),
+      }),
+      scales: this.g.initializer({
+        name: `${as}.scales`,
+        dataType: 'float32',
+        dims: [q.n],
+        external: this.external(new Uint8Array(q.scales.buffer)),
+      }),
+      n: q.n,
+      k: q.k,
+    };
+    this.int8Cache.set(as, init);
+    return init;
   }
 
   /** MatMulNBits initializers for the rows of these tensors stacked (one tensor: itself), quantised once. */
@@ -197,6 +255,8 @@ export class WeightStore {
     return out;
   }
 }
+
+type QuantizeRows<Q> = (q: Q, values: Float32Array, row0: number) => void;
 
 function dtypeBytes(t: TensorEntry): number {
   return t.dtype === 'F32' ? 4 : 2;

@@ -55,6 +55,8 @@ export function referenceForward(
   skip: { attention?: readonly number[]; mlp?: readonly number[] } = {},
   /** Filled when given: the residual stream entering each layer (index L: leaving the last), and the final-normed state. */
   collect?: { layerInputs: Float64Array[][]; final: Float64Array[] },
+  /** What every projection's input becomes before its matmul (int8: quantised per row); default as it is. */
+  input: (x: Float64Array) => Float64Array = (x) => x,
 ): Float64Array[] {
   const { hiddenSize: H, numHeads: nh, numKvHeads: kvh, headDim: hd, intermediateSize: M, vocabSize: V } = cfg;
   const n = tokens.length;
@@ -67,7 +69,7 @@ export function referenceForward(
     const p = `model.layers.${l}`;
     const skipAttention = skip.attention?.includes(l) ?? false;
     const skipMlp = skip.mlp?.includes(l) ?? false;
-    const hs = xs.map((x) => rmsNorm(x, W(`${p}.input_layernorm.weight`), cfg.rmsNormEps));
+    const hs = xs.map((x) => input(rmsNorm(x, W(`${p}.input_layernorm.weight`), cfg.rmsNormEps)));
     const qs = hs.map((h) =>
       matvec(W(`${p}.self_attn.q_proj.weight`), h, nh * hd, H, bias(`${p}.self_attn.q_proj.bias`)),
     );
@@ -106,7 +108,7 @@ export function referenceForward(
           }
         });
       }
-      const o = matvec(W(`${p}.self_attn.o_proj.weight`), ctx, H, nh * hd);
+      const o = matvec(W(`${p}.self_attn.o_proj.weight`), input(ctx), H, nh * hd);
       const x = skipAttention
         ? Float64Array.from(xs[i] as Float64Array)
         : (xs[i] as Float64Array).map((v, c) => v + (o[c] as number));
@@ -114,11 +116,11 @@ export function referenceForward(
         next.push(x);
         continue;
       }
-      const h2 = rmsNorm(x, W(`${p}.post_attention_layernorm.weight`), cfg.rmsNormEps);
+      const h2 = input(rmsNorm(x, W(`${p}.post_attention_layernorm.weight`), cfg.rmsNormEps));
       const gate = matvec(W(`${p}.mlp.gate_proj.weight`), h2, M, H);
       const up = matvec(W(`${p}.mlp.up_proj.weight`), h2, M, H);
       const act = gate.map((g, c) => (g / (1 + Math.exp(-g))) * (up[c] as number));
-      const down = matvec(W(`${p}.mlp.down_proj.weight`), act, H, M);
+      const down = matvec(W(`${p}.mlp.down_proj.weight`), input(act), H, M);
       next.push(x.map((v, c) => v + (down[c] as number)));
     }
     xs = next;
@@ -127,5 +129,5 @@ export function referenceForward(
   const head = W(cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight');
   const normed = xs.map((x) => rmsNorm(x, W('model.norm.weight'), cfg.rmsNormEps));
   collect?.final.push(...normed);
-  return normed.map((x) => matvec(head, x, V, H));
+  return normed.map((x) => matvec(head, input(x), V, H));
 }

@@ -1,10 +1,10 @@
 /**
- * What int4 costs in quality, on the bundled target (trained weights, unlike the random real shapes): held-out loss
- * of fp32 and int4 (symmetric, and with zero points) on Persuasion's held-out chapters, teacher-forced top-1
- * agreement of int4 with fp32, and agreement on fp32's own greedy continuations of the held-out prompts (what
+ * What int8 and int4 cost in quality, on the bundled target (trained weights, unlike the random real shapes):
+ * held-out loss of fp32, int8 (per-channel weights, inputs quantised per row) and int4 (symmetric, and with zero
+ * points) on Persuasion's held-out chapters, teacher-forced top-1 agreement with fp32, and agreement on fp32's own greedy continuations of the held-out prompts (what
  * greedy decoding sees). Needs tools/data/austen_val.txt (bash tools/prepare_data.sh).
  *
- *   npx tsx tools/int4-quality.ts [--model public/models/austen-target] [--window 256] [--tokens 32]
+ *   npx tsx tools/quant-quality.ts [--model public/models/austen-target] [--window 256] [--tokens 32]
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -24,7 +24,7 @@ const { values } = parseArgs({
 });
 
 if (!existsSync(String(values.text))) {
-  console.error(`int4-quality: ${values.text} is missing; run bash tools/prepare_data.sh first`);
+  console.error(`quant-quality: ${values.text} is missing; run bash tools/prepare_data.sh first`);
   process.exit(2);
 }
 
@@ -35,6 +35,7 @@ const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 const variants: [string, Omit<RunnerOptions, 'device'>][] = [
   ['fp32', { precision: 'fp32', graph: 'fused' }],
+  ['int8 (per channel, inputs per row)', { precision: 'int8', graph: 'fused' }],
   ['int4 (symmetric, block 32)', { precision: 'int4', graph: 'fused' }],
   ['int4 (zero points, block 32)', { precision: 'int4', graph: 'fused', int4: { zeroPoints: true } }],
 ];
@@ -151,7 +152,7 @@ const lines = [
 console.log(lines.join('\n'));
 mkdirSync('tools/runs', { recursive: true });
 writeFileSync(
-  'tools/runs/int4-quality.json',
+  'tools/runs/quant-quality.json',
   `${JSON.stringify({ report, scored, prompts: prompts.length }, null, 1)}\n`,
 );
 for (const r of runners) await r.release();

@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { ortForNode } from '../runtime/ort-node';
+import type { LlamaConfig } from './config';
+import { AUTO_INT4_BYTES, parameterCount, precisionLabel, resolvePrecision } from './precision';
+import { ModelRunner } from './runner';
+import { randomModel } from './testing/random-model';
+
+/** A config with `params` parameters' worth of layers (only its size matters here). */
+function sized(base: LlamaConfig, params: number): LlamaConfig {
+  const perLayer = parameterCount({ ...base, numLayers: 1 }) - parameterCount({ ...base, numLayers: 0 });
+  return { ...base, numLayers: Math.ceil(params / perLayer) };
+}
+
+describe('precision', () => {
+  const { model } = randomModel();
+  const cfg = model.config;
+
+  it('int8: fp32 compute on wasm; refused on WebGPU with the reason', () => {
+    expect(resolvePrecision('int8', cfg, 'fp32', 'wasm')).toEqual({ weights: 'int8', compute: 'fp32' });
+    expect(precisionLabel({ weights: 'int8', compute: 'fp32' })).toBe('int8');
+    expect(() => resolvePrecision('int8', cfg, 'fp16', 'webgpu')).toThrow(/int8 runs on wasm only.*use int4/);
+  });
+
+  it('auto: float while it fits, then int8 on wasm (while int8 fits), int4 on WebGPU and beyond', () => {
+    expect(resolvePrecision('auto', cfg, 'fp32', 'wasm').weights).toBe('float');
+    const big = sized(cfg, AUTO_INT4_BYTES / 4 + 1e6); // over the line in fp32, far under it in int8
+    expect(resolvePrecision('auto', big, 'fp32', 'wasm')).toEqual({ weights: 'int8', compute: 'fp32' });
+    expect(resolvePrecision('auto', big, 'fp32', 'webgpu')).toEqual({ weights: 'int4', compute: 'fp32' });
+    expect(resolvePrecision('auto', big, 'fp16', 'webgpu').weights).toBe('float'); // fits in fp16
+    const huge = sized(cfg, AUTO_INT4_BYTES + 1e6); // over the line even in int8
+    expect(resolvePrecision('auto', huge, 'fp32', 'wasm').weights).toBe('int4');
+  });
+
+  it('a runner asked for int8 on WebGPU fails at load with a one-line error naming the model', async () => {
+    await expect(ModelRunner.create(ortForNode(), model, { device: 'webgpu', precision: 'int8' })).rejects.toThrow(
+      new RegExp(`^${model.spec.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: precision int8 runs on wasm only`),
+    );
+  });
+
+  it('reports int8 quantisation progress up to 100%', async () => {
+    const seen: number[] = [];
+    const runner = await ModelRunner.create(ortForNode(), model, {
+      device: 'wasm',
+      precision: 'int8',
+      onProgress: (p) => {
+        if (p.file === 'int8 quantisation') seen.push(p.progress ?? -1);
+      },
+    });
+    expect(seen.length).toBeGreaterThan(1);
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
+    expect(seen[seen.length - 1]).toBe(100);
+    await runner.release();
+  });
+});
