@@ -5,6 +5,7 @@
  */
 import { headsNeeded, type Method, methodSpec } from '../src/engine/drafters/index';
 import type { SpecEngine } from '../src/engine/engine';
+import type { Precision } from '../src/model/precision';
 
 export type HeadsFolders = Partial<Record<'medusa' | 'eagle3', string>>;
 
@@ -76,11 +77,12 @@ export async function benchEngines(
   };
 }
 
-/** benchEngines on wasm in Node, with the bundled models. */
+/** benchEngines on wasm in Node, with the bundled models (in `precision`, default the engine's own: auto). */
 export async function nodeWasmEngines(
   methods: readonly Method[],
   threads: number,
   log: (line: string) => void,
+  precision?: Precision,
 ): ReturnType<typeof benchEngines> {
   const [{ SpecEngine: Engine }, { ortForNode }, { DEFAULT_HEADS }] = await Promise.all([
     import('../src/engine/engine'),
@@ -94,6 +96,7 @@ export async function nodeWasmEngines(
       Engine.load(ortForNode(threads), {
         target: 'public/models/austen-target',
         device: 'wasm',
+        ...(precision ? { precision } : {}),
         ...extrasOptions(extras, 'public/models/austen-draft'),
       }),
     log,

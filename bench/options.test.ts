@@ -36,6 +36,15 @@ describe('npm run bench flags', () => {
     expect(partialRun(parse(['--no-peer']))).toBe('sized');
   });
 
+  it('--precision: checked, the engine default when absent, and named in the results file', () => {
+    expect(parse([]).precision).toBeNull();
+    expect(parse(['--precision', 'int8']).precision).toBe('int8');
+    expect(partialRun(parse(['--precision', 'int8']))).toBe('int8');
+    expect(() => parse(['--precision', 'int3'])).toThrow(
+      /--precision must be one of fp32, fp16, int4, int8, auto; got "int3"/,
+    );
+  });
+
   it('sampling flags: greedy by default, checked, and named in the results file', () => {
     expect(parse([]).sampling).toBeNull();
     const cli = parse(['--temperature', '0.8', '--top-k', '50', '--top-p', '0.9']);

@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { isMethod, METHOD_NAMES, type Method } from '../src/engine/drafters/index';
 import { checkSampling, isGreedy, type SamplingParams } from '../src/engine/sampling';
+import { PRECISIONS, type Precision } from '../src/model/precision';
 import { joinNegativeValues, numberFlag } from '../src/util/args';
 import type { BenchPrompt } from './harness';
 
@@ -37,6 +38,8 @@ category); writes bench/results/<date>-<machine>.json and bench/results/latest.m
   --repeats N          repeats of every prompt (default: 2 in Node, 1 in Chromium)
   --max-new-tokens N   tokens per generation (default: 64 in Node, 48 Chromium wasm, 12 Chromium WebGPU)
   --threads N|auto     wasm threads in Node (default auto: measured once per machine, as the CLI does)
+  --precision P        the models' precision on node-wasm: ${PRECISIONS.join(', ')} (default auto, as everywhere;
+                       results go to their own files, the precision in the name)
   --temperature T      sample instead of decoding greedily (node-wasm and node-webgpu; default 0 = greedy); with
   --top-k K, --top-p P the sampling filters (Hugging Face order). Each prompt and repeat has one seed, shared by
                        the methods; results go to their own files ("sampled" in the name)
@@ -56,6 +59,8 @@ export interface BenchCli {
   repeats: number | null;
   maxNewTokens: number | null;
   threads: number | 'auto';
+  /** The models' precision on node-wasm (null: the engine's default, auto). */
+  precision: Precision | null;
   /** Sampling settings for the harness runs (null: greedy). */
   sampling: SamplingParams | null;
   peer: boolean;
@@ -90,6 +95,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
       '--repeats',
       '--max-new-tokens',
       '--threads',
+      '--precision',
       '--temperature',
       '--top-k',
       '--top-p',
@@ -106,6 +112,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
         repeats: { type: 'string' },
         'max-new-tokens': { type: 'string' },
         threads: { type: 'string' },
+        precision: { type: 'string' },
         temperature: { type: 'string' },
         'top-k': { type: 'string' },
         'top-p': { type: 'string' },
@@ -125,6 +132,9 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
   const methods = list(values.methods as string | undefined) ?? [...METHOD_NAMES];
   for (const m of methods)
     if (!isMethod(m)) throw new BenchUsageError(`--methods: unknown method "${m}" (use ${METHOD_NAMES.join(', ')})`);
+  const precision = (values.precision as string | undefined) ?? null;
+  if (precision !== null && !(PRECISIONS as readonly string[]).includes(precision))
+    throw new BenchUsageError(`--precision must be one of ${PRECISIONS.join(', ')}; got "${precision}"`);
   const categories = list(values.categories as string | undefined);
   for (const c of categories ?? [])
     if (!kinds.includes(c))
@@ -137,6 +147,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     repeats: positive('repeats', values.repeats as string | undefined) ?? (quick ? 1 : null),
     maxNewTokens: positive('max-new-tokens', values['max-new-tokens'] as string | undefined) ?? (quick ? 16 : null),
     threads: values.threads === 'auto' ? 'auto' : (positive('threads', values.threads as string | undefined) ?? 'auto'),
+    precision: precision as Precision | null,
     sampling: samplingFlags(values),
     peer: !values['no-peer'] && !quick,
     quick,
@@ -192,5 +203,6 @@ export function partialRun(cli: BenchCli): string | null {
   if (cli.promptsPerCategory !== null || cli.repeats !== null || cli.maxNewTokens !== null || !cli.peer)
     parts.push('sized');
   if (cli.sampling) parts.push('sampled');
+  if (cli.precision) parts.push(cli.precision);
   return parts.length > 0 ? parts.join('-') : null;
 }

@@ -56,8 +56,11 @@ async function wasmThreads(): Promise<{ threads: number; said: string }> {
 if (cli.backends.includes('node-wasm')) {
   const threads = await wasmThreads();
   console.log(`== node-wasm (onnxruntime-web wasm EP in Node, ${threads.said})`);
-  const { engine, engineFor, release } = await nodeWasmEngines(cli.methods, threads.threads, (l) =>
-    console.log(`  ${l}`),
+  const { engine, engineFor, release } = await nodeWasmEngines(
+    cli.methods,
+    threads.threads,
+    (l) => console.log(`  ${l}`),
+    cli.precision ?? undefined,
   );
   const report = await runBench(engine, {
     runtime: threads.said,

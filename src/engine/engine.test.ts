@@ -89,7 +89,12 @@ describe('SpecEngine', () => {
     ).rejects.toThrow(/^heads model public\/models\/austen-draft: /);
   });
 
-  it('int8 on wasm: the models run int8, and every speculative method gives plain int8 decoding exactly', async () => {
+  // int8 quantises every projection's input per row, so a call-shape rounding difference upstream (a q-row call
+  // against q one-row calls: ~1e-6) can move a code by one and a logit by up to ~3e-2: speculation then leaves plain
+  // int8 decoding where the top-2 gap is that small (11 of 72 bench generations of 64 tokens; README, int8). This
+  // prompt has no such gap in 32 tokens, and per-tensor quantisation (a scale shared by the call's rows) breaks
+  // it at token 3.
+  it('int8 on wasm: the models run int8, and on a prompt without near-ties every method gives plain int8 decoding', async () => {
     const int8 = await SpecEngine.load(ortForNode(), {
       target: 'public/models/austen-target',
       draft: 'public/models/austen-draft',
