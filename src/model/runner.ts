@@ -62,6 +62,11 @@ export interface RunnerOptions {
   /** int4 quantisation: block size (default 32) and zero points (default: symmetric, none). */
   int4?: Int4Options;
   /**
+   * The MatMul attention in its row-invariant form (bit-identical logits in one-token and verify calls; 4 more ops a
+   * layer). Default: on with int8 weights, off otherwise (graph/llama.ts BuildOptions.rowInvariantAttention).
+   */
+  rowInvariantAttention?: boolean;
+  /**
    * 'plain' (standard ONNX ops), 'fused' (onnxruntime contrib ops), 'hybrid' (contrib ops, attention as MatMuls) or
    * 'auto': the fastest on this device, measured at load on the model's first two layers (variant.ts). Default
    * 'plain' here; SpecEngine.load defaults to 'auto'.
@@ -205,6 +210,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       weights: precision.weights,
       variant,
       ...(options.int4 ? { int4: options.int4 } : {}),
+      ...(options.rowInvariantAttention !== undefined ? { rowInvariantAttention: options.rowInvariantAttention } : {}),
       ...(precision.weights !== 'float' ? { onQuantize } : {}),
       embeddingType,
       ...(options.layerSwitches ? { layerSwitches: true } : {}),

@@ -14,7 +14,7 @@
  */
 import type { LoadedHeads } from '../heads/load';
 import { DATA_TYPE_CODE, type OnnxDataType, OnnxGraph } from './onnx';
-import { plainOps } from './plain-ops';
+import { attentionInputs, plainOps } from './plain-ops';
 import { WeightStore } from './weights';
 
 export interface BuiltHeadsGraph {
@@ -113,7 +113,15 @@ export function buildEagle3Graph(heads: LoadedHeads, compute: 'fp32' | 'fp16'): 
   const v = ops.toHeads(gemm(attnIn, `${m}.self_attn.v_proj.weight`), kvh);
   const keptK = g.op('Gather', [HEAD_INPUTS.pastKey, keep], { axis: 2 });
   const keptV = g.op('Gather', [HEAD_INPUTS.pastValue, keep], { axis: 2 });
-  const attn = ops.attend(q, k, v, keptK, keptV, bias, [HEAD_OUTPUTS.presentKey, HEAD_OUTPUTS.presentValue]);
+  // A draft: its rows need not be invariant (the plain formulation, fewer ops).
+  const shared = attentionInputs(
+    g,
+    bias,
+    toT(g.constFloat32([1], [])),
+    { numHeads: nh, numKvHeads: kvh, headDim: hd },
+    false,
+  );
+  const attn = ops.attend(q, k, v, keptK, keptV, shared, [HEAD_OUTPUTS.presentKey, HEAD_OUTPUTS.presentValue]);
   g.output(HEAD_OUTPUTS.presentKey, T, [1, kvh, 'total', hd]);
   g.output(HEAD_OUTPUTS.presentValue, T, [1, kvh, 'total', hd]);
   const x = g.op('Add', [gIn, gemm(attn.ctx, `${m}.self_attn.o_proj.weight`)]);

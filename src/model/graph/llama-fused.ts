@@ -17,6 +17,7 @@
 
 import { layerCache } from './layer-cache';
 import type { GraphContext } from './llama';
+import { type AttentionInputs, attentionInputs, groupedAttention } from './plain-ops';
 import { pastKey, presentKey, presentValue, runAttention, runMlp } from './signature';
 import { isSwitched, switchSubLayer, switchTypes, zeroCacheSlots } from './switches';
 
@@ -54,6 +55,8 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
     seqlensK = cast(g.op('Reshape', [g.op('Sub', [total, scalar(1)]), g.constInt64([1])]), 'int32');
   }
   const bias = toT(inputs.attentionBias);
+  const shared =
+    attention === 'gqa' ? null : attentionInputs(g, bias, toT(g.constFloat32([1], [])), cfg, ctx.rowInvariant);
 
   const rotary = (x: string, heads: number) =>
     g.node('RotaryEmbedding', [x, local, cosTable, sinTable], {
@@ -125,7 +128,7 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
         v3,
         keptK,
         keptV,
-        bias,
+        shared as AttentionInputs,
         names,
       ));
     }
@@ -202,7 +205,7 @@ function matmulAttention(
   v: string,
   keptK: string,
   keptV: string,
-  bias: string,
+  shared: AttentionInputs,
   names: [string, string] | null,
 ): { ctx: string; present: [string, string] } {
   const { g, cfg, toT } = ctx;
@@ -212,12 +215,10 @@ function matmulAttention(
   const presentK = g.op('Concat', [keptK, asCache(k, kvh)], { axis: 2 }, names?.[0]);
   const presentV = g.op('Concat', [keptV, asCache(v, kvh)], { axis: 2 }, names?.[1]);
   const scale = toT(g.constFloat32([1 / Math.sqrt(hd)], [], `scale_${i}`));
-  // [1, nh, q, hd] -> [kvh, group, q, hd]
-  const qg = g.op('Reshape', [g.op('Mul', [asCache(q, nh), scale]), g.constInt64([kvh, nh / kvh, -1, hd])]);
   const kT = g.op('Transpose', [presentK], { perm: [1, 0, 3, 2] }); // [kvh, 1, hd, total]
   const vT = g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] }); // [kvh, 1, total, hd]
-  const probs = g.op('Softmax', [g.op('Add', [g.op('MatMul', [qg, kT]), bias])], { axis: -1 });
-  const out = g.op('Reshape', [g.op('MatMul', [probs, vT]), g.constInt64([1, nh, -1, hd])]); // [1, nh, q, hd]
+  const attended = groupedAttention(g, g.op('Mul', [asCache(q, nh), scale]), kT, vT, shared); // [1, nh, q, hd] in
+  const out = g.op('Reshape', [attended, g.constInt64([1, nh, -1, hd])]); // [1, nh, q, hd]
   // [1, q, nh, hd]; reshaped to [q, nh*hd] by the caller
   return { ctx: g.op('Transpose', [out], { perm: [0, 2, 1, 3] }), present: [presentK, presentV] };
 }

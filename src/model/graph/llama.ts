@@ -138,6 +138,13 @@ export interface BuildOptions {
    */
   hidden?: HiddenKind;
   /**
+   * The MatMul attention (plain and hybrid graphs) in its row-invariant form: a token's logits get the same bits in a
+   * one-token call and in a verify call (plain-ops.ts, groupedAttention; 4 more ops a layer). Default: with int8
+   * weights, whose per-row input rounding turns last-bit differences into different tokens; fp32, fp16 and int4
+   * differ only in the last bits, which flip a greedy token at an exact near-tie alone.
+   */
+  rowInvariantAttention?: boolean;
+  /**
    * int4 only: the embedding table's type. Default 'float16' (half the memory; a Gather of q rows, then a cast);
    * a WebGPU device without shader-f16 cannot gather fp16, so the runner asks for the compute type there.
    */
@@ -165,6 +172,8 @@ export interface GraphContext {
   ropeAngles(): string;
   /** Whether sub-layers 1..L-2 are behind If switches. */
   layerSwitches: boolean;
+  /** The MatMul attention's row-invariant formulation (plain-ops.ts, groupedAttention). */
+  rowInvariant: boolean;
   /** Bodies report the residual stream entering layer i (i = layers: leaving the last layer), for hidden outputs. */
   layerInput(i: number, x: string): void;
 }
@@ -285,6 +294,7 @@ export function buildLlamaGraph(
     embed,
     ropeAngles,
     layerSwitches,
+    rowInvariant: options.rowInvariantAttention ?? weightFormat === 'int8',
     layerInput,
   };
 

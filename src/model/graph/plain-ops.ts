@@ -12,6 +12,96 @@ export interface PlainOpsConfig {
   rmsNormEps: number;
 }
 
+/**
+ * Softmax attention of scaled queries (any shape holding [nh, q, hd] in that order) against keys [kvh, 1, hd, total]
+ * and values [kvh, 1, total, hd] under the call's bias (attentionInputs): [kvh, *, *, hd], which reshapes to [nh, q,
+ * hd]. Two formulations, chosen per graph (attentionInputs):
+ *
+ * Plain: Softmax, then two MatMuls (the fewest ops).
+ *
+ * Row-invariant: a query row gets the same bits whatever else the call holds (more rows, more keys it may not see),
+ * so a one-token decoding call and a verify call of q tokens compute a token's logits identically. With
+ * onnxruntime's wasm kernels the plain formulation gives them different last bits, for two reasons found op by op: a
+ * one-row MatMul (M = 1) sums in another order than a MatMul of two or more rows (for 3 of 4 key counts), and
+ * Softmax sums its exponentials in SIMD lanes, so masked keys added to a row (the other tokens of a verify call) move
+ * where its tail is added (for 22% of lengths). In fp32 that flips a token only at an exact near-tie (none seen in
+ * the bench); in int8, where each projection's input is rounded to 8 bits, a last-bit change can move a code and a
+ * logit by up to 3e-2, and speculation left plain int8 decoding in 11 of 72 bench generations. So:
+ *   - no MatMul has a single row: with grouped-query attention (group >= 2) each KV head's queries of all its query
+ *     heads form one matrix of group * q rows (free: the same memory, and the bias tiled once per call); with one
+ *     query head per KV head the queries get a copy of their first row, dropped at the end;
+ *   - softmax is exp(s - max) (ReduceMax and Exp give each element the same bits wherever it sits), and its sum is a
+ *     MatMul by a column of ones, like the weighted sum of values a MatMul too: a MatMul sums over keys in key order,
+ *     so a masked key (a zero) adds nothing, appended or between two keys the row sees; the division comes last.
+ * It costs 4 more ops a layer: on the bundled target (wasm, 2 threads) 6-7% of a call in int8, 4-10% in fp32.
+ */
+export function groupedAttention(
+  g: OnnxGraph,
+  scaledQueries: string,
+  kT: string,
+  vT: string,
+  inputs: AttentionInputs,
+): string {
+  const { kvh, group, hd, ones } = inputs;
+  if (!ones) {
+    const qg = g.op('Reshape', [scaledQueries, g.constInt64([kvh, group, -1, hd])]); // [kvh, group, q, hd]
+    const probs = g.op('Softmax', [g.op('Add', [g.op('MatMul', [qg, kT]), inputs.bias])], { axis: -1 });
+    return g.op('MatMul', [probs, vT]);
+  }
+  const rows = g.constInt64([2]);
+  let qg: string;
+  if (group > 1)
+    qg = g.op('Reshape', [scaledQueries, g.constInt64([kvh, 1, -1, hd])]); // [kvh, 1, group * q, hd]
+  else {
+    const heads = g.op('Reshape', [scaledQueries, g.constInt64([kvh, 1, -1, hd])]); // [kvh, 1, q, hd]
+    const first = g.op('Slice', [heads, g.constInt64([0]), g.constInt64([1]), rows]);
+    qg = g.op('Concat', [heads, first], { axis: 2 }); // [kvh, 1, q + 1, hd]
+  }
+  const scores = g.op('Add', [g.op('MatMul', [qg, kT]), inputs.bias]);
+  const e = g.op('Exp', [g.op('Sub', [scores, g.op('ReduceMax', [scores], { axes: [-1], keepdims: 1 })])]);
+  const ctx = g.op('Div', [g.op('MatMul', [e, vT]), g.op('MatMul', [e, ones])]);
+  return group > 1 ? ctx : g.op('Slice', [ctx, g.constInt64([0]), g.constInt64([-1]), rows]);
+}
+
+/** What every layer's groupedAttention shares, made once per call. */
+export interface AttentionInputs {
+  /**
+   * The bias for the query rows as groupedAttention lays them out: the call's [1, 1, q, total]; row-invariant,
+   * [1, 1, group * q, total] (tiled) or [1, 1, q + 1, total] (first row repeated).
+   */
+  bias: string;
+  /** Row-invariant: [total, 1] of ones; plain: null. */
+  ones: string | null;
+  kvh: number;
+  group: number;
+  hd: number;
+}
+
+/**
+ * Made once per graph, outside any If branch (a switched body's layers read them), from the call's attention bias
+ * [1, 1, q, total] and a scalar 1, both in the compute type.
+ */
+export function attentionInputs(
+  g: OnnxGraph,
+  bias: string,
+  one: string,
+  cfg: { numHeads: number; numKvHeads: number; headDim: number },
+  rowInvariant: boolean,
+): AttentionInputs {
+  const kvh = cfg.numKvHeads;
+  const group = cfg.numHeads / kvh;
+  const dims = { kvh, group, hd: cfg.headDim };
+  if (!rowInvariant) return { bias, ones: null, ...dims };
+  const first = g.op('Slice', [bias, g.constInt64([0]), g.constInt64([1]), g.constInt64([2])]); // [1, 1, 1, total]
+  const column = g.op('Reshape', [first, g.constInt64([-1, 1])]); // [total, 1]
+  return {
+    bias: group > 1 ? g.op('Tile', [bias, g.constInt64([1, 1, group, 1])]) : g.op('Concat', [bias, first], { axis: 2 }),
+    // (b - b) + 1: ones of that length in the compute type (the bias is finite: MASKED is -65504, fp16's lowest)
+    ones: g.op('Add', [g.op('Sub', [column, column]), one]),
+    ...dims,
+  };
+}
+
 export function plainOps(
   g: OnnxGraph,
   T: 'float32' | 'float16',
@@ -53,15 +143,14 @@ export function plainOps(
   /** [q, heads * hd] -> [heads, q, hd] */
   const toHeads = (t: string, heads: number) =>
     g.op('Transpose', [g.op('Reshape', [t, headsShape(heads)])], { perm: [1, 0, 2] });
-  const groupedShape = g.constInt64([kvh, nh / kvh, -1, hd]);
   const mergedShape = g.constInt64([nh, -1, hd]);
   const flatShape = g.constInt64([0, -1]);
   const asPast = g.constInt64([0]); // Unsqueeze axes: [kvh, q, hd] -> [1, kvh, q, hd]
 
   /**
    * Attention of rotated queries [nh, q, hd] and keys/values [kvh, q, hd] over the kept cache [1, kvh, kept, hd]
-   * under an additive bias [1, 1, q, kept + q] (in the compute type). Returns the context [q, nh * hd] and the
-   * present K/V [1, kvh, kept + q, hd] (named as given).
+   * under an additive bias [1, 1, q, kept + q] in the compute type, given as attentionInputs. Returns the context
+   * [q, nh * hd] and the present K/V [1, kvh, kept + q, hd] (named as given).
    */
   const attend = (
     q: string,
@@ -69,18 +158,17 @@ export function plainOps(
     v: string,
     keptK: string,
     keptV: string,
-    bias: string,
+    shared: AttentionInputs,
     names: [string, string] | null,
   ) => {
     const presentK = g.op('Concat', [keptK, g.op('Unsqueeze', [k, asPast])], { axis: 2 }, names?.[0]);
     const presentV = g.op('Concat', [keptV, g.op('Unsqueeze', [v, asPast])], { axis: 2 }, names?.[1]);
     // Queries [kvh, group, q, hd] against keys [kvh, 1, hd, total] (the cache's batch axis moved into the
     // broadcast axis).
-    const qg = g.op('Reshape', [g.op('Mul', [q, scale]), groupedShape]);
     const kT = g.op('Transpose', [presentK], { perm: [1, 0, 3, 2] });
     const vT = g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] });
-    const probs = g.op('Softmax', [g.op('Add', [g.op('MatMul', [qg, kT]), bias])], { axis: -1 });
-    const ctxHeads = g.op('Reshape', [g.op('MatMul', [probs, vT]), mergedShape]); // [nh, q, hd]
+    const attended = groupedAttention(g, g.op('Mul', [q, scale]), kT, vT, shared);
+    const ctxHeads = g.op('Reshape', [attended, mergedShape]); // [nh, q, hd]
     const ctx = g.op('Reshape', [g.op('Transpose', [ctxHeads], { perm: [1, 0, 2] }), flatShape]); // [q, nh*hd]
     return { ctx, presentK, presentV };
   };
