@@ -37,18 +37,20 @@ describe('precision', () => {
     );
   });
 
-  it('reports int8 quantisation progress up to 100%', async () => {
-    const seen: number[] = [];
-    const runner = await ModelRunner.create(ortForNode(), model, {
-      device: 'wasm',
-      precision: 'int8',
-      onProgress: (p) => {
-        if (p.file === 'int8 quantisation') seen.push(p.progress ?? -1);
-      },
+  for (const precision of ['int4', 'int8'] as const) {
+    it(`reports ${precision} quantisation progress up to 100%`, async () => {
+      const seen: number[] = [];
+      const runner = await ModelRunner.create(ortForNode(), randomModel({}, 'F16').model, {
+        device: 'wasm',
+        precision,
+        onProgress: (p) => {
+          if (p.file === `${precision} quantisation`) seen.push(p.progress ?? -1);
+        },
+      });
+      expect(seen.length).toBeGreaterThan(1);
+      expect(seen).toEqual([...seen].sort((a, b) => a - b));
+      expect(seen[seen.length - 1]).toBe(100);
+      await runner.release();
     });
-    expect(seen.length).toBeGreaterThan(1);
-    expect(seen).toEqual([...seen].sort((a, b) => a - b));
-    expect(seen[seen.length - 1]).toBe(100);
-    await runner.release();
-  });
+  }
 });

@@ -10,7 +10,7 @@ import { ortForNode } from '../../runtime/ort-node';
 import { maxDiff } from '../../util/max-diff';
 import { ModelRunner } from '../runner';
 import { int8Reference } from '../testing/quantized-reference';
-import { randomModel } from '../testing/random-model';
+import { GRAPH_TEST_MODELS, randomModel } from '../testing/random-model';
 import { referenceForward } from '../testing/reference-llama';
 
 const ort = ortForNode();
@@ -20,9 +20,9 @@ const causal = (i: number, j: number) => j <= i;
 const prefill = { tokens: PROMPT, positions: range(PROMPT.length), bias: chainBias(0, PROMPT.length) };
 
 const MODELS: [string, Record<string, unknown>][] = [
-  ['llama, GQA, tied head', {}],
-  ['qwen2 (q/k/v bias), untied head', { model_type: 'qwen2', tie_word_embeddings: false }],
-  ['multi-query, explicit head_dim', { num_key_value_heads: 1, head_dim: 16 }],
+  ...GRAPH_TEST_MODELS,
+  // One query head per KV head: the row-invariant attention's padded path (plain-ops.ts, groupedAttention).
+  ['multi-head (no grouping)', { num_key_value_heads: 4 }],
 ];
 
 describe('int8 weights vs the float64 reference that quantises weights and each row of every input (wasm EP)', () => {

@@ -10,7 +10,7 @@ import { ortForNode } from '../../runtime/ort-node';
 import { maxDiff } from '../../util/max-diff';
 import { ModelRunner, type RunnerOptions } from '../runner';
 import { int4Reference } from '../testing/quantized-reference';
-import { randomModel } from '../testing/random-model';
+import { GRAPH_TEST_MODELS, randomModel } from '../testing/random-model';
 import { referenceForward } from '../testing/reference-llama';
 import { forgetVariantChoices } from '../variant';
 
@@ -32,11 +32,7 @@ function argmaxRows(logits: Float32Array, vocab: number): number[] {
 
 const prefill = { tokens: PROMPT, positions: range(PROMPT.length), bias: chainBias(0, PROMPT.length) };
 
-const MODELS: [string, Record<string, unknown>][] = [
-  ['llama, GQA, tied head', {}],
-  ['qwen2 (q/k/v bias), untied head', { model_type: 'qwen2', tie_word_embeddings: false }],
-  ['multi-query, explicit head_dim', { num_key_value_heads: 1, head_dim: 16 }],
-];
+const MODELS = GRAPH_TEST_MODELS;
 
 describe('int4 weights (MatMulNBits) vs the float64 reference on the dequantised weights (wasm EP)', () => {
   for (const graph of ['plain', 'fused'] as const) {
@@ -73,22 +69,6 @@ describe('int4 weights (MatMulNBits) vs the float64 reference on the dequantised
       }
     }
   }
-
-  it('reports quantisation progress up to 100%', async () => {
-    const { model } = randomModel({}, 'F16');
-    const seen: number[] = [];
-    const runner = await ModelRunner.create(ort, model, {
-      device: 'wasm',
-      precision: 'int4',
-      onProgress: (p) => {
-        if (p.file === 'int4 quantisation') seen.push(p.progress ?? -1);
-      },
-    });
-    expect(seen.length).toBeGreaterThan(1);
-    expect(seen).toEqual([...seen].sort((a, b) => a - b));
-    expect(seen[seen.length - 1]).toBe(100);
-    await runner.release();
-  });
 });
 
 describe('the fused and hybrid graphs (contrib ops) equal the plain graph (wasm EP)', () => {

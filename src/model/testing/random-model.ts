@@ -22,6 +22,13 @@ export const TINY_CONFIG = {
   eos_token_id: 0,
 };
 
+/** Config overrides the graph tests run every variant and precision on: names and overrides of TINY_CONFIG. */
+export const GRAPH_TEST_MODELS: readonly [string, Record<string, unknown>][] = [
+  ['llama, GQA, tied head', {}],
+  ['qwen2 (q/k/v bias), untied head', { model_type: 'qwen2', tie_word_embeddings: false }],
+  ['multi-query, explicit head_dim', { num_key_value_heads: 1, head_dim: 16 }],
+];
+
 /** Deterministic uniform values in [-scale, scale). */
 function uniform(count: number, seed: number, scale: number): Float32Array {
   const out = new Float32Array(count);
