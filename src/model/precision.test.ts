@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ortForNode } from '../runtime/ort-node';
 import type { LlamaConfig } from './config';
-import { AUTO_INT4_BYTES, parameterCount, precisionLabel, resolvePrecision } from './precision';
+import { AUTO_INT4_BYTES, AUTO_INT8_WASM_BYTES, parameterCount, precisionLabel, resolvePrecision } from './precision';
 import { ModelRunner } from './runner';
 import { randomModel } from './testing/random-model';
 
@@ -21,14 +21,17 @@ describe('precision', () => {
     expect(() => resolvePrecision('int8', cfg, 'fp16', 'webgpu')).toThrow(/int8 runs on wasm only.*use int4/);
   });
 
-  it('auto: float while it fits, then int8 on wasm (while int8 fits), int4 on WebGPU and beyond', () => {
-    expect(resolvePrecision('auto', cfg, 'fp32', 'wasm').weights).toBe('float');
+  it('auto: on wasm fp32 for small models, int8 past 256 MiB of fp32 weights, int4 past 2 GiB of int8; on WebGPU float while it fits, then int4', () => {
+    expect(resolvePrecision('auto', cfg, 'fp32', 'wasm')).toEqual({ weights: 'float', compute: 'fp32' });
+    const mid = sized(cfg, AUTO_INT8_WASM_BYTES / 4 + 1e6); // SmolLM2-135M-sized
+    expect(resolvePrecision('auto', mid, 'fp32', 'wasm')).toEqual({ weights: 'int8', compute: 'fp32' });
+    expect(resolvePrecision('auto', mid, 'fp32', 'webgpu')).toEqual({ weights: 'float', compute: 'fp32' });
     const big = sized(cfg, AUTO_INT4_BYTES / 4 + 1e6); // over the line in fp32, far under it in int8
     expect(resolvePrecision('auto', big, 'fp32', 'wasm')).toEqual({ weights: 'int8', compute: 'fp32' });
     expect(resolvePrecision('auto', big, 'fp32', 'webgpu')).toEqual({ weights: 'int4', compute: 'fp32' });
     expect(resolvePrecision('auto', big, 'fp16', 'webgpu').weights).toBe('float'); // fits in fp16
     const huge = sized(cfg, AUTO_INT4_BYTES + 1e6); // over the line even in int8
-    expect(resolvePrecision('auto', huge, 'fp32', 'wasm').weights).toBe('int4');
+    expect(resolvePrecision('auto', huge, 'fp32', 'wasm')).toEqual({ weights: 'int4', compute: 'fp32' });
   });
 
   it('a runner asked for int8 on WebGPU fails at load with a one-line error naming the model', async () => {
