@@ -5,7 +5,6 @@ import {
   allocInt4,
   allocInt8,
   concatInt4,
-  concatInt8,
   dequantizeInt4,
   dequantizeInt8,
   quantizeActivationRow,
@@ -13,7 +12,6 @@ import {
   quantizeInt8,
   quantizeInt8Rows,
   quantizeRows,
-  transposeInt8,
 } from './quant';
 
 function values(n: number, seed: number, scale = 1): Float32Array {
@@ -137,13 +135,18 @@ describe('per-channel int8 quantisation', () => {
     for (let r = 0; r < n; r++) {
       const scale = q.scales[r] as number;
       let extreme = r * k;
+      let extremeCode = 0;
       for (let i = 0; i < k; i++) {
         const at = r * k + i;
+        const code = q.codes[i * n + r] as number; // [K, N]
         expect(Math.abs((d[at] as number) - (w[at] as number))).toBeLessThanOrEqual(scale * 0.5001);
-        expect(Math.abs(q.codes[at] as number)).toBeLessThanOrEqual(127);
-        if (Math.abs(w[at] as number) > Math.abs(w[extreme] as number)) extreme = at;
+        expect(Math.abs(code)).toBeLessThanOrEqual(127);
+        if (Math.abs(w[at] as number) > Math.abs(w[extreme] as number) || i === 0) {
+          extreme = at;
+          extremeCode = code;
+        }
       }
-      expect(Math.abs(q.codes[extreme] as number)).toBe(127);
+      expect(Math.abs(extremeCode)).toBe(127);
       expect(d[extreme]).toBeCloseTo(w[extreme] as number, 5);
     }
     expect(d[2 * k + 9]).toBe(0);
@@ -153,13 +156,16 @@ describe('per-channel int8 quantisation', () => {
     expect(zero.scales[0]).toBe(0);
   });
 
-  it('row ranges, concatenation and the transpose give the same codes as one pass', () => {
+  it('row ranges and stacked tensors give the same codes as one pass, each row in its column of [K, N]', () => {
     const k = 12;
     const a = values(3 * k, 1);
     const b = values(4 * k, 2);
     const all = Float32Array.from([...a, ...b]);
     const whole = quantizeInt8(all, 7, k);
-    const stacked = concatInt8([quantizeInt8(a, 3, k), quantizeInt8(b, 4, k)]);
+    // Two tensors stacked as the weight store does it: each quantised into its rows of one weight.
+    const stacked = allocInt8(7, k);
+    quantizeInt8Rows(stacked, a, 0);
+    quantizeInt8Rows(stacked, b, 3);
     const piecewise = allocInt8(7, k);
     quantizeInt8Rows(piecewise, all.subarray(0, 2 * k), 0);
     quantizeInt8Rows(piecewise, all.subarray(2 * k), 2);
@@ -167,9 +173,9 @@ describe('per-channel int8 quantisation', () => {
       expect(Array.from(q.codes)).toEqual(Array.from(whole.codes));
       expect(Array.from(q.scales)).toEqual(Array.from(whole.scales));
     }
-    const t = transposeInt8(whole);
-    expect(t[5 * 7 + 3]).toBe(whole.codes[3 * k + 5]);
-    expect(() => concatInt8([quantizeInt8(a, 3, k), quantizeInt8(values(8, 3), 1, 8)])).toThrow(/differ in K/);
+    // Row 3 alone, against its column in [K, N].
+    const row3 = quantizeInt8(all.subarray(3 * k, 4 * k), 1, k);
+    expect(Array.from({ length: k }, (_, i) => whole.codes[i * 7 + 3])).toEqual(Array.from(row3.codes));
   });
 
   it('an activation row: scale max|x| / 127, ties rounded to even, zero rows stay zero', () => {
@@ -189,7 +195,7 @@ describe('per-channel int8 quantisation', () => {
     const g = new OnnxGraph('int8');
     g.useDomain('com.microsoft', 1);
     g.input('x', 'float32', [m, k]);
-    g.initializer({ name: 'b', dataType: 'int8', dims: [k, n], raw: new Uint8Array(transposeInt8(q).buffer) });
+    g.initializer({ name: 'b', dataType: 'int8', dims: [k, n], raw: new Uint8Array(q.codes.buffer) });
     g.initializer({ name: 's', dataType: 'float32', dims: [n], raw: new Uint8Array(q.scales.buffer) });
     g.initializer({ name: 'one', dataType: 'float32', dims: [], raw: new Uint8Array(new Float32Array([1]).buffer) });
     g.initializer({ name: 'zp', dataType: 'uint8', dims: [], raw: new Uint8Array([128]) });

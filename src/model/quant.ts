@@ -166,14 +166,16 @@ export function concatInt4(parts: readonly Int4Weight[]): Int4Weight {
 /**
  * Per-channel 8-bit weights for onnxruntime's MatMulIntegerToFloat (the int8 precision on wasm, where MLAS has a
  * SIMD uint8 x int8 kernel and none for 4 bits): each output row of W [N, K] keeps one fp32 scale (its largest
- * magnitude over 127) and symmetric codes in [-127, 127], zero point 0.
+ * magnitude over 127) and symmetric codes in [-127, 127], zero point 0. The codes are stored as MatMul's B, [K, N]:
+ * rows quantised one range at a time land in their columns, so stacked projections are quantised in place, with no
+ * copy to concatenate or transpose.
  *
- *   dequantised w = code * scale
+ *   dequantised w[row, i] = codes[i * N + row] * scales[row]
  */
 export interface Int8Weight {
   n: number;
   k: number;
-  /** [N, K], row-major like the checkpoint (the graph stores the transpose, [K, N], as MatMul's B). */
+  /** [K, N] (MatMul's B: the transpose of the checkpoint's [N, K]) */
   codes: Int8Array;
   /** [N] */
   scales: Float32Array;
@@ -185,18 +187,18 @@ export function allocInt8(n: number, k: number): Int8Weight {
 
 /** Quantise rows [row0, row0 + rows) from `values` (those rows, row-major [rows, K]) into `q`. */
 export function quantizeInt8Rows(q: Int8Weight, values: Float32Array, row0: number): void {
-  const { k } = q;
+  const { n, k } = q;
   const rows = values.length / k;
   for (let r = 0; r < rows; r++) {
     let max = 0;
     for (let i = 0; i < k; i++) max = Math.max(max, Math.abs(values[r * k + i] as number));
     // Stored and used in fp32: quantise against exactly that value.
     const scale = Math.fround(max / 127);
-    q.scales[row0 + r] = scale;
+    const row = row0 + r;
+    q.scales[row] = scale;
     const inv = scale !== 0 ? 1 / scale : 0;
-    const out = (row0 + r) * k;
     for (let i = 0; i < k; i++) {
-      q.codes[out + i] = Math.min(127, Math.max(-127, Math.round((values[r * k + i] as number) * inv)));
+      q.codes[i * n + row] = Math.min(127, Math.max(-127, Math.round((values[r * k + i] as number) * inv)));
     }
   }
 }
@@ -208,40 +210,12 @@ export function quantizeInt8(values: Float32Array, n: number, k: number): Int8We
   return q;
 }
 
-/** The fp32 values the kernel computes with, [N, K]. */
+/** The fp32 values the kernel computes with, [N, K] (the checkpoint's layout). */
 export function dequantizeInt8(q: Int8Weight): Float32Array {
   const out = new Float32Array(q.n * q.k);
   for (let row = 0; row < q.n; row++) {
     const scale = q.scales[row] as number;
-    for (let i = 0; i < q.k; i++) out[row * q.k + i] = (q.codes[row * q.k + i] as number) * scale;
-  }
-  return out;
-}
-
-/** Rows of several int8 weights with the same K stacked into one (a fused projection). */
-export function concatInt8(parts: readonly Int8Weight[]): Int8Weight {
-  const first = parts[0];
-  if (!first) throw new RangeError('concatInt8: nothing to concatenate');
-  if (parts.some((p) => p.k !== first.k)) throw new RangeError('concatInt8: parts differ in K');
-  const out = allocInt8(
-    parts.reduce((a, p) => a + p.n, 0),
-    first.k,
-  );
-  let rows = 0;
-  for (const p of parts) {
-    out.codes.set(p.codes, rows * first.k);
-    out.scales.set(p.scales, rows);
-    rows += p.n;
-  }
-  return out;
-}
-
-/** [N, K] codes as [K, N] (MatMul's B). */
-export function transposeInt8(q: Int8Weight): Int8Array {
-  const { n, k } = q;
-  const out = new Int8Array(n * k);
-  for (let row = 0; row < n; row++) {
-    for (let i = 0; i < k; i++) out[i * n + row] = q.codes[row * k + i] as number;
+    for (let i = 0; i < q.k; i++) out[row * q.k + i] = (q.codes[i * q.n + row] as number) * scale;
   }
   return out;
 }

@@ -9,13 +9,10 @@ import {
   allocInt4,
   allocInt8,
   concatInt4,
-  concatInt8,
   type Int4Options,
   type Int4Weight,
-  type Int8Weight,
   quantizeInt8Rows,
   quantizeRows,
-  transposeInt8,
 } from '../quant';
 import type { SafetensorsDtype, TensorEntry } from '../safetensors';
 import type { OnnxDataType, OnnxGraph } from './onnx';
@@ -153,44 +150,56 @@ export class WeightStore {
     return this.g.initializer({ name: as, dataType: this.T, dims, external: this.external(bytes) });
   }
 
-  /** Quantise one [N, K] tensor (a few rows at a time, reporting progress). */
-  private quantizeWith<Q>(
-    name: string,
-    what: string,
-    alloc: (n: number, k: number) => Q,
-    rowsInto: QuantizeRows<Q>,
-  ): Q {
-    const t = this.entry(name);
-    if (t.shape.length !== 2) throw new ModelLoadError(`${what}: ${name} is not a matrix`);
-    const [n, k] = t.shape as [number, number];
-    const q = alloc(n, k);
+  /** Quantise a [n, K] tensor into rows [row0, row0 + n) of `q` (a few rows at a time, reporting progress). */
+  private quantizeInto<Q>(q: Q, name: string, what: string, rowsInto: QuantizeRows<Q>, row0 = 0): void {
+    const [n, k] = this.matrixShape(name, what);
     for (let row = 0; row < n; row += ROWS_PER_STEP) {
       const rows = Math.min(ROWS_PER_STEP, n - row);
-      rowsInto(q, this.rowsAsFloat32(name, row, rows), row);
+      rowsInto(q, this.rowsAsFloat32(name, row, rows), row0 + row);
       this.quantizedElements += rows * k;
       this.options.onQuantized?.(this.quantizedElements);
     }
-    return q;
+  }
+
+  private matrixShape(name: string, what: string): [number, number] {
+    const t = this.entry(name);
+    if (t.shape.length !== 2) throw new ModelLoadError(`${what}: ${name} is not a matrix`);
+    return t.shape as [number, number];
   }
 
   /** Quantise one [N, K] tensor to int4 (block by block, a few rows at a time). */
   quantize(name: string): Int4Weight {
-    return this.quantizeWith(name, 'int4', (n, k) => allocInt4(n, k, this.options.int4), quantizeRows);
+    const [n, k] = this.matrixShape(name, 'int4');
+    const q = allocInt4(n, k, this.options.int4);
+    this.quantizeInto(q, name, 'int4', quantizeRows);
+    return q;
   }
 
-  /** MatMulIntegerToFloat's B ([K, N] int8) and per-column scales for these tensors' rows stacked, quantised once. */
+  /**
+   * MatMulIntegerToFloat's B ([K, N] int8) and per-column scales for these tensors' rows stacked, quantised once,
+   * each tensor straight into its columns.
+   */
   int8(names: readonly string[], as: string): Int8Initializers {
     const cached = this.int8Cache.get(as);
     if (cached) return cached;
-    const parts = names.map((n): Int8Weight => this.quantizeWith(n, 'int8', allocInt8, quantizeInt8Rows));
-    const q = parts.length === 1 ? (parts[0] as Int8Weight) : concatInt8(parts);
-    const codes = transposeInt8(q);
+    const shapes = names.map((name) => this.matrixShape(name, 'int8'));
+    const k = (shapes[0] as [number, number])[1];
+    if (shapes.some(([, kk]) => kk !== k)) throw new ModelLoadError(`int8: ${names.join(', ')} differ in K`);
+    const q = allocInt8(
+      shapes.reduce((sum, [n]) => sum + n, 0),
+      k,
+    );
+    let row0 = 0;
+    names.forEach((name, i) => {
+      this.quantizeInto(q, name, 'int8', quantizeInt8Rows, row0);
+      row0 += (shapes[i] as [number, number])[0];
+    });
     const init: Int8Initializers = {
       codes: this.g.initializer({
         name: `${as}.int8`,
         dataType: 'int8',
         dims: [q.k, q.n],
-        external: this.external(new Uint8Array(codes.buffer)),
+        external: this.external(new Uint8Array(q.codes.buffer)),
       }),
       scales: this.g.initializer({
         name: `${as}.scales`,
