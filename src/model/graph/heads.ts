@@ -117,7 +117,7 @@ export function buildEagle3Graph(heads: LoadedHeads, compute: 'fp32' | 'fp16'): 
   const shared = attentionInputs(
     g,
     bias,
-    toT(g.constFloat32([1], [])),
+    () => toT(g.constFloat32([1], [])),
     { numHeads: nh, numKvHeads: kvh, headDim: hd },
     false,
   );

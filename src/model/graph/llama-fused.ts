@@ -56,7 +56,7 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
   }
   const bias = toT(inputs.attentionBias);
   const shared =
-    attention === 'gqa' ? null : attentionInputs(g, bias, toT(g.constFloat32([1], [])), cfg, ctx.rowInvariant);
+    attention === 'gqa' ? null : attentionInputs(g, bias, () => toT(g.constFloat32([1], [])), cfg, ctx.rowInvariant);
 
   const rotary = (x: string, heads: number) =>
     g.node('RotaryEmbedding', [x, local, cosTable, sinTable], {
@@ -217,7 +217,7 @@ function matmulAttention(
   const scale = toT(g.constFloat32([1 / Math.sqrt(hd)], [], `scale_${i}`));
   const kT = g.op('Transpose', [presentK], { perm: [1, 0, 3, 2] }); // [kvh, 1, hd, total]
   const vT = g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] }); // [kvh, 1, total, hd]
-  const attended = groupedAttention(g, g.op('Mul', [asCache(q, nh), scale]), kT, vT, shared); // [1, nh, q, hd] in
+  const attended = groupedAttention(g, g.op('Mul', [asCache(q, nh), scale]), kT, vT, shared);
   const out = g.op('Reshape', [attended, g.constInt64([1, nh, -1, hd])]); // [1, nh, q, hd]
   // [1, q, nh, hd]; reshaped to [q, nh*hd] by the caller
   return { ctx: g.op('Transpose', [out], { perm: [0, 2, 1, 3] }), present: [presentK, presentV] };

@@ -24,7 +24,7 @@ export function buildPlainBody(ctx: GraphContext): string {
   // RoPE from per-token positions, in fp32 angles: cos/sin [q, hd] broadcast over heads ([heads, q, hd]).
   const rope = ops.ropeFrom(ctx.ropeAngles());
   // The bias [1, 1, q, total] (laid out for groupedAttention) broadcasts over the query rows of every KV head.
-  const bias = attentionInputs(g, toT(inputs.attentionBias), toT(g.constFloat32([1], [])), cfg, ctx.rowInvariant);
+  const bias = attentionInputs(g, toT(inputs.attentionBias), () => toT(g.constFloat32([1], [])), cfg, ctx.rowInvariant);
   const bias3 = (p: string, n: string) => (cfg.qkvBias ? [`${p}.self_attn.${n}_proj.bias`] : undefined);
 
   /** Attention sub-layer of layer i: returns [x + attention, present K, present V] (K/V named by the caller). */

@@ -79,12 +79,12 @@ export interface AttentionInputs {
 
 /**
  * Made once per graph, outside any If branch (a switched body's layers read them), from the call's attention bias
- * [1, 1, q, total] and a scalar 1, both in the compute type.
+ * [1, 1, q, total] in the compute type; `one` makes a scalar 1 in that type (only the row-invariant form needs it).
  */
 export function attentionInputs(
   g: OnnxGraph,
   bias: string,
-  one: string,
+  one: () => string,
   cfg: { numHeads: number; numKvHeads: number; headDim: number },
   rowInvariant: boolean,
 ): AttentionInputs {
@@ -97,7 +97,7 @@ export function attentionInputs(
   return {
     bias: group > 1 ? g.op('Tile', [bias, g.constInt64([1, 1, group, 1])]) : g.op('Concat', [bias, first], { axis: 2 }),
     // (b - b) + 1: ones of that length in the compute type (the bias is finite: MASKED is -65504, fp16's lowest)
-    ones: g.op('Add', [g.op('Sub', [column, column]), one]),
+    ones: g.op('Add', [g.op('Sub', [column, column]), one()]),
     ...dims,
   };
 }
