@@ -1,5 +1,6 @@
 import type { TreeCheckReport } from '../src/diagnostics/tree-check';
 import { expect, test } from './fixtures';
+import { runPageTreeCheck } from './tree-check-page';
 
 /**
  * The fused graph (GroupQueryAttention with the tree's attention_bias, RotaryEmbedding, SkipSimplifiedLayerNormalization)
@@ -18,21 +19,16 @@ for (const [graph, precision] of [
     test.setTimeout(240_000);
     await page.goto('./');
     await expectWebGpuAdapter();
-    await page.locator('details.diagnostics > summary').click();
-    await page.getByTestId('tree-device').selectOption('webgpu');
-    await page.getByTestId('tree-models').selectOption('draft');
-    await page.getByTestId('tree-graph').selectOption(graph);
-    await page.getByTestId('tree-precision').selectOption(precision);
-    await page.getByTestId('tree-run').click();
-    await expect(page.locator('body')).toHaveAttribute('data-treecheck', /done|error/, { timeout: 220_000 });
-    const text = await page.getByTestId('tree-result').textContent();
-    const reports = await page.evaluate(
-      () => (window as unknown as { treeCheckReports?: TreeCheckReport[] }).treeCheckReports,
-    );
-    expect(reports, text ?? '').toBeDefined();
-    const r = reports?.[0] as TreeCheckReport;
+    const { reports, text } = await runPageTreeCheck(page, {
+      device: 'webgpu',
+      models: 'draft',
+      graph,
+      precision,
+      timeout: 220_000,
+    });
+    const r = reports[0] as TreeCheckReport;
     expect([r.device, r.variant, r.precision]).toEqual(['webgpu', graph, precision]);
-    expect(r.logitsDiff, text ?? '').toBeLessThan(1e-4);
+    expect(r.logitsDiff, text).toBeLessThan(1e-4);
     expect(r.cacheDiff).toBeLessThan(1e-4);
     expect(r.compactionExact).toBe(true);
     expect(r.compactionDiff).toBeLessThan(1e-4);
