@@ -51,6 +51,14 @@ export interface EngineLoadOptions {
   /** Graph variant: 'plain', 'fused', 'hybrid' (onnxruntime contrib ops) or 'auto' (default: measured at load). */
   graph?: GraphVariant | 'auto';
   /**
+   * Exact decoding: greedy speculation commits exactly plain decoding's tokens, bit-exact near-ties included. The
+   * target is built with row-invariant attention (plain or hybrid graph) and checked at load on this device; a load
+   * where no variant passes fails with the measured difference (model/exact.ts). Without it a verified token's logits
+   * may differ from a one-token call's in the last bits (fp32) or by a few hundredths (fp16 on WebGPU), which flips a
+   * greedy token at a near-tie. Costs a few percent a call.
+   */
+  exact?: boolean;
+  /**
    * Build the target with layer switches so it can draft for itself with sub-layers skipped (method swift, and
    * auto's layer-skipping arm). One graph and one copy of the weights, the variant's graph with an If per sub-layer
    * (a few percent slower per call on wasm, so off unless asked for).

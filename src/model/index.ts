@@ -28,16 +28,17 @@ type Ort = Parameters<typeof ModelRunner.create>[0];
 export interface OpenOptions extends LoadOptions, Omit<RunnerOptions, 'onProgress'> {}
 
 /**
- * The runner options of one model: layer switches and hidden-state outputs are the target's alone (a draft never
- * skips its layers or feeds heads).
+ * The runner options of one model: layer switches, hidden-state outputs and exact decoding are the target's alone (a
+ * draft never skips its layers or feeds heads, and its last bits change only what is proposed, never the text).
  */
 function runnerOptions(o: OpenOptions, role: ModelRole = 'target'): RunnerOptions {
-  const { device, precision, compute, int4, graph, onProgress, layerSwitches, hidden, variantMemory } = o;
+  const { device, precision, compute, int4, graph, onProgress, layerSwitches, hidden, variantMemory, exact } = o;
   return {
     device,
     ...(variantMemory ? { variantMemory } : {}),
     ...(layerSwitches && role === 'target' ? { layerSwitches } : {}),
     ...(hidden && role === 'target' ? { hidden } : {}),
+    ...(exact && role === 'target' ? { exact } : {}),
     ...(precision ? { precision } : {}),
     ...(compute ? { compute } : {}),
     ...(int4 ? { int4 } : {}),

@@ -37,6 +37,8 @@ export interface ProbeGraph {
 export interface ProbePrecision {
   weights: WeightFormat;
   compute: ComputeType;
+  /** The attention's row-invariant form (BuildOptions.rowInvariantAttention); default as the full graph's. */
+  rowInvariant?: boolean;
 }
 
 /**
@@ -56,6 +58,7 @@ export function buildProbeGraph(
     compute: precision.compute,
     weights: precision.weights,
     variant,
+    ...(precision.rowInvariant !== undefined ? { rowInvariantAttention: precision.rowInvariant } : {}),
     ...(whole ? {} : { probeLayers: layers }),
     ...(embeddingType ? { embeddingType } : {}),
   });

@@ -20,6 +20,7 @@ import {
 import type { LlamaConfig } from './config';
 import { f16ToF32 } from './convert';
 import { ModelLoadError } from './errors';
+import { checkExact } from './exact';
 import {
   type BuiltGraph,
   buildLlamaGraph,
@@ -33,6 +34,7 @@ import {
   pastValue,
   presentKey,
   presentValue,
+  ROW_INVARIANT_VARIANTS,
   runAttention,
   runMlp,
   type WeightFormat,
@@ -63,9 +65,17 @@ export interface RunnerOptions {
   int4?: Int4Options;
   /**
    * The MatMul attention in its row-invariant form (bit-identical logits in one-token and verify calls; 4 more ops a
-   * layer). Default: on with int8 weights, off otherwise (graph/llama.ts BuildOptions.rowInvariantAttention).
+   * layer). Default: on with int8 weights, off otherwise (graph/llama.ts BuildOptions.rowInvariantAttention). A graph
+   * built this way is chosen among the variants that have that form (plain, hybrid).
    */
   rowInvariantAttention?: boolean;
+  /**
+   * Exact decoding: the row-invariant attention, and a check at load (exact.ts) that this device, precision and
+   * variant really give a verified token the bits of a one-token call; with graph 'auto' the next-fastest variant
+   * that can be row-invariant is tried when the first fails, and the load fails (one line, the measured difference)
+   * when none passes. Greedy speculation then commits exactly plain decoding's tokens, near-ties included.
+   */
+  exact?: boolean;
   /**
    * 'plain' (standard ONNX ops), 'fused' (onnxruntime contrib ops), 'hybrid' (contrib ops, attention as MatMuls) or
    * 'auto': the fastest on this device, measured at load on the model's first two layers (variant.ts). Default
@@ -113,11 +123,17 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     readonly model: LoadedModel,
     readonly device: Device,
     readonly graph: BuiltGraph,
-    /** The load-time measurement behind graph 'auto' (empty when the variant was given). */
-    readonly variantTimings: VariantTiming[],
   ) {
     this.reset();
   }
+
+  /** The load-time measurement behind graph 'auto' (empty when the variant was given). */
+  variantTimings: VariantTiming[] = [];
+  /**
+   * Exact decoding (RunnerOptions.exact): built row-invariant and checked at load on this device, so a verify call
+   * gives every token the logits bits a call of its own gives it.
+   */
+  exact = false;
 
   /**
    * Built with layer switches: it can also run with sub-layers skipped (forwardSkipping). The first and last layers
@@ -180,16 +196,76 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       );
     }
     const label = precisionLabel(precision);
-    let variant: GraphVariant = options.graph === undefined || options.graph === 'auto' ? 'plain' : options.graph;
+    if (options.exact && options.rowInvariantAttention === false) {
+      throw new ModelLoadError(
+        `${model.spec}: exact decoding needs the row-invariant attention (rowInvariantAttention false)`,
+      );
+    }
+    if (
+      options.exact &&
+      options.graph !== undefined &&
+      options.graph !== 'auto' &&
+      !ROW_INVARIANT_VARIANTS.includes(options.graph)
+    ) {
+      throw new ModelLoadError(
+        `${model.spec}: exact decoding needs a graph whose attention is MatMuls (plain or hybrid); the ${options.graph} graph's GroupQueryAttention gives a verified token other last bits than a call of its own`,
+      );
+    }
+    const rowInvariant = options.exact === true || (options.rowInvariantAttention ?? precision.weights === 'int8');
+    let variants: GraphVariant[] = [options.graph === undefined || options.graph === 'auto' ? 'plain' : options.graph];
     let variantTimings: VariantTiming[] = [];
     // WebGPU gathers fp16 only with shader-f16; wasm always can.
     const embeddingType = options.device === 'webgpu' && native !== 'fp16' ? 'float32' : 'float16';
     if (options.graph === 'auto') {
       options.onProgress?.({ status: 'building', name: model.spec, file: 'choosing the graph variant' });
-      const choice = await measureVariants(ort, model, options.device, precision, embeddingType, options.variantMemory);
-      variant = choice.variant;
+      const choice = await measureVariants(
+        ort,
+        model,
+        options.device,
+        { ...precision, rowInvariant },
+        embeddingType,
+        options.variantMemory,
+      );
       variantTimings = choice.timings;
+      // Exact decoding falls back to the other variants that can be row-invariant, fastest first.
+      const others = choice.timings
+        .filter((t) => !t.error && t.variant !== choice.variant)
+        .sort((a, b) => a.q1 + a.q16 - (b.q1 + b.q16))
+        .map((t) => t.variant);
+      variants = options.exact ? [choice.variant, ...others] : [choice.variant];
     }
+    const failures: string[] = [];
+    for (const variant of variants) {
+      const runner = await ModelRunner.build(ort, model, options, precision, variant, rowInvariant, embeddingType);
+      runner.variantTimings = variantTimings;
+      if (!options.exact) return runner;
+      const check = await checkExact(runner);
+      if (check.exact) {
+        runner.exact = true;
+        return runner;
+      }
+      failures.push(
+        `${variant} graph: ${check.rowsDiffering} of ${check.nodes} tree nodes differ, by up to ${check.maxDiff.toPrecision(2)}`,
+      );
+      await runner.release();
+    }
+    const way = options.graph === 'auto' ? '' : 'with graph auto, ';
+    throw new ModelLoadError(
+      `${model.spec}: exact decoding is not available on ${options.device} in ${label}: a verify call and one-token calls give different logits here (${failures.join('; ')}); try ${way}another precision, or load without exact`,
+    );
+  }
+
+  /** Build one graph variant's session. */
+  private static async build(
+    ort: Ort,
+    model: LoadedModel,
+    options: RunnerOptions,
+    precision: ReturnType<typeof resolvePrecision>,
+    variant: GraphVariant,
+    rowInvariant: boolean,
+    embeddingType: 'float16' | 'float32',
+  ): Promise<ModelRunner> {
+    const label = precisionLabel(precision);
     options.onProgress?.({ status: 'building', name: model.spec });
     let reported = -1;
     const onQuantize = (fraction: number) => {
@@ -210,7 +286,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       weights: precision.weights,
       variant,
       ...(options.int4 ? { int4: options.int4 } : {}),
-      ...(options.rowInvariantAttention !== undefined ? { rowInvariantAttention: options.rowInvariantAttention } : {}),
+      rowInvariantAttention: rowInvariant,
       ...(precision.weights !== 'float' ? { onQuantize } : {}),
       embeddingType,
       ...(options.layerSwitches ? { layerSwitches: true } : {}),
@@ -247,7 +323,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     }
     options.onProgress?.({ status: 'ready', name: model.spec });
     // The session has its own copy of the weights now; keep only the graph's metadata.
-    const runner = new ModelRunner(ort, session, model, options.device, { ...graph, externalData: [] }, variantTimings);
+    const runner = new ModelRunner(ort, session, model, options.device, { ...graph, externalData: [] });
     runner.hiddenOutput = options.hidden ?? null;
     return runner;
   }
@@ -259,8 +335,8 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
   /**
    * Identifies this model as built here: its location, config, weight bytes, device (with onnxruntime's wasm threads
    * on wasm: they change the verify-cost curve's shape more than a one-token call, which is all a remembered
-   * record's spot check measures), precision and graph variant (records remembered per model and device, e.g.
-   * measured costs or a found skip set, are keyed by it).
+   * record's spot check measures), precision, graph variant and attention form (records remembered per model and
+   * device, e.g. measured costs or a found skip set, are keyed by it).
    */
   get fingerprint(): string {
     const c = this.model.config;
@@ -275,10 +351,12 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       this.precision,
       this.variant,
       this.canSkipLayers,
+      // Only when on, so that records of the other graphs keep their keys.
+      ...(this.graph.rowInvariantAttention ? ['row-invariant'] : []),
     ]);
     let h = 0x811c9dc5;
     for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
-    const variant = `${this.variant}${this.canSkipLayers ? '+switches' : ''}`;
+    const variant = `${this.variant}${this.canSkipLayers ? '+switches' : ''}${this.exact ? '+exact' : ''}`;
     return `${c.modelType}-${c.numLayers}x${c.hiddenSize}-${this.device}-${this.precision}-${variant}-${h.toString(16)}`;
   }
 

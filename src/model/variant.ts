@@ -7,10 +7,10 @@
  * remembered per device, shape and precision for the life of the page or process.
  */
 import type * as OrtModule from 'onnxruntime-common';
-import { type ComputeType, GRAPH_VARIANTS, type GraphVariant, type WeightFormat } from './graph/llama';
+import { GRAPH_VARIANTS, type GraphVariant, ROW_INVARIANT_VARIANTS } from './graph/llama';
 import type { LoadedModel } from './load';
 import type { Device } from './precision';
-import { buildProbeGraph, type FeedSpec, PROBE_WIDE, type ProbeGraph } from './probe-graph';
+import { buildProbeGraph, type FeedSpec, PROBE_WIDE, type ProbeGraph, type ProbePrecision } from './probe-graph';
 
 type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'> & { env?: { versions?: { web?: string } } };
 
@@ -59,7 +59,7 @@ export async function measureVariants(
   ort: Ort,
   model: LoadedModel,
   device: Device,
-  precision: { weights: WeightFormat; compute: ComputeType },
+  precision: Required<ProbePrecision>,
   embeddingType?: 'float16' | 'float32',
   memory?: VariantMemory,
 ): Promise<VariantChoice> {
@@ -90,6 +90,7 @@ export async function measureVariants(
     cfg.headDim,
     precision.weights,
     precision.compute,
+    ...(precision.rowInvariant ? ['row-invariant'] : []),
   ].join('/');
   const known = remembered.get(key);
   if (known) return known;
@@ -105,7 +106,7 @@ export async function measureVariants(
   } catch {
     // Measured again.
   }
-  for (const variant of GRAPH_VARIANTS) {
+  for (const variant of precision.rowInvariant ? ROW_INVARIANT_VARIANTS : GRAPH_VARIANTS) {
     try {
       const graph = buildProbeGraph(model, precision, variant, embeddingType);
       const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = { hidden: 'cpu' };

@@ -59,6 +59,8 @@ export type WeightFormat = 'float' | 'int4' | 'int8';
  */
 export type GraphVariant = 'plain' | 'fused' | 'hybrid';
 export const GRAPH_VARIANTS: readonly GraphVariant[] = ['plain', 'fused', 'hybrid'];
+/** The variants whose attention is ours (MatMuls), and so can take the row-invariant form; fused's GroupQueryAttention cannot. */
+export const ROW_INVARIANT_VARIANTS: readonly GraphVariant[] = ['plain', 'hybrid'];
 
 export {
   CONVERTED_WEIGHTS,
@@ -97,6 +99,8 @@ export interface BuiltGraph {
   variant: GraphVariant;
   /** Built with sub-layer switches (run_attention.{i} / run_mlp.{i} inputs). */
   layerSwitches: boolean;
+  /** The attention is in its row-invariant form (BuildOptions.rowInvariantAttention, in a variant that has it). */
+  rowInvariantAttention: boolean;
   /** Bytes of weights that had to be converted or quantised (0 when all were used in place). */
   convertedBytes: number;
   /** Bytes of weights one call reads (every layer, the head, and q embedding rows). */
@@ -359,6 +363,7 @@ export function buildLlamaGraph(
     weightFormat,
     variant,
     layerSwitches,
+    rowInvariantAttention: ctx.rowInvariant && ROW_INVARIANT_VARIANTS.includes(variant),
     convertedBytes: store.convertedBytes,
     weightBytes: callWeightBytes(cfg, weightFormat, compute, layers, options.int4?.blockSize),
     nodes: g.nodeCount,
