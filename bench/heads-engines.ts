@@ -77,12 +77,16 @@ export async function benchEngines(
   };
 }
 
-/** benchEngines on wasm in Node, with the bundled models (in `precision`, default the engine's own: auto). */
+/**
+ * benchEngines on wasm in Node, with the bundled models (in `precision`, default the engine's own: auto; with the
+ * target exact when `exact`).
+ */
 export async function nodeWasmEngines(
   methods: readonly Method[],
   threads: number,
   log: (line: string) => void,
   precision?: Precision,
+  exact = false,
 ): ReturnType<typeof benchEngines> {
   const [{ SpecEngine: Engine }, { ortForNode }, { DEFAULT_HEADS }] = await Promise.all([
     import('../src/engine/engine'),
@@ -97,6 +101,7 @@ export async function nodeWasmEngines(
         target: 'public/models/austen-target',
         device: 'wasm',
         ...(precision ? { precision } : {}),
+        ...(exact ? { exact } : {}),
         ...extrasOptions(extras, 'public/models/austen-draft'),
       }),
     log,

@@ -40,6 +40,8 @@ describe('npm run bench flags', () => {
     expect(parse([]).precision).toBeNull();
     expect(parse(['--precision', 'int8']).precision).toBe('int8');
     expect(partialRun(parse(['--precision', 'int8']))).toBe('int8');
+    expect(parse([]).exact).toBe(false);
+    expect(partialRun(parse(['--methods', 'ar,chain', '--exact']))).toBe('ar+chain-exact');
     expect(() => parse(['--precision', 'int3'])).toThrow(
       /--precision must be one of fp32, fp16, int4, int8, auto; got "int3"/,
     );

@@ -40,6 +40,8 @@ category); writes bench/results/<date>-<machine>.json and bench/results/latest.m
   --threads N|auto     wasm threads in Node (default auto: measured once per machine, as the CLI does)
   --precision P        the models' precision on node-wasm: ${PRECISIONS.join(', ')} (default auto, as everywhere;
                        results go to their own files, the precision in the name)
+  --exact              node-wasm: the target built for exact decoding (EngineLoadOptions.exact; "exact" in the
+                       results files' names)
   --temperature T      sample instead of decoding greedily (node-wasm and node-webgpu; default 0 = greedy); with
   --top-k K, --top-p P the sampling filters (Hugging Face order). Each prompt and repeat has one seed, shared by
                        the methods; results go to their own files ("sampled" in the name)
@@ -61,6 +63,8 @@ export interface BenchCli {
   threads: number | 'auto';
   /** The models' precision on node-wasm (null: the engine's default, auto). */
   precision: Precision | null;
+  /** node-wasm: the target built for exact decoding. */
+  exact: boolean;
   /** Sampling settings for the harness runs (null: greedy). */
   sampling: SamplingParams | null;
   peer: boolean;
@@ -117,6 +121,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
         'top-k': { type: 'string' },
         'top-p': { type: 'string' },
         'no-peer': { type: 'boolean' },
+        exact: { type: 'boolean' },
         quick: { type: 'boolean' },
         help: { type: 'boolean' },
       },
@@ -148,6 +153,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     maxNewTokens: positive('max-new-tokens', values['max-new-tokens'] as string | undefined) ?? (quick ? 16 : null),
     threads: values.threads === 'auto' ? 'auto' : (positive('threads', values.threads as string | undefined) ?? 'auto'),
     precision: precision as Precision | null,
+    exact: Boolean(values.exact),
     sampling: samplingFlags(values),
     peer: !values['no-peer'] && !quick,
     quick,
@@ -204,5 +210,6 @@ export function partialRun(cli: BenchCli): string | null {
     parts.push('sized');
   if (cli.sampling) parts.push('sampled');
   if (cli.precision) parts.push(cli.precision);
+  if (cli.exact) parts.push('exact');
   return parts.length > 0 ? parts.join('-') : null;
 }

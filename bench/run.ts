@@ -61,6 +61,7 @@ if (cli.backends.includes('node-wasm')) {
     threads.threads,
     (l) => console.log(`  ${l}`),
     cli.precision ?? undefined,
+    cli.exact,
   );
   const report = await runBench(engine, {
     runtime: threads.said,

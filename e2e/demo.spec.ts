@@ -64,10 +64,15 @@ const state = (page: Page): Promise<Watched> =>
     return { kinds: w.kinds, rounds: w.rounds, rejected: w.rejected, done: w.done, errors: w.errors };
   });
 
-function cliGreedy(prompt: string, method: string, tokens: number): { tokens: number[]; text: string } {
+function cliGreedy(
+  prompt: string,
+  method: string,
+  tokens: number,
+  extra: string[] = [],
+): { tokens: number[]; text: string; runtime: { target: { exact: boolean } } } {
   const out = execFileSync(
     'node_modules/.bin/tsx',
-    ['src/cli.ts', '--prompt', prompt, '--method', method, '--max-new-tokens', String(tokens), '--json'],
+    ['src/cli.ts', '--prompt', prompt, '--method', method, '--max-new-tokens', String(tokens), '--json', ...extra],
     { encoding: 'utf8' },
   );
   return JSON.parse(out);
@@ -115,6 +120,33 @@ test('the demo generates on WebGPU: all three token kinds appear, and the text e
   // Every round's rejected tokens are still on screen, struck through, after the run.
   await expect(el.locator('sd-token-stream [data-kind="rejected"]')).toHaveCount(s.rejected);
   await expect(el.locator('sd-tree-view svg')).toBeVisible();
+});
+
+test('the page\'s "exact" box loads the target for exact decoding on wasm, and the text equals the CLI\'s --exact', async ({
+  page,
+}) => {
+  test.setTimeout(300_000);
+  await page.goto('./');
+  await page.evaluate(() => {
+    const w = window as unknown as { loadedInfo?: unknown };
+    document.querySelector('spec-decoder')?.addEventListener('sd-loaded', (e) => {
+      w.loadedInfo = (e as CustomEvent).detail;
+    });
+  });
+  const el = await configure(page, { device: 'wasm', 'max-new-tokens': String(TOKENS), temperature: '0' });
+  await page.locator('#settings [name="exact"]').check();
+  await el.locator('select[part="method"]').selectOption('chain');
+  await watch(page);
+  await el.locator('button[part="generate"]').click();
+  await expect.poll(async () => (await state(page)).done !== undefined, { timeout: 280_000 }).toBe(true);
+  const s = await state(page);
+  expect(s.errors).toEqual([]);
+  const info = await page.evaluate(() => (window as unknown as { loadedInfo?: { exact?: boolean } }).loadedInfo);
+  expect(info?.exact).toBe(true);
+  await expect(el.locator('[part="runtime"]')).toContainText('on wasm (fp32, exact');
+  const cli = cliGreedy(PROMPT, 'chain', TOKENS, ['--exact']);
+  expect(cli.runtime.target.exact).toBe(true);
+  expect(s.done?.tokens).toEqual(cli.tokens);
 });
 
 test('cancel stops within one round, and a new run works after it', async ({ page }) => {

@@ -50,6 +50,8 @@ describe('CLI flags', () => {
     expect(o.precision).toBe('auto');
     expect(parseCli(['--prompt', 'x', '--precision', 'int4']).precision).toBe('int4');
     expect(parseCli(['--prompt', 'x', '--precision', 'int8']).precision).toBe('int8');
+    expect(o.exact).toBe(false);
+    expect(parseCli(['--prompt', 'x', '--exact']).exact).toBe(true);
     expect(() => parseCli([])).toThrow(UsageError);
   });
 
@@ -134,6 +136,20 @@ describe('CLI runs (bundled models)', () => {
     expect(await main(['--prompt', 'She was', '--method', 'chain', '--max-new-tokens', '8'], coloured)).toBe(0);
     expect(coloured.stdout()).toContain('\x1b[32m');
   });
+
+  it('--exact loads the target for exact decoding and says so in the JSON; without it the target is not', async () => {
+    const run = async (extra: string[]) => {
+      const io = capture();
+      expect(
+        await main(['--prompt', 'She was', '--method', 'chain', '--max-new-tokens', '8', '--json', ...extra], io),
+      ).toBe(0);
+      return JSON.parse(io.stdout()).runtime.target;
+    };
+    const exact = await run(['--exact']);
+    expect(exact.exact).toBe(true);
+    expect(['plain', 'hybrid']).toContain(exact.graph);
+    expect((await run([])).exact).toBe(false);
+  }, 60_000);
 
   it('a prompt near the context limit with the adaptive tree stops cleanly with everything generated', async () => {
     const words = readFileSync('tools/data/heldout_prompts.txt', 'utf8').replace(/\s+/g, ' ');

@@ -64,6 +64,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       ...(options.heads ? { heads: options.heads } : {}),
       device: runtime.device,
       precision: options.precision,
+      ...(options.exact ? { exact: true } : {}),
       store,
     });
   } catch (e) {
@@ -76,6 +77,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     device: runtime.device,
     threads: runtime.threads?.threads ?? 0,
     ...(runtime.threads ? { threadChoice: { how: runtime.threads.how, timings: runtime.threads.timings } } : {}),
+    target: { precision: engine.target.precision, graph: engine.target.variant, exact: engine.target.exact },
   };
   const rounds: RoundIds[] = [];
   try {

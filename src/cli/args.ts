@@ -23,13 +23,16 @@ export const DEFAULT_HEADS = { medusa: 'public/models/austen-medusa', eagle3: 'p
 
 export const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--heads DIR] [--method NAME]
        [--max-new-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S] [--device wasm|webgpu]
-       [--precision fp32|fp16|int4|int8|auto] [--verify rejection|typical] [--threads N|auto] [--chat [--system TEXT]] [--json]
+       [--precision fp32|fp16|int4|int8|auto] [--exact] [--verify rejection|typical] [--threads N|auto]
+       [--chat [--system TEXT]] [--json]
 
 --target/--draft/--heads take a folder or a hub id, hf:org/name[@revision] (HF_ENDPOINT, HF_TOKEN and HF_HOME as
 for huggingface_hub). --heads: Medusa heads or an EAGLE-3 head trained on the target (for medusa and eagle; the
 bundled target has its own). --chat sends the prompt as a user message through the target's chat template.
 --threads: onnxruntime's wasm threads; auto (the default) times 1, 2, ... up to the cores on the target once per
-machine and remembers the fastest (SPEC_DECODER_CACHE).
+machine and remembers the fastest (SPEC_DECODER_CACHE). --exact: greedy speculation gives exactly plain decoding's
+tokens, bit-exact near-ties included (the target's attention in its row-invariant form, checked at load on this
+device; a few percent slower).
 
 methods (--method; the draft model and heads are loaded only for methods that need them):
 ${METHODS.map((m) => `  ${m.name.padEnd(14)} ${m.description} [${describeNeeds(m)}${m.lossless ? '' : ', LOSSY'}]`).join('\n')}
@@ -51,6 +54,8 @@ export interface CliOptions {
   /** onnxruntime's wasm threads (wasm only): a number, or 'auto' (the default): measured once per machine and model. */
   threads: number | 'auto';
   precision: Precision;
+  /** Exact decoding (EngineLoadOptions.exact). */
+  exact: boolean;
   verify: 'rejection' | 'typical';
   json: boolean;
   help: boolean;
@@ -91,6 +96,7 @@ export function parseCli(argv: string[]): CliOptions {
       options: {
         ...Object.fromEntries(VALUE_FLAGS.map((f) => [f, { type: 'string' as const }])),
         json: { type: 'boolean' },
+        exact: { type: 'boolean' },
         chat: { type: 'boolean' },
         help: { type: 'boolean' },
       },
@@ -151,6 +157,7 @@ export function parseCli(argv: string[]): CliOptions {
     device,
     threads,
     precision: precision as Precision,
+    exact: Boolean(values.exact),
     verify,
     json: Boolean(values.json),
     help,

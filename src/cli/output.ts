@@ -57,14 +57,21 @@ export const roundIds = (e: RoundEvent): RoundIds => ({
 /**
  * The --json object; `error` is present when the run failed part-way (everything before it is kept); `timings` are
  * the engine's load, warm-up and calibration times, apart from the generation's own; `runtime` the device, the
- * wasm threads it ran with and how they were chosen (with the probe's timings when measured or remembered).
+ * wasm threads it ran with and how they were chosen (with the probe's timings when measured or remembered), and
+ * what the target ran (precision, graph variant, exact decoding).
  */
 export function jsonResult(
   result: GenerationResult,
   rounds: RoundIds[],
   error?: Error,
   timings?: EngineTimings,
-  runtime?: { device: string; threads: number; threadChoice?: { how: string; timings: readonly ThreadTiming[] } },
+  runtime?: {
+    device: string;
+    threads: number;
+    threadChoice?: { how: string; timings: readonly ThreadTiming[] };
+    /** What the target ran: its precision label, graph variant and whether decoding is exact. */
+    target?: { precision: string; graph: string; exact: boolean };
+  },
 ): string {
   const { stats } = result;
   return JSON.stringify({

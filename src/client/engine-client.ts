@@ -21,7 +21,7 @@ export interface ClientLoadOptions
   extends Partial<
     Pick<
       LoadRequest,
-      'device' | 'compute' | 'precision' | 'base' | 'ortBase' | 'hub' | 'layerSwitches' | 'heads' | 'threads'
+      'device' | 'compute' | 'precision' | 'base' | 'ortBase' | 'hub' | 'layerSwitches' | 'exact' | 'heads' | 'threads'
     >
   > {
   target: string;
@@ -106,6 +106,7 @@ export class EngineClient {
       ortBase: options.ortBase ?? defaultOrtBase(base),
       ...(options.hub ? { hub: options.hub } : {}),
       ...(options.layerSwitches ? { layerSwitches: true } : {}),
+      ...(options.exact ? { exact: true } : {}),
       ...(options.heads ? { heads: options.heads } : {}),
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
     };

@@ -4,10 +4,11 @@
  * Attributes (mirrored as properties): target, draft (empty: target only; methods that need a draft model are then
  * disabled), method, max-new-tokens, temperature, top-p, top-k, seed, device ("auto" default: a hardware WebGPU
  * adapter, else wasm, with a notice saying why; "webgpu" uses even a software adapter, with a warning; "wasm"),
- * precision ("auto" default, "fp32", "fp16", "int4", "int8" on wasm), verify, prompt, group-rounds, hide-rejected, ort-base, threads,
- * hub-endpoint (the hub host for hf:org/name ids; a token goes in the hubToken property), mode ("text", or "chat":
- * messages in through the target's chat template, see chat-view.ts). The prompt can also come from a slotted
- * element: <span slot="prompt">…</span>. cachedModels() and clearCache() show and empty the hub cache.
+ * precision ("auto" default, "fp32", "fp16", "int4", "int8" on wasm), exact (greedy speculation gives exactly plain
+ * decoding's tokens: the target built row-invariant and checked at load), verify, prompt, group-rounds, hide-rejected,
+ * ort-base, threads, hub-endpoint (the hub host for hf:org/name ids; a token goes in the hubToken property), mode
+ * ("text", or "chat": messages in through the target's chat template, see chat-view.ts). The prompt can also come
+ * from a slotted element: <span slot="prompt">…</span>. cachedModels() and clearCache() show and empty the hub cache.
  *
  * @event sd-loaded - CustomEvent<LoadInfo>: the models are loaded (device, fallback, adapter, model shapes)
  * @event sd-round - CustomEvent<RoundEvent>: one speculative round
@@ -159,6 +160,8 @@ export class SpecDecoder extends LitElement {
   /** "auto": a hardware WebGPU adapter, else wasm (a software adapter is many times slower than wasm). */
   @property() device: DeviceRequest = 'auto';
   @property() precision: 'auto' | 'fp32' | 'fp16' | 'int4' | 'int8' = 'auto';
+  /** Exact decoding: greedy speculation gives exactly plain decoding's tokens, bit-exact near-ties included. */
+  @property({ type: Boolean }) exact = false;
   @property() prompt = '';
   @property({ type: Boolean, attribute: 'group-rounds' }) groupRounds = false;
   /** Leave rejected draft tokens out of the text (they are kept, struck through, by default). */
@@ -209,6 +212,7 @@ export class SpecDecoder extends LitElement {
       this.draft,
       this.device,
       this.precision,
+      this.exact,
       this.ortBase,
       this.threads,
       this.hubEndpoint,
@@ -282,6 +286,7 @@ export class SpecDecoder extends LitElement {
       draft: this.draft,
       device: this.device,
       precision: this.precision,
+      ...(this.exact ? { exact: true } : {}),
       ...(this.needsLayerSwitches ? { layerSwitches: true } : {}),
       ...(this.headsInUse ? { heads: this.headsInUse } : {}),
       onProgress: this.onProgress,
@@ -618,8 +623,8 @@ export class SpecDecoder extends LitElement {
           this.loadInfo
             ? html`<small part="runtime"
                 >on ${this.loadInfo.device} (${this.loadInfo.precision ?? this.loadInfo.compute}${
-                  this.loadInfo.threads ? `, ${threadsText(this.loadInfo.threads)}` : ''
-                })</small
+                  this.loadInfo.exact ? ', exact' : ''
+                }${this.loadInfo.threads ? `, ${threadsText(this.loadInfo.threads)}` : ''})</small
               >`
             : nothing
         }

@@ -124,6 +124,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     store: new IndexedDbStore(),
     ...(req.hub ? { hub: req.hub } : {}),
     ...(req.layerSwitches ? { layerSwitches: true } : {}),
+    ...(req.exact ? { exact: true } : {}),
     ...(req.heads ? { heads: req.heads } : {}),
     onProgress: (info: ProgressInfo) => post({ type: 'progress', id, info }),
   };
@@ -151,6 +152,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     compute: engine.target.compute,
     precision: engine.target.precision,
     graph: engine.target.variant,
+    ...(engine.target.exact ? { exact: true } : {}),
     target: info(engine.target),
     ...(engine.draft ? { draft: info(engine.draft) } : {}),
     ...(fallback ? { fallback } : {}),

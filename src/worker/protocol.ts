@@ -30,6 +30,8 @@ export interface LoadRequest {
   hub?: { endpoint?: string; token?: string };
   /** Build the target with layer switches (self-speculation by layer skipping). */
   layerSwitches?: boolean;
+  /** Exact decoding: greedy speculation gives exactly plain decoding's tokens (EngineLoadOptions.exact). */
+  exact?: boolean;
   /** Draft heads trained on the target (Medusa heads or an EAGLE-3 head): methods medusa and eagle. */
   heads?: string;
   /**
@@ -60,6 +62,8 @@ export interface LoadInfo {
   /** What the target runs: 'fp32', 'fp16', 'int8', 'int4' or 'int4-fp16', and the graph variant measured fastest. */
   precision?: string;
   graph?: string;
+  /** Exact decoding was asked for and the target passed its check at load. */
+  exact?: boolean;
   /** Why the worker is not on WebGPU, when WebGPU was asked for or considered. */
   fallback?: string;
   /** A caution about the device it is on (a software WebGPU adapter). */
