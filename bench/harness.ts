@@ -272,7 +272,8 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
     : 0;
   return {
     device: engine.device,
-    compute: engine.target.compute,
+    // What the target runs: its precision (fp32, fp16, int8, int4, int4-fp16), and whether it is exact.
+    compute: `${engine.target.precision}${engine.target.exact ? ', exact' : ''}`,
     ...(o.runtime ? { runtime: o.runtime } : {}),
     ...(sampling ? { sampling } : {}),
     prompts: o.prompts.length,
