@@ -2,13 +2,19 @@
  * The benchmark's node-webgpu backend: onnxruntime-web's WebGPU EP in Node on Dawn (lavapipe on a CPU-only
  * machine, the vendor's Vulkan driver on a GPU machine), through the same interleaved harness as the other
  * backends, plus the target's verify-cost curve in fp32 and in fp16 (and the curves of any further models, e.g.
- * real-shaped ones written on a GPU machine by tools/gpu-kit/write_model.py).
+ * real-shaped ones written on a GPU machine by tools/gpu-kit/write_model.py), and exact decoding's load check
+ * (src/model/exact.ts) for each precision and graph that can be row-invariant: which pass on this adapter.
  */
 import webgpuPackage from 'webgpu/package.json' with { type: 'json' };
 import type { CostCurve } from '../src/engine/calibrate';
 import { METHOD_NAMES } from '../src/engine/drafters/index';
 import { SpecEngine } from '../src/engine/engine';
+import { checkExact } from '../src/model/exact';
+import { ROW_INVARIANT_VARIANTS } from '../src/model/graph/llama';
 import type { ComputeType } from '../src/model/index';
+import { loadModel } from '../src/model/load';
+import type { Precision } from '../src/model/precision';
+import { ModelRunner } from '../src/model/runner';
 import { ortForNodeWebGpu } from '../src/runtime/ort-node-webgpu';
 import { type AdapterReport, describeAdapter } from '../src/runtime/webgpu';
 import { type BenchOptions, type BenchPrompt, type BenchReport, markdown, runBench } from './harness';
@@ -63,6 +69,16 @@ export interface PrecisionCurve {
   error?: string;
 }
 
+/** Exact decoding's load check on this adapter: one precision and graph, built row-invariant. */
+export interface ExactCheckReport {
+  precision: string;
+  graph: string;
+  exact?: boolean;
+  maxDiff?: number;
+  rowsDiffering?: number;
+  error?: string;
+}
+
 export interface NodeWebGpuReport {
   adapter: AdapterReport;
   /** The adapter in words (vendor / architecture / description). */
@@ -73,6 +89,7 @@ export interface NodeWebGpuReport {
   plan: PlanName;
   bench: BenchReport;
   curves: PrecisionCurve[];
+  exactChecks: ExactCheckReport[];
 }
 
 export interface NodeWebGpuBenchOptions {
@@ -166,7 +183,50 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
     plan: planName,
     bench,
     curves,
+    exactChecks: await exactChecks(gpu.ort, o.target, gpu.adapter.shaderF16, o.log),
   };
+}
+
+/** The load check of exact decoding, per precision the adapter runs and graph that can be row-invariant. */
+async function exactChecks(
+  ort: Parameters<typeof ModelRunner.create>[0],
+  target: string,
+  shaderF16: boolean,
+  log: (line: string) => void,
+): Promise<ExactCheckReport[]> {
+  const model = await loadModel(target);
+  const precisions: Precision[] = shaderF16 ? ['fp32', 'fp16', 'int4'] : ['fp32', 'int4'];
+  const out: ExactCheckReport[] = [];
+  for (const precision of precisions) {
+    for (const graph of ROW_INVARIANT_VARIANTS) {
+      let runner: ModelRunner | null = null;
+      try {
+        runner = await ModelRunner.create(ort, model, {
+          device: 'webgpu',
+          precision,
+          graph,
+          rowInvariantAttention: true,
+        });
+        const c = await checkExact(runner);
+        out.push({
+          precision: runner.precision,
+          graph,
+          exact: c.exact,
+          maxDiff: c.maxDiff,
+          rowsDiffering: c.rowsDiffering,
+        });
+      } catch (e) {
+        out.push({ precision, graph, error: (e as Error).message.split('\n')[0] ?? '' });
+      } finally {
+        await runner?.release();
+      }
+      const last = out[out.length - 1] as ExactCheckReport;
+      log(
+        `exact check, ${last.precision} ${graph}: ${last.error ?? (last.exact ? 'exact' : `differs by ${last.maxDiff}`)}`,
+      );
+    }
+  }
+  return out;
 }
 
 const ms = (x: number) => (x >= 100 ? x.toFixed(0) : x.toFixed(2));
@@ -189,5 +249,14 @@ export function nodeWebGpuMarkdown(r: NodeWebGpuReport): string {
     `| model | compute | weights MB | ${qs.map((q) => `q=${q}`).join(' | ')} |`,
     `| --- | --- | --- | ${qs.map(() => '---').join(' | ')} |`,
     ...rows,
+    '',
+    "Exact decoding's load check on this adapter (the target built row-invariant: a five-node tree against one-token calls, bit for bit):",
+    '',
+    '| precision | graph | verify rows = one-token rows |',
+    '| --- | --- | --- |',
+    ...(r.exactChecks ?? []).map(
+      (c) =>
+        `| ${c.precision} | ${c.graph} | ${c.error ? `error: ${c.error}` : c.exact ? 'yes, bit for bit' : `no: ${c.rowsDiffering} of 5 rows, by up to ${c.maxDiff?.toPrecision(2)}`} |`,
+    ),
   ].join('\n');
 }

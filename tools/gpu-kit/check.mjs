@@ -80,11 +80,23 @@ const bad = [
   report.bench.cells.length !== 2 && 'the harness did not run both methods',
   curves.length !== (report.adapter.shaderF16 ? 2 : 1) && 'the tiny model has not every precision curve',
   curves.some((c) => c.error || !c.curve) && `a curve failed: ${curves.map((c) => c.error).join('; ')}`,
+  !(report.exactChecks?.length >= 4) && "exact decoding's load check did not run for every precision and graph",
+  report.exactChecks?.some((c) => c.error) &&
+    `an exact check failed to run: ${report.exactChecks
+      .map((c) => c.error)
+      .filter(Boolean)
+      .join('; ')}`,
 ].filter(Boolean);
 if (bad.length) fail(bad.join('; '));
 console.log(
   `\nOK: the kit ran from ${repo} without node_modules and without a node on PATH, in ${seconds} s, on ${report.adapterName}; ` +
     `it wrote ${written[0]}. Kit: ${(statSync(archive).size / 1e6).toFixed(1)} MB compressed. Same tokens as plain ` +
-    `greedy decoding: ${report.bench.cells.map((c) => `${c.method} ${c.matchesPlain ? 'yes' : 'NO (fp16 near-tie?)'}`).join(', ')}.`,
+    `greedy decoding: ${report.bench.cells.map((c) => `${c.method} ${c.matchesPlain ? 'yes' : 'NO (fp16 near-tie?)'}`).join(', ')}. ` +
+    `Exact decoding passes its load check in: ${
+      report.exactChecks
+        .filter((c) => c.exact)
+        .map((c) => `${c.precision} ${c.graph}`)
+        .join(', ') || 'none'
+    }.`,
 );
 rmSync(work, { recursive: true, force: true });
