@@ -83,6 +83,41 @@ describe('exact decoding (wasm EP, bundled target)', () => {
     ).toMatch(/exact decoding needs the row-invariant attention/);
   });
 
+  it('graph auto: a variant that fails the check is replaced by the next, and not built again in a later load', async () => {
+    // int4 on wasm: the plain graph fails the check (MatMulNBits), the hybrid one passes. The remembered variant
+    // choice is set to put plain first, so the first load must fall back.
+    const memory = new Map<string, unknown>();
+    const store = {
+      get: async (k: string) => memory.get(k),
+      set: async (k: string, v: unknown) => void memory.set(k, v),
+    };
+    const load = async () => {
+      forgetVariantChoices();
+      let builds = 0;
+      const runner = await ModelRunner.create(ort, bundled, {
+        device: 'wasm',
+        precision: 'int4',
+        graph: 'auto',
+        exact: true,
+        variantMemory: store,
+        onProgress: (p) => {
+          if (p.status === 'building' && p.file === undefined) builds++;
+        },
+      });
+      const variant = runner.variant;
+      expect(runner.exact).toBe(true);
+      await runner.release();
+      return { builds, variant };
+    };
+    await load();
+    const choiceKey = [...memory.keys()].find((k) => k.startsWith('graph-variant:')) as string;
+    memory.set(choiceKey, { ...(memory.get(choiceKey) as object), variant: 'plain' });
+    for (const k of [...memory.keys()]) if (k.startsWith('exact-check:')) memory.delete(k);
+    expect(await load()).toEqual({ builds: 2, variant: 'hybrid' });
+    expect([...memory.keys()].filter((k) => k.startsWith('exact-check:'))).toHaveLength(1);
+    expect(await load()).toEqual({ builds: 1, variant: 'hybrid' });
+  });
+
   it('where the kernels break it (int4 on the plain graph: MatMulNBits), the load fails with what the check measured', async () => {
     expect(await loadError({ device: 'wasm', precision: 'int4', graph: 'plain', exact: true })).toMatch(
       /^public\/models\/austen-target: exact decoding is not available on wasm in int4: a verify call and one-token calls give different logits here \(plain graph: [1-5] of 5 tree nodes differ, by up to [0-9.e-]+\); try with graph auto, another precision, or load without exact$/,

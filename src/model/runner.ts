@@ -104,6 +104,23 @@ export class SessionCreateError extends ModelLoadError {
 const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) =>
   new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
 
+/** A remembered value, or null when there is none or the memory fails (then it is measured again). */
+async function safeRecall(memory: VariantMemory, key: string): Promise<unknown> {
+  try {
+    return (await memory.get(key)) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+async function safeRemember(memory: VariantMemory, key: string, value: unknown): Promise<void> {
+  try {
+    await memory.set(key, value);
+  } catch {
+    // Not remembered: checked again next time.
+  }
+}
+
 export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLayers'> {
   private cache: Tensor[] = [];
   private cacheLength = 0;
@@ -235,7 +252,25 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       variants = options.exact ? [choice.variant, ...others] : [choice.variant];
     }
     const failures: string[] = [];
-    for (const variant of variants) {
+    // A variant that failed the check in an earlier load on this device is not built again while another remains:
+    // building a session is the slow part of a load. The last candidate is always built and checked.
+    const memory = options.exact ? options.variantMemory : undefined;
+    const failedKey = (variant: GraphVariant) =>
+      [
+        'exact-check:v1',
+        (ort as { env?: { versions?: { web?: string } } }).env?.versions?.web ?? '?',
+        options.device,
+        model.spec,
+        model.weightBytes,
+        label,
+        variant,
+      ].join(':');
+    for (const [i, variant] of variants.entries()) {
+      const failedBefore = memory && i < variants.length - 1 ? await safeRecall(memory, failedKey(variant)) : null;
+      if (typeof failedBefore === 'string') {
+        failures.push(`${variant} graph (checked in an earlier load): ${failedBefore}`);
+        continue;
+      }
       const runner = await ModelRunner.build(ort, model, options, precision, variant, rowInvariant, embeddingType);
       runner.variantTimings = variantTimings;
       if (!options.exact) return runner;
@@ -244,9 +279,9 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
         runner.exact = true;
         return runner;
       }
-      failures.push(
-        `${variant} graph: ${check.rowsDiffering} of ${check.nodes} tree nodes differ, by up to ${check.maxDiff.toPrecision(2)}`,
-      );
+      const why = `${check.rowsDiffering} of ${check.nodes} tree nodes differ, by up to ${check.maxDiff.toPrecision(2)}`;
+      failures.push(`${variant} graph: ${why}`);
+      if (memory) await safeRemember(memory, failedKey(variant), why);
       await runner.release();
     }
     const way = options.graph === 'auto' ? '' : 'with graph auto, ';
