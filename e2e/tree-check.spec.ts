@@ -20,6 +20,33 @@ test('both bundled models load in the browser and verify a token tree in one Web
   }
 });
 
+test('the tree check with exact decoding: on wasm the draft model passes its load check; the fused graph is refused in one line', async ({
+  page,
+}) => {
+  test.setTimeout(120_000);
+  await page.goto('./');
+  const { reports, text } = await runPageTreeCheck(page, {
+    device: 'wasm',
+    models: 'draft',
+    exact: true,
+    timeout: 60_000,
+  });
+  expect(reports.map((r) => r.exact)).toEqual([true]);
+  expect(text).toContain('exact decoding holds');
+  expect(reports[0]?.logitsDiff).toBe(0);
+  const refused = await runPageTreeCheck(page, {
+    device: 'wasm',
+    models: 'draft',
+    graph: 'fused',
+    exact: true,
+    failing: true,
+    timeout: 60_000,
+  });
+  expect(refused.text).toMatch(
+    /^self-test worker failed: models\/austen-draft\/: exact decoding needs a graph whose attention is MatMuls[^\n]*$/,
+  );
+});
+
 test('int8 weights on wasm in the browser: both bundled models verify a token tree exactly (row-invariant attention)', async ({
   page,
 }) => {

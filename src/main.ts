@@ -63,14 +63,16 @@ async function treeCheck(): Promise<void> {
   try {
     const graph = (el('tree-graph') as HTMLSelectElement).value as 'plain' | 'fused' | 'hybrid';
     const precision = (el('tree-precision') as HTMLSelectElement).value as 'auto' | 'fp32' | 'int4' | 'int8';
+    const exact = (el('tree-exact') as HTMLInputElement).checked;
     const reports = await runTreeCheck(defaultOrtBase(document.baseURI), models, device, document.baseURI, {
       graph,
       precision,
+      ...(exact ? { exact } : {}),
     });
     result.textContent = reports
       .map(
         (r) =>
-          `${r.model} on ${r.device} (${r.variant} graph, ${r.precision}): max |tree - paths| logits ${r.logitsDiff.toExponential(2)}, KV ${r.cacheDiff.toExponential(2)}; ` +
+          `${r.model} on ${r.device} (${r.variant} graph, ${r.precision}${r.exact ? ', exact decoding holds' : ''}): max |tree - paths| logits ${r.logitsDiff.toExponential(2)}, KV ${r.cacheDiff.toExponential(2)}; ` +
           `compaction ${r.compactionExact ? 'exact' : 'NOT exact'}, next-step diff ${r.compactionDiff.toExponential(2)} (${(r.ms / 1000).toFixed(1)} s)`,
       )
       .join('\n');

@@ -15,6 +15,8 @@ export type SelftestRequest =
       /** Graph variant and precision to check (default: the runner's defaults). */
       graph?: 'plain' | 'fused' | 'hybrid';
       precision?: 'auto' | 'fp32' | 'fp16' | 'int4' | 'int8';
+      /** Build the runners for exact decoding (checked at load: a load that fails says why). */
+      exact?: boolean;
     };
 
 export type BackendRun = { ok: true; ms: number; output: number[] } | { ok: false; error: string };

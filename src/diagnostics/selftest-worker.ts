@@ -3,6 +3,7 @@
  * Dedicated module worker: runs the self-test graph on the WebGPU EP (and nothing else) and on the wasm EP,
  * and reports both results so the page can compare them.
  */
+import { ModelLoadError } from '../model/errors';
 import { loadModel } from '../model/load';
 import { ortForWeb } from '../runtime/ort-web';
 import { probeWebGpu } from '../runtime/webgpu';
@@ -40,6 +41,7 @@ async function treeCheck(req: Extract<SelftestRequest, { kind: 'tree' }>): Promi
     const options = {
       ...(req.graph ? { graph: req.graph } : {}),
       ...(req.precision ? { precision: req.precision } : {}),
+      ...(req.exact ? { exact: true } : {}),
     };
     reports.push(await checkTreeConsistency(ort, model, req.device, prompt, { runner: options }));
   }
@@ -55,7 +57,9 @@ self.onmessage = async (event: MessageEvent<SelftestRequest>) => {
         ? { type: 'report', report: await selftest(req) }
         : { type: 'tree', reports: await treeCheck(req) };
   } catch (e) {
-    message = { type: 'error', error: e instanceof Error ? (e.stack ?? e.message) : String(e) };
+    // A model that cannot be loaded as asked is the user's to fix: its one line. Anything else: the stack.
+    const error = e instanceof ModelLoadError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
+    message = { type: 'error', error };
   }
   self.postMessage(message);
 };

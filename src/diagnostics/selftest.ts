@@ -26,7 +26,11 @@ export async function runTreeCheck(
   models: string[],
   device: 'webgpu' | 'wasm',
   base: string,
-  options: { graph?: 'plain' | 'fused' | 'hybrid'; precision?: 'auto' | 'fp32' | 'fp16' | 'int4' | 'int8' } = {},
+  options: {
+    graph?: 'plain' | 'fused' | 'hybrid';
+    precision?: 'auto' | 'fp32' | 'fp16' | 'int4' | 'int8';
+    exact?: boolean;
+  } = {},
 ): Promise<TreeCheckReport[]> {
   const msg = await inWorker({ kind: 'tree', ortBase, models, device, base, ...options });
   if (msg.type !== 'tree') throw new Error(`unexpected self-test reply ${msg.type}`);

@@ -15,7 +15,8 @@ type Ort = Parameters<typeof ModelRunner.create>[0];
 export type CheckedRunner = Pick<
   ModelRunner,
   'forward' | 'keep' | 'reset' | 'readCache' | 'release' | 'compute' | 'precision' | 'variant'
->;
+> &
+  Partial<Pick<ModelRunner, 'exact'>>;
 
 export interface TreeCheckOptions {
   /** How runners are made (default: ModelRunner.create with `runner`). */
@@ -32,6 +33,8 @@ export interface TreeCheckReport {
   /** Weights and arithmetic ('fp32', 'fp16', 'int4', 'int4-fp16') and the graph variant. */
   precision: string;
   variant: 'plain' | 'fused' | 'hybrid';
+  /** Built for exact decoding and passed its check at load (a tree row is bit for bit a one-token call's). */
+  exact: boolean;
   /** max |tree-call logits - plain path logits| over all nodes. */
   logitsDiff: number;
   /** max |tree-call K/V slot - plain path K/V slot| over all nodes and heads, on the first and last layer. */
@@ -148,6 +151,7 @@ export async function checkTreeConsistency(
       compute: tree.compute,
       precision: tree.precision,
       variant: tree.variant,
+      exact: tree.exact === true,
       logitsDiff,
       cacheDiff,
       compactionDiff: maxDiff(after, fresh),
