@@ -17,6 +17,7 @@ import {
   type LayerSkippingLM,
   type TopLogits,
 } from '../engine/lm';
+import { safeGet, safeSet } from '../engine/store';
 import type { LlamaConfig } from './config';
 import { f16ToF32 } from './convert';
 import { ModelLoadError } from './errors';
@@ -104,23 +105,6 @@ export class SessionCreateError extends ModelLoadError {
 const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) =>
   new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
 
-/** A remembered value, or null when there is none or the memory fails (then it is measured again). */
-async function safeRecall(memory: VariantMemory, key: string): Promise<unknown> {
-  try {
-    return (await memory.get(key)) ?? null;
-  } catch {
-    return null;
-  }
-}
-
-async function safeRemember(memory: VariantMemory, key: string, value: unknown): Promise<void> {
-  try {
-    await memory.set(key, value);
-  } catch {
-    // Not remembered: checked again next time.
-  }
-}
-
 export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLayers'> {
   private cache: Tensor[] = [];
   private cacheLength = 0;
@@ -140,12 +124,11 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     readonly model: LoadedModel,
     readonly device: Device,
     readonly graph: BuiltGraph,
+    /** The load-time measurement behind graph 'auto' (empty when the variant was given). */
+    readonly variantTimings: VariantTiming[],
   ) {
     this.reset();
   }
-
-  /** The load-time measurement behind graph 'auto' (empty when the variant was given). */
-  variantTimings: VariantTiming[] = [];
   /**
    * Exact decoding (RunnerOptions.exact): built row-invariant and checked at load on this device, so a verify call
    * gives every token the logits bits a call of its own gives it.
@@ -266,13 +249,21 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
         variant,
       ].join(':');
     for (const [i, variant] of variants.entries()) {
-      const failedBefore = memory && i < variants.length - 1 ? await safeRecall(memory, failedKey(variant)) : null;
+      const failedBefore = memory && i < variants.length - 1 ? await safeGet(memory, failedKey(variant)) : undefined;
       if (typeof failedBefore === 'string') {
         failures.push(`${variant} graph (checked in an earlier load): ${failedBefore}`);
         continue;
       }
-      const runner = await ModelRunner.build(ort, model, options, precision, variant, rowInvariant, embeddingType);
-      runner.variantTimings = variantTimings;
+      const runner = await ModelRunner.build(
+        ort,
+        model,
+        options,
+        precision,
+        variant,
+        rowInvariant,
+        embeddingType,
+        variantTimings,
+      );
       if (!options.exact) return runner;
       const check = await checkExact(runner);
       if (check.exact) {
@@ -281,7 +272,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       }
       const why = `${check.rowsDiffering} of ${check.nodes} tree nodes differ, by up to ${check.maxDiff.toPrecision(2)}`;
       failures.push(`${variant} graph: ${why}`);
-      if (memory) await safeRemember(memory, failedKey(variant), why);
+      if (memory) await safeSet(memory, failedKey(variant), why);
       await runner.release();
     }
     const way = options.graph === 'auto' ? '' : 'with graph auto, ';
@@ -299,6 +290,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     variant: GraphVariant,
     rowInvariant: boolean,
     embeddingType: 'float16' | 'float32',
+    variantTimings: VariantTiming[],
   ): Promise<ModelRunner> {
     const label = precisionLabel(precision);
     options.onProgress?.({ status: 'building', name: model.spec });
@@ -358,7 +350,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     }
     options.onProgress?.({ status: 'ready', name: model.spec });
     // The session has its own copy of the weights now; keep only the graph's metadata.
-    const runner = new ModelRunner(ort, session, model, options.device, { ...graph, externalData: [] });
+    const runner = new ModelRunner(ort, session, model, options.device, { ...graph, externalData: [] }, variantTimings);
     runner.hiddenOutput = options.hidden ?? null;
     return runner;
   }

@@ -7,6 +7,7 @@
  * remembered per device, shape and precision for the life of the page or process.
  */
 import type * as OrtModule from 'onnxruntime-common';
+import { safeGet, safeSet } from '../engine/store';
 import { GRAPH_VARIANTS, type GraphVariant, ROW_INVARIANT_VARIANTS } from './graph/llama';
 import type { LoadedModel } from './load';
 import type { Device } from './precision';
@@ -97,14 +98,10 @@ export async function measureVariants(
   // Measured in an earlier process or visit with this onnxruntime build: about a second saved at every start.
   // v2: the fastest-of-nine probe (choices made by the earlier median-of-five probe are measured again).
   const storeKey = `graph-variant:v2:${ort.env?.versions?.web ?? '?'}:${key}/${embeddingType ?? ''}`;
-  try {
-    const stored = await memory?.get(storeKey);
-    if (isChoice(stored)) {
-      remembered.set(key, stored);
-      return stored;
-    }
-  } catch {
-    // Measured again.
+  const stored = memory ? await safeGet(memory, storeKey) : undefined;
+  if (isChoice(stored)) {
+    remembered.set(key, stored);
+    return stored;
   }
   for (const variant of precision.rowInvariant ? ROW_INVARIANT_VARIANTS : GRAPH_VARIANTS) {
     try {
@@ -160,10 +157,6 @@ export async function measureVariants(
     timings: timings.sort((a, b) => a.variant.localeCompare(b.variant)),
   };
   remembered.set(key, choice);
-  try {
-    await memory?.set(storeKey, choice);
-  } catch {
-    // Not remembered: measured again next time.
-  }
+  if (memory) await safeSet(memory, storeKey, choice);
   return choice;
 }
