@@ -220,13 +220,14 @@ export function dequantizeInt8(q: Int8Weight): Float32Array {
   return out;
 }
 
+/** The smallest activation-row scale the int8 graph uses (an all-zero row quantises without dividing by zero). */
+export const INT8_MIN_SCALE = 1e-30;
+
 /**
  * What the int8 graph does to an activation row before its integer matmul (per row, so a row's result never
  * depends on the other rows of a call: a tree call equals its paths run alone): scale = max|x| / 127 (at least
  * INT8_MIN_SCALE), code = round-half-even(x / scale) + 128 as uint8 with zero point 128. Returns the dequantised row.
  */
-export const INT8_MIN_SCALE = 1e-30;
-
 export function quantizeActivationRow(x: ArrayLike<number>): Float64Array {
   let max = 0;
   for (let i = 0; i < x.length; i++) max = Math.max(max, Math.abs(Math.fround(x[i] as number)));

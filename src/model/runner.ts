@@ -56,8 +56,8 @@ export { chooseCompute };
 export interface RunnerOptions {
   device: Device;
   /**
-   * Weights and arithmetic: 'fp32', 'fp16', 'int4', 'int8' (wasm) or 'auto' (the default; see precision.ts). 'fp16' on WebGPU
-   * without shader-f16 fails with a clear error.
+   * Weights and arithmetic: 'fp32', 'fp16', 'int4', 'int8' (wasm) or 'auto' (the default; see precision.ts). 'fp16'
+   * on WebGPU without shader-f16 fails with a clear error.
    */
   precision?: Precision;
   /** The older name of precision's float choices ('fp32' | 'fp16' | 'auto'); `precision` wins when both are given. */

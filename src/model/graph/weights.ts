@@ -1,7 +1,8 @@
 /**
  * Checkpoint tensors as graph initializers: in the compute precision (referenced in place in the safetensors bytes
  * when they already are, converted once in JS otherwise), stacked row-wise for fused projections, or quantised to
- * blockwise int4 for MatMulNBits, or to per-channel int8 for MatMulIntegerToFloat. Everything converted lands in one external buffer handed to onnxruntime.
+ * blockwise int4 for MatMulNBits, or to per-channel int8 for MatMulIntegerToFloat. Everything converted lands in one
+ * external buffer handed to onnxruntime.
  */
 import { convertFloats, type FloatDtype, f32ToF16, toFloat32 } from '../convert';
 import { ModelLoadError } from '../errors';
