@@ -309,4 +309,37 @@ describe('auto between arms', () => {
     const garbled = arms();
     expect((await run(make(garbled), garbled, 1, GREEDY)).why[0]).toContain('trying plain');
   });
+
+  it('a remembered verdict is checked again: short sessions revisit an arm remembered far behind, and it takes over', async () => {
+    // A record from a bad moment: good at 0.6x plain decoding (its revisit due after 256 rounds, the longest wait),
+    // while it is 4x faster. Each session is a new drafter of 40 rounds, shorter than the wait: the revisit clock
+    // must carry over, and the revisit must measure good (its first round in a session is not counted).
+    const arms = () => [new Arm('plain', 0, 0, { calls: 0 }, 4), new Arm('good', 4, 3, { calls: 0 }, 4)];
+    const store = new MemoryStore();
+    const memory = { store, key: 'auto:stale' };
+    await store.set('auto:stale', {
+      version: 1,
+      arms: { plain: { throughput: 250, roundCost: 0.004 }, good: { throughput: 150, roundCost: 0.004 } },
+    });
+    const sessions: { chosen: Map<string, number>; why: string[] }[] = [];
+    for (let s = 0; s < 8; s++) {
+      const a = arms();
+      const auto = new AutoDrafter(
+        a.map((x) => ({ name: x.name, drafter: x })),
+        () => FLAT,
+        memory,
+      );
+      sessions.push(await run(auto, a, 40, GREEDY));
+      await new Promise((r) => setTimeout(r, 0)); // the save is asynchronous
+    }
+    // The first sessions trust the record (plain decoding throughout; the seventh is due, earlier if a pause of the
+    // test process slowed plain's rounds); then good is revisited for four rounds (three measured after the first),
+    // and from then on it leads.
+    expect(sessions[0]?.chosen.get('plain')).toBe(40);
+    const revisit = sessions.findIndex((s) => s.why.some((w) => w.includes('revisiting good')));
+    expect(revisit).toBeGreaterThanOrEqual(1);
+    expect(revisit).toBeLessThanOrEqual(6);
+    expect(sessions[revisit]?.why.filter((w) => w.includes('revisiting good')).length).toBeGreaterThanOrEqual(4);
+    expect(sessions[7]?.chosen.get('good')).toBeGreaterThanOrEqual(35);
+  });
 });

@@ -68,6 +68,8 @@ interface Arm extends ArmSpec {
   lastRound: number;
   /** Cost of its latest round (for the weight of a remembered estimate). */
   roundCost: number;
+  /** Whether its estimate comes from memory only (no round of its own measured by this drafter yet). */
+  remembered: boolean;
 }
 
 /**
@@ -83,8 +85,11 @@ export interface AutoMemory {
 
 interface AutoRecord {
   version: 1;
-  /** Per arm: tokens per second, and the seconds of its latest round. */
-  arms: Record<string, { throughput: number; roundCost: number }>;
+  /**
+   * Per arm: tokens per second, the seconds of its latest round, and the rounds auto has run since the arm last ran
+   * one (its revisit clock; absent in older records).
+   */
+  arms: Record<string, { throughput: number; roundCost: number; idle?: number }>;
 }
 
 /** A remembered estimate counts as this many rounds of the arm's own (fresh rounds soon outweigh it). */
@@ -116,13 +121,24 @@ const SETTLED_SAMPLES = 6;
 const EXPLORE_SHARE = 0.004;
 const REVISIT_MIN = 12;
 const REVISIT_MAX = 256;
+/**
+ * Measured rounds the first revisit of an arm known only from memory lasts (its wait is as many times longer, so
+ * the revisit costs the same share). A session of the CLI is about 40 rounds, so such a revisit is often the only
+ * one a session makes, and one round says little: the tokens a round brings range from 1 to 6 and more, and
+ * single-round revisits at unlucky places (nothing accepted) held the merged chain's estimate at 0.53-0.69x plain
+ * decoding's through the CLI, where it ran at 1.2-1.4x on its own (int8 pair, 64 tokens).
+ */
+const VISIT_ROUNDS = 3;
 /** How far ahead (a share of its throughput) an arm must be to displace the arm in use. */
 const SWITCH_MARGIN = 0.05;
 
-/** Rounds a non-chosen arm waits before it is revisited, from its throughput and the best one's. */
-export function revisitAfter(armThroughput: number, bestThroughput: number): number {
+/**
+ * Rounds a non-chosen arm waits before it is revisited, from its throughput and the best one's, for a revisit of
+ * `visitRounds` rounds.
+ */
+export function revisitAfter(armThroughput: number, bestThroughput: number, visitRounds = 1): number {
   const gap = bestThroughput > 0 ? Math.max(0, 1 - armThroughput / bestThroughput) : 0;
-  return Math.min(REVISIT_MAX, Math.max(REVISIT_MIN, Math.round(gap / EXPLORE_SHARE)));
+  return Math.min(REVISIT_MAX, Math.max(REVISIT_MIN, Math.round((visitRounds * gap) / EXPLORE_SHARE)));
 }
 
 export class AutoDrafter implements Drafter {
@@ -138,6 +154,11 @@ export class AutoDrafter implements Drafter {
   private why = '';
   private restored: Promise<void> | null = null;
   private saving: Promise<void> | null = null;
+  /**
+   * The arm being visited and the measured rounds it still runs: a revisit of a settled arm, or an arm whose round
+   * was its first here (not counted), which runs the next round too so that its visit measures it.
+   */
+  private visit: { arm: Arm; left: number } | null = null;
 
   constructor(
     arms: ArmSpec[],
@@ -152,6 +173,7 @@ export class AutoDrafter implements Drafter {
       warmed: false,
       lastRound: -1,
       roundCost: 0,
+      remembered: false,
     }));
     this.current = this.arms[0] as Arm;
   }
@@ -163,7 +185,7 @@ export class AutoDrafter implements Drafter {
       if (record?.version !== 1 || typeof record.arms !== 'object' || record.arms === null) return;
       for (const arm of this.arms) {
         const r = (record.arms as Record<string, unknown>)[arm.name] as Partial<AutoRecord['arms'][string]> | undefined;
-        const { throughput, roundCost } = r ?? {};
+        const { throughput, roundCost, idle } = r ?? {};
         if (arm.samples > 0 || typeof throughput !== 'number' || typeof roundCost !== 'number') continue;
         if (!(throughput >= 0 && Number.isFinite(throughput) && roundCost > 0 && Number.isFinite(roundCost))) continue;
         arm.cost = REMEMBERED_ROUNDS * roundCost;
@@ -172,6 +194,12 @@ export class AutoDrafter implements Drafter {
         // the revisits every 12 rounds a fresh estimate gets went mostly to plain decoding.
         arm.samples = SETTLED_SAMPLES;
         arm.roundCost = roundCost;
+        arm.remembered = true;
+        // The revisit clock goes on from where the last session left it. Restarted with every session, an arm
+        // remembered far behind (a revisit due after 75 rounds or more) was never revisited by runs shorter than
+        // that, its record never corrected: the CLI's int8 pair decoded plain for good on one slow early estimate
+        // of the merged chain (182 against plain's 262 tok/s), which ran at 300-345 tok/s on its own.
+        if (typeof idle === 'number' && idle >= 0 && Number.isFinite(idle)) arm.lastRound = -Math.round(idle);
       }
     });
     return this.restored;
@@ -183,7 +211,7 @@ export class AutoDrafter implements Drafter {
     for (const a of this.arms) {
       const throughput = this.throughput(a);
       if (a.samples >= WARMUP_SAMPLES && Number.isFinite(throughput))
-        arms[a.name] = { throughput, roundCost: a.roundCost };
+        arms[a.name] = { throughput, roundCost: a.roundCost, idle: this.round - a.lastRound };
     }
     this.saving = safeSet(memory.store, memory.key, { version: 1, arms } satisfies AutoRecord).finally(() => {
       this.saving = null;
@@ -221,6 +249,12 @@ export class AutoDrafter implements Drafter {
   private choose(req: DraftRequest): Arm {
     const arms = this.arms.filter((a) => a.when?.(req) ?? true);
     const untried = arms.find((a) => a.samples < WARMUP_SAMPLES);
+    const visit = this.visit;
+    if (visit && visit.left > 0 && arms.includes(visit.arm)) {
+      this.why = visit.arm.samples < WARMUP_SAMPLES ? `trying ${visit.arm.name}` : `revisiting ${visit.arm.name}`;
+      return visit.arm;
+    }
+    this.visit = null;
     if (untried) {
       this.why = `trying ${untried.name}`;
       return untried;
@@ -233,13 +267,16 @@ export class AutoDrafter implements Drafter {
     this.incumbent = best;
     // Revisit the arm most overdue (its estimate may be stale), the wait scaled by how far behind it is.
     const top = this.throughput(best);
-    const wait = (a: Arm) => (a.samples < SETTLED_SAMPLES ? REVISIT_MIN : revisitAfter(this.throughput(a), top));
+    const visitRounds = (a: Arm) => (a.remembered ? VISIT_ROUNDS : 1);
+    const wait = (a: Arm) =>
+      a.samples >= SETTLED_SAMPLES ? revisitAfter(this.throughput(a), top, visitRounds(a)) : REVISIT_MIN;
     const overdue = arms
       .filter((a) => a !== best)
       .map((a) => ({ a, late: this.round - a.lastRound - wait(a) }))
       .filter((x) => x.late >= 0)
       .sort((x, y) => y.late - x.late)[0];
     if (overdue) {
+      this.visit = { arm: overdue.a, left: visitRounds(overdue.a) };
       this.why = `revisiting ${overdue.a.name}`;
       return overdue.a;
     }
@@ -251,8 +288,9 @@ export class AutoDrafter implements Drafter {
     const measure = this.measureFor(req.sampling);
     if (measure !== this.measure) {
       // Estimates in another unit say nothing here: measure every arm afresh.
-      for (const a of this.arms) Object.assign(a, { tokens: 0, cost: 0, samples: 0, lastRound: -1 });
+      for (const a of this.arms) Object.assign(a, { tokens: 0, cost: 0, samples: 0, lastRound: -1, remembered: false });
       this.incumbent = null;
+      this.visit = null;
       this.measure = measure;
     }
     if (measure === 'time' && this.memory) await this.restore(this.memory);
@@ -294,12 +332,15 @@ export class AutoDrafter implements Drafter {
     this.round++;
     if (this.measure === 'time' && !arm.warmed) {
       arm.warmed = true;
+      if (this.visit?.arm !== arm) this.visit = { arm, left: 1 };
       return;
     }
     arm.cost += cost;
     arm.tokens += result.path.length;
     arm.samples++;
     arm.roundCost = cost;
+    if (this.visit?.arm === arm) this.visit.left--;
+    arm.remembered = false;
     if (this.measure === 'time' && this.memory && this.round % SAVE_EVERY === 0) this.save(this.memory);
   }
 
