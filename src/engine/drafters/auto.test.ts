@@ -249,7 +249,7 @@ describe('auto between arms', () => {
     expect(chosen.get('wide')).toBeGreaterThan(40);
   });
 
-  it('with a draft model: the merged chain under greedy decoding, the bare chain under sampling, the wide tree where width is nearly free', () => {
+  it('with a draft model: lookup or plain decoding as the floor, the merged chain under greedy decoding, the bare chain under sampling, the wide tree where width is nearly free', () => {
     const lm = () => new ToyLM(16, hashedLogits(16, 1));
     const curve = (at8: number): CostModel => ({
       ...FLAT,
@@ -257,7 +257,7 @@ describe('auto between arms', () => {
     });
     let costs: CostModel | null = null;
     const arms = autoArms({ target: lm(), draft: lm(), costs: () => costs });
-    expect(arms.map((a) => a.name)).toEqual(['plain', 'chain', 'merged', 'tree']);
+    expect(arms.map((a) => a.name)).toEqual(['lookup', 'plain', 'chain', 'merged', 'tree']);
     const req = (sampling: SamplingParams): DraftRequest =>
       ({ committed: [1], maxNodes: 8, maxDepth: 8, sampling, rng: new Rng(1), eos: new Set() }) as DraftRequest;
     const runs = (name: string, sampling = GREEDY) => arms.find((a) => a.name === name)?.when?.(req(sampling)) ?? true;
@@ -266,7 +266,12 @@ describe('auto between arms', () => {
     expect(runs('tree')).toBe(false);
     costs = curve(1.1); // a GPU
     expect(runs('tree')).toBe(true);
-    expect(runs('plain') && runs('plain', SAMPLED)).toBe(true);
+    // The arm that drafts least: prompt lookup under greedy decoding (it proposes only on a match), plain decoding
+    // under sampling.
+    expect(runs('lookup')).toBe(true);
+    expect(runs('lookup', SAMPLED)).toBe(false);
+    expect(runs('plain')).toBe(false);
+    expect(runs('plain', SAMPLED)).toBe(true);
     // The merged chain under greedy decoding, the bare one (which the merged one contains) under sampling, where
     // copied tokens seldom hold.
     expect(runs('merged')).toBe(true);

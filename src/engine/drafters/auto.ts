@@ -1,8 +1,9 @@
 /**
  * `auto`: speculation that fits the machine. Each round it picks one way of drafting (an "arm") and the tree for it:
  *
- * - arms: plain decoding (no draft) and, with what is loaded: prompt lookup (without a draft model), the draft
- *   model's adaptive chain merged with prompt lookup (greedy decoding) or alone (sampling), its cost-sized tree
+ * - arms: one that drafts least (plain decoding; with a draft model under greedy decoding, prompt lookup, which
+ *   proposes only where a match pays) and, with what is loaded: prompt lookup beside plain decoding (without a draft
+ *   model), the draft model's adaptive chain merged with prompt lookup (greedy decoding) or alone (sampling), its cost-sized tree
  *   merged with prompt lookup where width is nearly free (one draft cache between them; an arm may run only under
  *   a condition, ArmSpec.when), self-speculation by layer skipping, and draft heads (EAGLE-3, Medusa; the arms not
  *   chosen in a round observe it, so the heads' view of the target's states stays current). Within an arm the
@@ -383,11 +384,26 @@ export function widthNearlyFree(costs: CostModel | null): boolean {
 
 /** The arms auto can use with what is loaded. */
 export function autoArms(r: DrafterResources): ArmSpec[] {
-  const arms: ArmSpec[] = [{ name: 'plain', drafter: new NoDrafter() }];
-  // Prompt lookup on its own only without a draft model: with one, lookup drafts inside the merged arm, and a
-  // lookup arm of its own wins rounds on bursts of repetition and loses more on the rounds after (measured: 4-5%
-  // behind the adaptive chain alone over the bench prompts, 1% without it).
-  if (!r.draft) arms.push({ name: 'lookup', drafter: new LookupDrafter(r.costs) });
+  // The arm that drafts least. With a draft model, under greedy decoding, it is prompt lookup rather than plain
+  // decoding: lookup proposes only on a match it expects to pay (its own cost-sized budget), so outside one its
+  // round is a plain round, and inside one it is the cheapest speculation there is. Auto compares arms on their
+  // average over tens of rounds, and lookup's gains come in bursts (the text starts to repeat itself), so with plain
+  // decoding as the floor auto met the bursts on whichever arm it had settled on: often plain decoding, and through
+  // the CLI, where a run is about 40 rounds, for whole runs (its merged arm's revisits fell on stretches without
+  // repetition). Interleaved in one process, 35 prompts x 2, speedup over plain decoding with plain decoding / lookup
+  // as the floor: fp32 0.98x / 1.10x and 1.10x / 1.07x (lookup alone 1.10x, 1.12x; merged 1.07x, 1.13x), int8 1.18x
+  // / 1.26x (lookup 1.21x, merged 1.26x); through the CLI (64 tokens, fresh processes), 9 of 10 runs faster.
+  // Without a draft model, and under sampling (where a copied token holds only as often as the target samples it),
+  // plain decoding stays, and lookup without a draft model is an arm of its own beside it.
+  const arms: ArmSpec[] = r.draft
+    ? [
+        { name: 'lookup', drafter: new LookupDrafter(r.costs), when: (req) => isGreedy(req.sampling) },
+        { name: 'plain', drafter: new NoDrafter(), when: (req) => !isGreedy(req.sampling) },
+      ]
+    : [
+        { name: 'plain', drafter: new NoDrafter() },
+        { name: 'lookup', drafter: new LookupDrafter(r.costs) },
+      ];
   if (r.draft) {
     // Arms on the draft model, one cache between them: its adaptive chain merged with prompt lookup as the `merged`
     // method does (the chain sits out rounds where a long match alone is predicted to do better; cheapest where
