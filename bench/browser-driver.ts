@@ -13,7 +13,7 @@ import type { BrowserCold } from './cold';
 import type { ColdResult } from './cold-worker';
 import { exportForTransformers } from './export-peer';
 import type { BenchOptions, BenchPrompt, BenchReport } from './harness';
-import { type BenchCli, selectPrompts } from './options';
+import { type BenchCli, plannedMethods, selectPrompts } from './options';
 import type { PeerRow } from './peer-worker';
 
 const PORT = 4183; // not on the fetch spec's bad-port list (4190 is)
@@ -149,8 +149,8 @@ export async function runBrowserBenches(
         ...(cli.quick ? { curveQs: [1, 4], curveReps: 1 } : {}),
         ...(cli.maxNewTokens ? { maxNewTokens: cli.maxNewTokens } : {}),
         ...(cli.repeats ? { repeats: cli.repeats } : {}),
-        // Methods asked for on the command line that this plan runs (all of them for wasm).
-        methods: plan.options.methods.filter((m) => cli.methods.includes(m)),
+        // The methods named on the command line, else this plan's (all of them for wasm).
+        methods: plannedMethods(plan.options.methods, cli),
         prompts: selectPrompts(
           allPrompts,
           cli.categories ?? plan.categories,

@@ -19,7 +19,7 @@ import { ortForNodeWebGpu } from '../src/runtime/ort-node-webgpu';
 import { type AdapterReport, describeAdapter } from '../src/runtime/webgpu';
 import { type BenchOptions, type BenchPrompt, type BenchReport, markdown, runBench } from './harness';
 import { type HeadsFolders, loadHeadsEngines, releaseAll } from './heads-engines';
-import { type BenchCli, selectPrompts } from './options';
+import { type BenchCli, plannedMethods, selectPrompts } from './options';
 
 export type PlanName = 'smoke' | 'software' | 'gpu';
 
@@ -134,9 +134,9 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
   const planName = o.plan ?? (gpu.adapter.isFallbackAdapter ? 'software' : 'gpu');
   const plan = NODE_WEBGPU_PLANS[planName];
   const engine = await SpecEngine.load(gpu.ort, { target: o.target, draft: o.draft, device: 'webgpu' });
-  const cliMethods = o.cli?.methods;
+  const methods = o.cli ? plannedMethods(plan.options.methods, o.cli) : plan.options.methods;
   const heads = await loadHeadsEngines(
-    plan.options.methods.filter((m) => !cliMethods || cliMethods.includes(m)),
+    methods,
     o.heads ?? {},
     (h) => SpecEngine.load(gpu.ort, { target: o.target, heads: h, device: 'webgpu' }),
     o.log,
@@ -151,7 +151,7 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
       ...(cli?.maxNewTokens ? { maxNewTokens: cli.maxNewTokens } : {}),
       ...(cli?.repeats ? { repeats: cli.repeats } : {}),
       ...(cli?.sampling ? { sampling: cli.sampling } : {}),
-      methods: cli ? plan.options.methods.filter((m) => cli.methods.includes(m)) : plan.options.methods,
+      methods,
       prompts: selectPrompts(
         o.prompts,
         cli?.categories ?? plan.categories,

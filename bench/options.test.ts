@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BenchUsageError, parseBenchArgs, partialRun, selectPrompts } from './options';
+import { BenchUsageError, parseBenchArgs, partialRun, plannedMethods, selectPrompts } from './options';
 
 const kinds = ['austen-heldout', 'list'];
 const parse = (args: string[], env: Record<string, string> = {}) => parseBenchArgs(args, env, kinds);
@@ -13,6 +13,18 @@ describe('npm run bench flags', () => {
     for (const bad of ['abc', '0', '-3', '0x10', '1.5', '99999999999999999999'])
       expect(() => parse(['--prompts', bad])).toThrow(/positive integer/);
     expect(() => parse(['--frobnicate'])).toThrow(BenchUsageError);
+  });
+
+  it('named methods run on every backend; unnamed, a backend with a plan runs its own list', () => {
+    const plan = ['ar', 'chain', 'dynamic'] as const;
+    expect(plannedMethods(plan, parse([]))).toEqual(['ar', 'chain', 'dynamic']);
+    // auto and merged are not in the plan: before, they were dropped without a word.
+    expect(plannedMethods(plan, parse(['--methods', 'ar,auto,chain,merged']))).toEqual([
+      'ar',
+      'auto',
+      'chain',
+      'merged',
+    ]);
   });
 
   it('quick mode is node-wasm, one prompt per category, short generations, no peer', () => {

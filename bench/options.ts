@@ -31,8 +31,9 @@ category); writes bench/results/<date>-<machine>.json and bench/results/latest.m
                        --prompts / --repeats say otherwise); node-memory: what each
                        method's engine holds, wasm heap and GPU buffers, in fresh processes; node-webgpu needs a Vulkan
                        adapter: lavapipe on a CPU-only machine, which the bootstrap installs)
-  --methods LIST       methods to compare (default: all; plain decoding 'ar' always runs as the baseline):
-                       ${METHOD_NAMES.join(', ')}
+  --methods LIST       methods to compare (default: all, but the WebGPU backends on a software adapter run a short
+                       list of their own; named methods run on every backend; plain decoding 'ar' always runs as
+                       the baseline): ${METHOD_NAMES.join(', ')}
   --categories LIST    prompt categories (default: all): see "kind" in bench/prompts.json
   --prompts N          at most N prompts from each category (default: all in Node; fewer in Chromium)
   --repeats N          repeats of every prompt (default: 2 in Node, 1 in Chromium)
@@ -55,6 +56,8 @@ export class BenchUsageError extends Error {}
 export interface BenchCli {
   backends: Backend[];
   methods: Method[];
+  /** Whether --methods named them (else every method, and the backends with a plan of their own run its list). */
+  methodsNamed: boolean;
   categories: string[] | null;
   /** Overrides of the per-backend plans (null: the plan's own). */
   promptsPerCategory: number | null;
@@ -147,6 +150,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
   return {
     backends: backends as Backend[],
     methods: methods as Method[],
+    methodsNamed: values.methods !== undefined,
     categories,
     promptsPerCategory: positive('prompts', values.prompts as string | undefined) ?? (quick ? 1 : null),
     repeats: positive('repeats', values.repeats as string | undefined) ?? (quick ? 1 : null),
@@ -212,4 +216,12 @@ export function partialRun(cli: BenchCli): string | null {
   if (cli.precision) parts.push(cli.precision);
   if (cli.exact) parts.push('exact');
   return parts.length > 0 ? parts.join('-') : null;
+}
+
+/**
+ * The methods a backend with a plan of its own runs (the slow WebGPU adapters): those named with --methods, all of
+ * them, else the plan's list. Before, a named method outside the plan was left out without a word.
+ */
+export function plannedMethods(planned: readonly Method[], cli: Pick<BenchCli, 'methods' | 'methodsNamed'>): Method[] {
+  return cli.methodsNamed ? [...cli.methods] : [...planned];
 }
