@@ -3,15 +3,15 @@
  *
  * - arms: one that drafts least (plain decoding; with a draft model under greedy decoding, prompt lookup, which
  *   proposes only where a match pays) and, with what is loaded: prompt lookup beside plain decoding (without a draft
- *   model), the draft model's adaptive chain merged with prompt lookup (greedy decoding) or alone (sampling), its cost-sized tree
- *   merged with prompt lookup where width is nearly free (one draft cache between them; an arm may run only under
- *   a condition, ArmSpec.when), self-speculation by layer skipping, and draft heads (EAGLE-3, Medusa; the arms not
- *   chosen in a round observe it, so the heads' view of the target's states stays current). Within an arm the
+ *   model), the draft model's adaptive chain merged with prompt lookup (greedy decoding) or alone (sampling), its
+ *   cost-sized tree merged with prompt lookup where width is nearly free (one draft cache between them; an arm may run
+ *   only under a condition, ArmSpec.when), self-speculation by layer skipping, and draft heads (EAGLE-3, Medusa; the
+ *   arms not chosen in a round observe it, so the heads' view of the target's states stays current). Within an arm the
  *   tree is sized on the measured verify-cost curve: candidates carry calibrated acceptance values and are kept
- *   best-first as long as expected tokens per unit of time grow (budget.ts; per-source acceptance by sibling rank
- *   and confidence is kept by the merged drafter). So on a steep curve (wasm) a tree shrinks to a short chain or to
- *   nothing, on a flat one (a GPU) it grows wide and deep; a tree whose predicted time per token is worse than
- *   plain decoding's is never proposed.
+ *   best-first as long as expected tokens per unit of time grow (budget.ts; per-source acceptance by sibling rank and
+ *   confidence is kept by the merged drafter). So on a steep curve (wasm) a tree shrinks to a short chain or to
+ *   nothing, on a flat one (a GPU) it grows wide and deep; a tree whose predicted time per token is worse than plain
+ *   decoding's is never proposed.
  * - between arms: each arm's throughput over its recent rounds decides: tokens produced per unit of cost. Under
  *   greedy decoding the cost is real time (the text does not depend on the arm, and time counts each arm's own
  *   overhead); under sampling it is the cost model: the verification call on the measured verify-cost curve (width
@@ -199,7 +199,7 @@ export class AutoDrafter implements Drafter {
         // The revisit clock goes on from where the last session left it. Restarted with every session, an arm
         // remembered far behind (a revisit due after 75 rounds or more) was never revisited by runs shorter than
         // that, its record never corrected: the CLI's int8 pair decoded plain for good on one slow early estimate
-        // of the merged chain (182 against plain's 262 tok/s), which ran at 300-345 tok/s on its own.
+        // of the merged chain (182 against plain's 262 tok/s), which ran at 297-346 tok/s on its own.
         if (typeof idle === 'number' && idle >= 0 && Number.isFinite(idle)) arm.lastRound = -Math.round(idle);
       }
     });
