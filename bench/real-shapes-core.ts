@@ -266,3 +266,23 @@ export function shapeMarkdown(title: string, r: ShapeReport): string {
   }
   return lines.join('\n');
 }
+
+/** Options that cut what a run of `npm run bench:real-shapes` measures (the number of widths, repeats, cells). */
+const CUTTING = ['precisions', 'graphs', 'qs', 'reps', 'tokens', 'repeats'] as const;
+
+/**
+ * Whether a run measures less than the default run: fewer precisions, graphs, widths or repeats, a cut model
+ * (`layers`), or the default shape left out. More models, backends or the peer only add to it. A partial run's results
+ * must not replace the full run's (the README quotes those).
+ */
+export function realShapesPartial(
+  values: Partial<Record<string, string | boolean | undefined>>,
+  defaults: Record<string, { type?: string; default?: string | boolean }>,
+): boolean {
+  if (values.layers !== undefined) return true;
+  if (CUTTING.some((k) => String(values[k] ?? defaults[k]?.default) !== String(defaults[k]?.default))) return true;
+  const shapes = String(values.shapes ?? '').split(',');
+  return String(defaults.shapes?.default ?? '')
+    .split(',')
+    .some((s) => !shapes.includes(s));
+}

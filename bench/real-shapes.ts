@@ -2,7 +2,9 @@
  * `npm run bench:real-shapes`: the cost of real model shapes (random weights in the exact published shapes, written
  * by tools/real-shapes.ts): per shape and backend, the verify-cost curve T(q)/T(1) and plain decoding tokens/s for
  * each precision x graph variant, and optionally the transformers.js peer. Prints markdown and writes
- * bench/results/real-shapes-<date>.json (+ real-shapes-latest.md).
+ * bench/results/real-shapes-<date>T<hhmm>-<cpus>cpu.json, and the tables to real-shapes-latest.md; a run that measures
+ * less than the default (fewer shapes, precisions, graphs, widths or repeats) writes "-partial" results and
+ * real-shapes-partial.md instead, so that it never replaces the full run the README quotes.
  *
  *   --shapes SmolLM2-135M,SmolLM2-360M (or none: --shapes '')   --models public/models/austen-target (any folder)
  *   --backends node-wasm,chromium-webgpu,chromium-wasm
@@ -19,30 +21,30 @@ import type { Precision } from '../src/model/precision';
 import { ortForNode } from '../src/runtime/ort-node';
 import { DEFAULT_ROOT, ensureRealShape, REAL_SHAPES, type RealShapeName, shapeFolderName } from '../tools/real-shapes';
 import prompts from './prompts.json';
-import { benchShape, type CellSpec, type ShapeReport, shapeMarkdown } from './real-shapes-core';
+import { benchShape, type CellSpec, realShapesPartial, type ShapeReport, shapeMarkdown } from './real-shapes-core';
 import { type PeerResult, peerOnShape } from './real-shapes-peer';
 
-const { values } = parseArgs({
-  options: {
-    shapes: { type: 'string', default: 'SmolLM2-135M' },
-    models: { type: 'string', default: '' },
-    backends: { type: 'string', default: 'node-wasm' },
-    precisions: { type: 'string', default: 'fp32,int8,int4' },
-    graphs: { type: 'string', default: 'plain,fused' },
-    qs: { type: 'string', default: '1,2,4,8,16,32,64' },
-    reps: { type: 'string', default: '3' },
-    tokens: { type: 'string', default: '32' },
-    repeats: { type: 'string', default: '2' },
-    layers: { type: 'string' },
-    'gpu-layers': { type: 'string', default: '2' },
-    'browser-tokens': { type: 'string', default: '8' },
-    'browser-qs': { type: 'string', default: '1,2,4,8,16' },
-    peer: { type: 'boolean', default: false },
-    'peer-prompts': { type: 'string', default: '3' },
-    'peer-tokens': { type: 'string', default: '24' },
-    threads: { type: 'string', default: '1' },
-  },
-});
+const OPTIONS = {
+  shapes: { type: 'string', default: 'SmolLM2-135M' },
+  models: { type: 'string', default: '' },
+  backends: { type: 'string', default: 'node-wasm' },
+  precisions: { type: 'string', default: 'fp32,int8,int4' },
+  graphs: { type: 'string', default: 'plain,fused' },
+  qs: { type: 'string', default: '1,2,4,8,16,32,64' },
+  reps: { type: 'string', default: '3' },
+  tokens: { type: 'string', default: '32' },
+  repeats: { type: 'string', default: '2' },
+  layers: { type: 'string' },
+  'gpu-layers': { type: 'string', default: '2' },
+  'browser-tokens': { type: 'string', default: '8' },
+  'browser-qs': { type: 'string', default: '1,2,4,8,16' },
+  peer: { type: 'boolean', default: false },
+  'peer-prompts': { type: 'string', default: '3' },
+  'peer-tokens': { type: 'string', default: '24' },
+  threads: { type: 'string', default: '1' },
+} as const;
+const { values } = parseArgs({ options: OPTIONS });
+const partial = realShapesPartial(values, OPTIONS);
 
 const list = (s: string | undefined) =>
   String(s ?? '')
@@ -216,10 +218,12 @@ const machine = {
 };
 const date = new Date().toISOString();
 mkdirSync('bench/results', { recursive: true });
-const file = `bench/results/real-shapes-${date.slice(0, 10)}-${machine.cpus}cpu.json`;
+const stamp = `${date.slice(0, 10)}T${date.slice(11, 13)}${date.slice(14, 16)}`;
+const file = `bench/results/real-shapes-${stamp}-${machine.cpus}cpu${partial ? '-partial' : ''}.json`;
+const markdown = `bench/results/real-shapes-${partial ? 'partial' : 'latest'}.md`;
 writeFileSync(file, `${JSON.stringify({ date, machine, args: values, reports, peers }, null, 1)}\n`);
 writeFileSync(
-  'bench/results/real-shapes-latest.md',
+  markdown,
   `${tables.join('\n\n')}\n\nMachine: ${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB; node ${process.version}; ${date}\n`,
 );
-console.log(`wrote ${file} and bench/results/real-shapes-latest.md`);
+console.log(`wrote ${file} and ${markdown}`);
