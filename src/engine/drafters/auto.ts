@@ -249,13 +249,13 @@ export class AutoDrafter implements Drafter {
 
   private choose(req: DraftRequest): Arm {
     const arms = this.arms.filter((a) => a.when?.(req) ?? true);
-    const untried = arms.find((a) => a.samples < WARMUP_SAMPLES);
     const visit = this.visit;
     if (visit && visit.left > 0 && arms.includes(visit.arm)) {
       this.why = visit.arm.samples < WARMUP_SAMPLES ? `trying ${visit.arm.name}` : `revisiting ${visit.arm.name}`;
       return visit.arm;
     }
     this.visit = null;
+    const untried = arms.find((a) => a.samples < WARMUP_SAMPLES);
     if (untried) {
       this.why = `trying ${untried.name}`;
       return untried;
