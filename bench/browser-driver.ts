@@ -51,7 +51,8 @@ const PLANS: Record<
       methods: ['ar', 'auto', 'chain', 'dynamic', 'lookup', 'eagle', 'medusa', 'swift'],
       maxNewTokens: 12,
       repeats: 1,
-      curveQs: [1, 2, 4, 8, 16],
+      // Up to EAGLE's widest tree (64 nodes): extrapolated from 8 and 16 its cost would be a guess.
+      curveQs: [1, 2, 4, 8, 16, 32, 64],
       curveReps: 2,
     },
   },

@@ -103,8 +103,12 @@ export class MethodUnavailableError extends Error {
   override name = 'MethodUnavailableError';
 }
 
-/** Widths and repeats of the quick calibration the engine runs by itself (well under a second on wasm). */
-const QUICK_CURVE = { qs: [1, 2, 4, 8, 16, 32], reps: 3, warmRounds: 1 } as const;
+/**
+ * Widths and repeats of the quick calibration the engine runs by itself (well under a second on wasm). On WebGPU it
+ * also measures 64, the widest tree a method drafts (EAGLE's): a GPU's curve is flat up to some width and then steps
+ * (lavapipe: 1.15x at 32, 2.76x at 64), so the cost there is measured, not extrapolated from 16 and 32.
+ */
+const QUICK_CURVE = { qs: [1, 2, 4, 8, 16, 32], gpuQs: [1, 2, 4, 8, 16, 32, 64], reps: 3, warmRounds: 1 } as const;
 
 /** Version of the remembered learning records (another version is ignored). */
 const LEARNED_VERSION = 1;
@@ -340,7 +344,12 @@ export class SpecEngine {
     this.busy = true;
     try {
       if (spec.usesCostModel && !this.costs && this.calibration === 'auto')
-        await this.measure(QUICK_CURVE.qs, QUICK_CURVE.reps, QUICK_CURVE.warmRounds, false);
+        await this.measure(
+          this.device === 'webgpu' ? QUICK_CURVE.gpuQs : QUICK_CURVE.qs,
+          QUICK_CURVE.reps,
+          QUICK_CURVE.warmRounds,
+          false,
+        );
       if (typeof prompt === 'object' && 'messages' in prompt) {
         // The template writes the special tokens itself (BOS included), so none are added when encoding it.
         const text = this.formatChat((prompt as ChatPrompt).messages);

@@ -139,6 +139,20 @@ describe('EAGLE-3 head', () => {
     expect(steep.tau).toBeLessThan(s.tau - 1);
   });
 
+  it('on a flat cost curve a head that is always right drafts deeper than the draft model tree (depth 6)', async () => {
+    // At depth 6 a round commits at most 7 tokens; the head's tree grows as deep as acceptance and the curve allow.
+    // A confident head (sharper than the target, same argmax), so its values start high.
+    const s = await tauOf(
+      'eagle',
+      0,
+      [1, 2, 3],
+      costsWith((q) => 1 + 0.01 * q),
+      0.25,
+    );
+    expect(s.tau).toBeGreaterThan(8);
+    expect(s.acceptanceByDepth.length).toBeGreaterThan(8);
+  });
+
   it('an imperfect head still saves target calls', async () => {
     expect((await tauOf('eagle', 1.5, [4, 5, 6])).tau).toBeGreaterThan(1.3);
   });
