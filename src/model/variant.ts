@@ -47,6 +47,17 @@ function isChoice(v: unknown): v is VariantChoice {
   );
 }
 
+/**
+ * The variants graph 'auto' chooses among on a device. On WebGPU not the fused graph: onnxruntime's
+ * GroupQueryAttention there verifies a branching tree of 32 nodes wrongly (logits off by up to 0.8 against the
+ * float64 reference, where a 7-node tree and a chain are right; src/model/graph/llama.webgpu.test.ts), and EAGLE's
+ * trees reach 64 nodes: a tree method on that graph left plain decoding's text within the first dozen tokens.
+ */
+export function autoVariants(device: Device, rowInvariant: boolean): readonly GraphVariant[] {
+  const all = rowInvariant ? ROW_INVARIANT_VARIANTS : GRAPH_VARIANTS;
+  return device === 'webgpu' ? all.filter((v) => v !== 'fused') : all;
+}
+
 /** The least of the times (NaN for none). */
 export const fastest = (xs: readonly number[]): number => (xs.length > 0 ? Math.min(...xs) : Number.NaN);
 const remembered = new Map<string, VariantChoice>();
@@ -93,17 +104,18 @@ export async function measureVariants(
     precision.compute,
     ...(precision.rowInvariant ? ['row-invariant'] : []),
   ].join('/');
+  const candidates = autoVariants(device, precision.rowInvariant);
   const known = remembered.get(key);
-  if (known) return known;
+  if (known && candidates.includes(known.variant)) return known;
   // Measured in an earlier process or visit with this onnxruntime build: about a second saved at every start.
   // v2: the fastest-of-nine probe (choices made by the earlier median-of-five probe are measured again).
   const storeKey = `graph-variant:v2:${ort.env?.versions?.web ?? '?'}:${key}/${embeddingType ?? ''}`;
   const stored = memory ? await safeGet(memory, storeKey) : undefined;
-  if (isChoice(stored)) {
+  if (isChoice(stored) && candidates.includes(stored.variant)) {
     remembered.set(key, stored);
     return stored;
   }
-  for (const variant of precision.rowInvariant ? ROW_INVARIANT_VARIANTS : GRAPH_VARIANTS) {
+  for (const variant of candidates) {
     try {
       const graph = buildProbeGraph(model, precision, variant, embeddingType);
       const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = { hidden: 'cpu' };
