@@ -187,8 +187,9 @@ export class Eagle3State implements TreeDraftModel {
  * it pays on the measured cost curve. Its ceiling is deeper and larger than the draft model's fixed tree (depth 6,
  * 24 nodes): on held-out text the bundled head's tree still accepted 1.00 at depth 6, so that depth capped it (tau
  * 3.98 at 24 nodes, 4.72 at depth 8 and 48 nodes, 5.07 at depth 10 and 64 nodes, without the cost cut; the 40
- * held-out prompts, 64 tokens each: tools/eagle-tree-shapes.ts). On a flat curve (a GPU) it grows that far; on a steep one (wasm) a level is
- * drafted only while its best node pays for a head call and one more verified node, and the cut keeps a few nodes.
+ * held-out prompts, 64 tokens each: tools/eagle-tree-shapes.ts). On a flat curve (a GPU) it grows that far; on a
+ * steep one (wasm) a level is drafted only while its best node pays for a head call and one more verified node, and
+ * the cut keeps a few nodes.
  */
 export const EAGLE_DEFAULTS: DynamicTreeOptions = {
   depth: 12,
