@@ -106,7 +106,7 @@ export async function measureVariants(
   ].join('/');
   const candidates = autoVariants(device, precision.rowInvariant);
   const known = remembered.get(key);
-  if (known && candidates.includes(known.variant)) return known;
+  if (known) return known;
   // Measured in an earlier process or visit with this onnxruntime build: about a second saved at every start.
   // v2: the fastest-of-nine probe (choices made by the earlier median-of-five probe are measured again).
   const storeKey = `graph-variant:v2:${ort.env?.versions?.web ?? '?'}:${key}/${embeddingType ?? ''}`;
