@@ -10,6 +10,7 @@ import type { Method } from '../src/engine/drafters/index';
 import type { SpecEngine } from '../src/engine/engine';
 import type { GenerationResult } from '../src/engine/events';
 import { GREEDY, isGreedy, type SamplingParams } from '../src/engine/sampling';
+import { pooledAcceptance } from '../src/engine/stats';
 
 export interface BenchPrompt {
   /** The prompt's category (bench/prompts.json "kind"). */
@@ -158,14 +159,6 @@ function summarise(
   const sum = (f: (r: GenerationResult) => number) => runs.reduce((a, r) => a + f(r.result), 0);
   const tokens = sum((r) => r.stats.tokens);
   const rounds = sum((r) => r.stats.rounds);
-  const offered: number[] = [];
-  const accepted: number[] = [];
-  for (const { result } of runs) {
-    result.stats.acceptanceCounts.offered.forEach((v, d) => {
-      offered[d] = (offered[d] ?? 0) + v;
-      accepted[d] = (accepted[d] ?? 0) + (result.stats.acceptanceCounts.accepted[d] ?? 0);
-    });
-  }
   const decodeMs = sum((r) => r.stats.draftMs + r.stats.verifyMs + r.stats.overheadMs);
   const perRound = (f: (r: GenerationResult) => number) =>
     rounds > 0 ? sum((r) => f(r) * r.stats.rounds) / rounds : 1;
@@ -181,7 +174,7 @@ function summarise(
     method,
     runs: runs.length,
     tau,
-    acceptanceByDepth: offered.map((v, d) => (v > 0 ? (accepted[d] ?? 0) / v : 0)),
+    acceptanceByDepth: pooledAcceptance(runs.map((r) => r.result.stats)),
     tokensPerSecond: spread(runs.map((r) => r.result.stats.tokensPerSecond)),
     speedup: speed,
     targetCalls: sum((r) => r.stats.targetCalls),

@@ -17,8 +17,10 @@ import type { CostCurve } from '../src/engine/calibrate';
 import { EAGLE_DEFAULTS, Eagle3State, EagleDrafter } from '../src/engine/drafters/eagle';
 import type { CostModel } from '../src/engine/drafters/method';
 import { SpecEngine } from '../src/engine/engine';
+import type { GenerationStats } from '../src/engine/events';
 import { generateAll } from '../src/engine/generate';
 import { GREEDY } from '../src/engine/sampling';
+import { pooledAcceptance } from '../src/engine/stats';
 import { ortForNode } from '../src/runtime/ort-node';
 
 const { values } = parseArgs({
@@ -67,8 +69,7 @@ async function run(drafter: EagleDrafter): Promise<string> {
   let tokens = 0;
   let rounds = 0;
   let nodes = 0;
-  const offered: number[] = [];
-  const accepted: number[] = [];
+  const all: GenerationStats[] = [];
   for (const [i, prompt] of prompts.entries()) {
     const r = await generateAll({ target: engine.target, drafter, tokenizer: engine.tokenizer }, prompt, {
       maxNewTokens: Number(values.tokens),
@@ -77,16 +78,15 @@ async function run(drafter: EagleDrafter): Promise<string> {
     tokens += r.stats.tokens;
     rounds += r.stats.rounds;
     nodes += r.stats.meanTreeSize * r.stats.rounds;
-    r.stats.acceptanceCounts.offered.forEach((o, d) => {
-      offered[d] = (offered[d] ?? 0) + o;
-      accepted[d] = (accepted[d] ?? 0) + (r.stats.acceptanceCounts.accepted[d] ?? 0);
-    });
+    all.push(r.stats);
     if ((i + 1) % 10 === 0 || i === prompts.length - 1) {
       blocks.push(`${(tokens / rounds).toFixed(2)} (${(nodes / rounds).toFixed(0)} nodes)`);
       tokens = rounds = nodes = 0;
     }
   }
-  const byDepth = offered.map((o, d) => ((accepted[d] ?? 0) / Math.max(1, o)).toFixed(2)).join(' ');
+  const byDepth = pooledAcceptance(all)
+    .map((a) => a.toFixed(2))
+    .join(' ');
   return `tau per 10 prompts ${blocks.join(', ')}; acceptance by depth ${byDepth}`;
 }
 

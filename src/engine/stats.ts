@@ -93,3 +93,16 @@ export function statsFromEvents(events: readonly RoundEvent[]): GenerationStats 
   const last = events[events.length - 1];
   return { ...t.summary(last?.counts.draftCalls ?? 0), targetCalls: last?.counts.targetCalls ?? 0 };
 }
+
+/** Acceptance at each depth pooled over several generations: accepted / offered of their summed counts (0 where none). */
+export function pooledAcceptance(stats: readonly Pick<GenerationStats, 'acceptanceCounts'>[]): number[] {
+  const offered: number[] = [];
+  const accepted: number[] = [];
+  for (const { acceptanceCounts: c } of stats) {
+    c.offered.forEach((o, d) => {
+      offered[d] = (offered[d] ?? 0) + o;
+      accepted[d] = (accepted[d] ?? 0) + (c.accepted[d] ?? 0);
+    });
+  }
+  return offered.map((o, d) => (o > 0 ? (accepted[d] ?? 0) / o : 0));
+}
