@@ -1,11 +1,13 @@
 /**
  * The draft model's cache between rounds: text it did not see (a new prompt, rounds another of auto's arms drafted)
- * is fed in a call of its own, timed apart and left out of the round's cost, with the same logits as one call.
+ * is fed in a call of its own, timed apart and left out of the round's cost, with the same logits as one call. And a
+ * draft distribution over a subset of the vocabulary (an EAGLE head's) drafts as the full row would.
  */
 import { describe, expect, it } from 'vitest';
+import { GREEDY, Rng } from '../sampling';
 import { hashedLogits, ToyLM } from '../testing/toy-lm';
 import type { VerifyResult } from '../verify';
-import { DraftModelState } from './draft-model';
+import { DraftDist, DraftModelState } from './draft-model';
 import type { DraftTree } from './drafter';
 import type { CostModel } from './method';
 
@@ -51,5 +53,45 @@ describe('the draft model catching up', () => {
     expect(Array.from(await state.sync(later))).toEqual(Array.from(fn(later)));
     expect(lm.calls).toBe(calls + 3);
     expect(state.roundCost(COSTS)).toBeCloseTo(0.1);
+  });
+});
+
+describe('a draft distribution over a subset of the vocabulary', () => {
+  // An EAGLE head's draft vocabulary: 5 of 12 tokens, mapped out of order; every other token has probability zero.
+  const tokens = Int32Array.from([9, 2, 7, 0, 4]);
+  const index = new Int32Array(12).fill(-1);
+  tokens.forEach((t, i) => {
+    index[t] = i;
+  });
+  const logits = Float32Array.from([1.5, -0.25, 2.75, 0.5, 2]);
+  const full = new Float32Array(12).fill(Number.NEGATIVE_INFINITY);
+  tokens.forEach((t, i) => {
+    full[t] = logits[i] as number;
+  });
+  const subset = { logits, tokens, index };
+
+  it('drafts the same tokens with the same probabilities as the row over the whole vocabulary', () => {
+    const rng = new Rng(1);
+    const a = new DraftDist(subset, GREEDY);
+    const b = new DraftDist(full, GREEDY);
+    expect(a.children(3, rng).map((c) => c.token)).toEqual([7, 4, 9]);
+    expect(a.children(3, rng)).toEqual(b.children(3, rng));
+    for (let t = 0; t < 12; t++) expect(a.prob(t)).toBeCloseTo(b.prob(t), 12);
+    expect(a.prob(1)).toBe(0);
+    expect(a.verify).toBeNull();
+  });
+
+  it("gives the verifier the same processed distribution over the target's vocabulary under sampling", () => {
+    for (const params of [
+      { temperature: 0.7, topK: 0, topP: 1, seed: 3 },
+      { temperature: 1.3, topK: 2, topP: 1, seed: 3 },
+      { temperature: 1, topK: 0, topP: 0.6, seed: 3 },
+    ]) {
+      const a = new DraftDist(subset, params);
+      const b = new DraftDist(full, params);
+      expect(Array.from(a.verify as Float32Array)).toEqual(Array.from(b.verify as Float32Array));
+      expect(a.children(3, new Rng(5))).toEqual(b.children(3, new Rng(5)));
+      expect(a.prob(0)).toBe(b.prob(0));
+    }
   });
 });

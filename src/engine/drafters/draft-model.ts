@@ -19,13 +19,13 @@ export interface TreeDraftModel {
   /** Model calls so far. */
   readonly calls: number;
   /** Catch up with the committed sequence; the root's next-token logits over the target's vocabulary, or null when nothing can be drafted this round. */
-  sync(committed: readonly number[]): Promise<Float32Array | null>;
+  sync(committed: readonly number[]): Promise<DraftRow | null>;
   /** Room left in the drafting model's context for this round's nodes. */
   room(): number;
   /** Nodes its cache can still take this round. */
   capacity(): number;
   /** Run one level of nodes (each sees the committed prefix, its drafted ancestors and itself): one logits row each. */
-  expand(tree: DraftTree, nodes: readonly number[], depths: readonly number[]): Promise<Float32Array[]>;
+  expand(tree: DraftTree, nodes: readonly number[], depths: readonly number[]): Promise<DraftRow[]>;
   /** Re-key per-node state after the drafter renumbers its working tree. */
   renumber(index: ReadonlyMap<number, number>): void;
   /** Keep what the verified round accepted. */
@@ -40,24 +40,55 @@ export interface TreeDraftModel {
 }
 
 /**
+ * Logits over a subset of the target's vocabulary (an EAGLE head's draft vocabulary): every other token has
+ * probability zero. Drafting reads the subset directly: no row over the whole vocabulary is built under greedy.
+ */
+export interface SubsetLogits {
+  readonly logits: Float32Array;
+  /** The target token of each subset index. */
+  readonly tokens: Int32Array;
+  /** The subset index of each target token, -1 outside the subset (its length is the target's vocabulary). */
+  readonly index: Int32Array;
+}
+
+/** A drafting model's scores at one node: logits over the target's vocabulary, or over a subset of it. */
+export type DraftRow = Float32Array | SubsetLogits;
+
+/**
  * The draft's distribution at one node, computed only as far as needed: under greedy decoding the drafters need
  * the top few tokens and their probabilities (a partial selection and one softmax normaliser, no sort, no full
- * probability vector); under sampling they need the processed distribution the verifier compares against.
+ * probability vector); under sampling they need the processed distribution the verifier compares against, over
+ * the target's vocabulary.
  */
 export class DraftDist {
   private max = Number.NaN;
   private norm = Number.NaN;
   private processed: Float32Array | null = null;
+  /** Logits by the row's own index (the target token, or the subset index). */
+  private readonly scores: Float32Array;
+  private readonly subset: SubsetLogits | null;
 
   constructor(
-    readonly logits: Float32Array,
+    row: DraftRow,
     private readonly sampling: SamplingParams,
-  ) {}
+  ) {
+    this.subset = row instanceof Float32Array ? null : row;
+    this.scores = row instanceof Float32Array ? row : row.logits;
+  }
 
   /** The processed distribution (temperature, top-k, top-p) the verifier uses; null under greedy. */
   get verify(): Float32Array | null {
     if (isGreedy(this.sampling)) return null;
-    this.processed ??= toProbs(this.logits, this.sampling);
+    if (this.processed) return this.processed;
+    const probs = toProbs(this.scores, this.sampling);
+    const subset = this.subset;
+    if (!subset) this.processed = probs;
+    else {
+      // Tokens outside the subset have logit -infinity: zero after any temperature, top-k and top-p.
+      const full = new Float32Array(subset.index.length);
+      for (let i = 0; i < probs.length; i++) full[subset.tokens[i] as number] = probs[i] as number;
+      this.processed = full;
+    }
     return this.processed;
   }
 
@@ -65,15 +96,22 @@ export class DraftDist {
   prob(token: number): number {
     const v = this.verify;
     if (v) return v[token] as number;
+    const i = this.subset ? (this.subset.index[token] ?? -1) : token;
+    return i < 0 ? 0 : this.softmaxAt(i);
+  }
+
+  /** Temperature-1 softmax at the row's own index i. */
+  private softmaxAt(i: number): number {
+    const scores = this.scores;
     if (Number.isNaN(this.norm)) {
       let max = Number.NEGATIVE_INFINITY;
-      for (const l of this.logits) if (l > max) max = l;
+      for (let j = 0; j < scores.length; j++) if ((scores[j] as number) > max) max = scores[j] as number;
       let sum = 0;
-      for (const l of this.logits) sum += Math.exp(l - max);
+      for (let j = 0; j < scores.length; j++) sum += Math.exp((scores[j] as number) - max);
       this.max = max;
       this.norm = sum;
     }
-    return Math.exp((this.logits[token] as number) - this.max) / this.norm;
+    return Math.exp((scores[i] as number) - this.max) / this.norm;
   }
 
   /**
@@ -83,8 +121,12 @@ export class DraftDist {
    */
   children(k: number, rng: Rng): { token: number; score: number }[] {
     const v = this.verify;
-    if (!v) return topK(this.logits, k).map((token) => ({ token, score: Math.log(this.prob(token)) }));
-    return gumbelTopK(v, k, rng);
+    if (v) return gumbelTopK(v, k, rng);
+    const tokens = this.subset?.tokens;
+    return topK(this.scores, k).map((i) => ({
+      token: tokens ? (tokens[i] as number) : i,
+      score: Math.log(this.softmaxAt(i)),
+    }));
   }
 }
 

@@ -16,7 +16,7 @@ import { relativeCost } from '../calibrate';
 import type { CausalLM } from '../lm';
 import { childrenOf } from '../tree';
 import type { VerifyResult } from '../verify';
-import { DraftDist, DraftModelState, type TreeDraftModel } from './draft-model';
+import { DraftDist, DraftModelState, type DraftRow, type TreeDraftModel } from './draft-model';
 import { type Drafter, type DraftRequest, type DraftTree, rootOnly, type TargetOutputs } from './drafter';
 import { type CostModel, draftOf, type MethodSpec } from './method';
 
@@ -126,7 +126,7 @@ export class DynamicTreeDrafter implements Drafter {
     this.keys = [''];
     const work: DraftTree = { tokens: [cands[0]?.token as number], parents: [-1], draftProbs: [] };
     const dists = new Map<number, Float32Array>();
-    const grow = (node: number, logits: Float32Array) => {
+    const grow = (node: number, logits: DraftRow) => {
       const d = new DraftDist(logits, req.sampling);
       if (d.verify) dists.set(node, d.verify);
       const parent = cands[node] as Candidate;
@@ -157,7 +157,7 @@ export class DynamicTreeDrafter implements Drafter {
         cands.map((c) => c.depth),
       );
       frontier.forEach((node, i) => {
-        grow(node, logits[i] as Float32Array);
+        grow(node, logits[i] as DraftRow);
       });
     }
     return this.select(cands, dists, budget);

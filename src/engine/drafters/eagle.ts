@@ -15,13 +15,10 @@ import { relativeCost } from '../calibrate';
 import { checkLogits, type Eagle3Head } from '../lm';
 import { appendBias, chainBias } from '../tree';
 import type { VerifyResult } from '../verify';
-import type { TreeDraftModel } from './draft-model';
+import type { SubsetLogits, TreeDraftModel } from './draft-model';
 import type { DraftTree, TargetOutputs } from './drafter';
 import { DynamicTreeDrafter, type DynamicTreeOptions } from './dynamic-tree';
 import type { CostModel, HeadsResource, MethodSpec } from './method';
-
-/** Far below any real logit and finite, so softmax, temperature and top-p all give tokens outside the draft vocabulary zero. */
-const OUTSIDE = -1e30;
 
 export class Eagle3State implements TreeDraftModel {
   /** Target features not yet run through the head, by position j. */
@@ -35,14 +32,23 @@ export class Eagle3State implements TreeDraftModel {
   /** Each run node's output (the feature its children are drafted from). */
   private outs = new Map<number, Float32Array>();
   private roundWidths: number[] = [];
+  /** The target token of each draft-vocabulary index, and the reverse (-1 outside the draft vocabulary). */
+  private readonly draftTokens: Int32Array;
+  private readonly draftIndex: Int32Array;
 
   constructor(
     readonly head: Eagle3Head,
     /** The target's vocabulary size. */
-    private readonly vocab: number,
+    vocab: number,
     /** One single-row head call relative to one single-token target call (read each round: measured once the engine calibrates). */
     private readonly relative: () => number,
-  ) {}
+  ) {
+    this.draftTokens = Int32Array.from({ length: head.draftVocab }, (_, i) => head.targetToken(i));
+    this.draftIndex = new Int32Array(vocab).fill(-1); // the loader checked the map: distinct tokens, all in range
+    this.draftTokens.forEach((token, i) => {
+      this.draftIndex[token] = i;
+    });
+  }
 
   get calls(): number {
     return this.head.calls;
@@ -72,18 +78,18 @@ export class Eagle3State implements TreeDraftModel {
     this.rootPos = prompt.length - 1;
   }
 
-  /** Head logits rows (draft vocabulary) as rows over the target's vocabulary. */
-  private toTarget(logits: Float32Array, rows: number): Float32Array[] {
+  /** Head logits rows over the draft vocabulary, read as rows over the target's (zero outside the draft vocabulary). */
+  private rowsOf(logits: Float32Array, rows: number): SubsetLogits[] {
     const dv = this.head.draftVocab;
     checkLogits(logits, dv, 'the EAGLE head');
-    return Array.from({ length: rows }, (_, r) => {
-      const out = new Float32Array(this.vocab).fill(OUTSIDE);
-      for (let i = 0; i < dv; i++) out[this.head.targetToken(i)] = logits[r * dv + i] as number;
-      return out;
-    });
+    return Array.from({ length: rows }, (_, r) => ({
+      logits: logits.subarray(r * dv, (r + 1) * dv),
+      tokens: this.draftTokens,
+      index: this.draftIndex,
+    }));
   }
 
-  async sync(committed: readonly number[]): Promise<Float32Array | null> {
+  async sync(committed: readonly number[]): Promise<SubsetLogits | null> {
     const want = committed.length - 1; // real rows up to the one pairing the root
     if (want !== this.rootPos)
       throw new Error(`EAGLE head: out of step (root at ${want}, the head followed the text to ${this.rootPos})`);
@@ -109,10 +115,10 @@ export class Eagle3State implements TreeDraftModel {
     const d = this.head.hiddenSize;
     this.outs.set(0, out.slice((rows.length - 1) * d, rows.length * d));
     this.slots.set(0, want - 1);
-    return this.toTarget(logits, 1)[0] as Float32Array;
+    return this.rowsOf(logits, 1)[0] as SubsetLogits;
   }
 
-  async expand(tree: DraftTree, nodes: readonly number[], depths: readonly number[]): Promise<Float32Array[]> {
+  async expand(tree: DraftTree, nodes: readonly number[], depths: readonly number[]): Promise<SubsetLogits[]> {
     const cacheLength = this.head.length;
     const visible = nodes.map((node) => {
       const slots: number[] = [];
@@ -141,7 +147,7 @@ export class Eagle3State implements TreeDraftModel {
       this.slots.set(node, cacheLength + i);
       this.outs.set(node, out.slice(i * d, (i + 1) * d));
     });
-    return this.toTarget(logits, nodes.length);
+    return this.rowsOf(logits, nodes.length);
   }
 
   renumber(index: ReadonlyMap<number, number>): void {

@@ -121,6 +121,11 @@ describe('draft heads', () => {
       /vocabulary of 80 tokens does not match the target's 61/,
     );
     expect(await error(loadHeads(folder(randomEagle3(other).files), cfg))).toMatch(/hidden size 48 does not match/);
+    // A draft vocabulary whose map sends two draft indices to one target token.
+    const twice = folder(randomEagle3(cfg, 30, 7, (i) => (i === 5 ? 2 : 2 * i)).files);
+    expect(await error(loadHeads(twice, cfg))).toMatch(
+      new RegExp(`^heads model ${twice}: d2t maps draft index 5 to token 2, which an earlier draft index already has`),
+    );
     expect(await error(loadHeads(folder({ 'config.json': new TextEncoder().encode('{}') }), cfg))).toMatch(
       /missing file: neither medusa_lm_head\.safetensors \(Medusa\) nor model\.safetensors \(EAGLE\)/,
     );

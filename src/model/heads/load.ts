@@ -147,10 +147,13 @@ function checkEagle3(
       );
     for (let i = 0; i < draftVocab; i++) draftToTarget[i] = i;
   }
-  for (const t of draftToTarget) {
+  const seen = new Uint8Array(target.vocabSize);
+  draftToTarget.forEach((t, i) => {
     if (!(t >= 0 && t < target.vocabSize))
       fail(spec, `d2t maps to token ${t}, outside the target's vocabulary of ${target.vocabSize}`);
-  }
+    if (seen[t]) fail(spec, `d2t maps draft index ${i} to token ${t}, which an earlier draft index already has`);
+    seen[t] = 1;
+  });
   const ropeTheta = typeof config.rope_theta === 'number' && config.rope_theta > 0 ? config.rope_theta : 10000;
   const rmsNormEps = typeof config.rms_norm_eps === 'number' && config.rms_norm_eps > 0 ? config.rms_norm_eps : 1e-6;
   return { numHeads, numKvHeads, headDim, intermediateSize, rmsNormEps, ropeTheta, draftVocab, draftToTarget };

@@ -72,8 +72,16 @@ export function randomMedusa(target: LlamaConfig, heads = 3, layers = 1, seed = 
   return { files: { 'config.json': json(config), 'medusa_lm_head.safetensors': bytes }, weights };
 }
 
-/** EAGLE-3 heads; with draftVocab < the target's, a d2t map (every other token from 0) and t2d are written. */
-export function randomEagle3(target: LlamaConfig, draftVocab = target.vocabSize, seed = 7): RandomHeads {
+/**
+ * EAGLE-3 heads; with draftVocab < the target's, a d2t map (every other token from 0, or the target token of each
+ * draft index given) and t2d are written.
+ */
+export function randomEagle3(
+  target: LlamaConfig,
+  draftVocab = target.vocabSize,
+  seed = 7,
+  targetTokens: (i: number) => number = (i) => 2 * i,
+): RandomHeads {
   const d = target.hiddenSize;
   const { numHeads: nh, numKvHeads: kvh, headDim: hd } = target;
   const I = target.intermediateSize;
@@ -95,9 +103,10 @@ export function randomEagle3(target: LlamaConfig, draftVocab = target.vocabSize,
   ];
   const extra: { name: string; dtype: SafetensorsDtype; shape: number[]; data: Uint8Array }[] = [];
   if (draftVocab !== target.vocabSize) {
-    // Draft token i is target token 2i: d2t[i] = 2i - i = i.
-    const d2t = BigInt64Array.from({ length: draftVocab }, (_, i) => BigInt(i));
-    const t2d = Uint8Array.from({ length: target.vocabSize }, (_, t) => (t % 2 === 0 && t / 2 < draftVocab ? 1 : 0));
+    // d2t holds offsets: target token = i + d2t[i].
+    const d2t = BigInt64Array.from({ length: draftVocab }, (_, i) => BigInt(targetTokens(i) - i));
+    const t2d = new Uint8Array(target.vocabSize);
+    for (let i = 0; i < draftVocab; i++) t2d[targetTokens(i)] = 1;
     extra.push(
       { name: 'd2t', dtype: 'I64', shape: [draftVocab], data: new Uint8Array(d2t.buffer) },
       { name: 't2d', dtype: 'BOOL', shape: [target.vocabSize], data: t2d },
