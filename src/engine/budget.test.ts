@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { AcceptanceTable, bestFirstOrder, chooseBudget } from './budget';
 import type { CostCurve } from './calibrate';
+import { DraftModelState } from './drafters/draft-model';
 import { DYNAMIC_DEFAULTS, DynamicTreeDrafter } from './drafters/dynamic-tree';
 import { LOOKUP_DEFAULTS, LookupDrafter } from './drafters/lookup';
 import { MergedDrafter } from './drafters/merged';
@@ -87,6 +88,33 @@ describe('hardware-aware tree size', () => {
     expect(steep.branchingPerRound).toBeLessThan(0.5); // essentially a chain
     expect(flat.meanTree).toBeGreaterThan(12);
     expect(flat.branchingPerRound).toBeGreaterThan(2); // a wide tree
+  });
+});
+
+describe('drafting only what can pay', () => {
+  it('on a steep curve runs the frontier nodes whose children could be kept, not the whole frontier; all on a flat one', async () => {
+    const run = async (c: CostCurve) => {
+      const fn = hashedLogits(30, 1, 2, 3);
+      const state = new DraftModelState(new ToyLM(30, noisyCopy(fn, 30, 2, 1.0)));
+      const widths: number[] = []; // nodes per level call
+      const expand = state.expand.bind(state);
+      state.expand = (tree, nodes, depths) => {
+        widths.push(nodes.length);
+        return expand(tree, nodes, depths);
+      };
+      const drafter = new DynamicTreeDrafter(state, { ...DYNAMIC_DEFAULTS, costAware: true }, costs(c, 0.06));
+      const result = await generateAll(
+        { target: new ToyLM(30, fn), drafter, tokenizer: { decode: () => '' } },
+        [1, 2, 3],
+        { maxNewTokens: 60, sampling: GREEDY },
+      );
+      return { tokens: result.tokens, levelWidth: widths.reduce((a, b) => a + b, 0) / widths.length };
+    };
+    const steep = await run(STEEP);
+    const flat = await run(FLAT);
+    expect(steep.tokens).toEqual(flat.tokens); // greedy: the same text either way
+    expect(steep.levelWidth).toBeLessThan(2);
+    expect(flat.levelWidth).toBeGreaterThan(3);
   });
 });
 

@@ -141,16 +141,19 @@ export class DynamicTreeDrafter implements Drafter {
       });
     };
     if (budget > 0 && maxDepth > 0) grow(0, rootLogits);
-    const pays = this.growthRule();
+    const rule = this.growthRule();
     for (let depth = 1; depth < maxDepth; depth++) {
-      const frontier = cands
+      let frontier = cands
         .map((c, i) => [c, i] as const)
         .filter(([c]) => c.depth === depth && !req.eos.has(c.token))
         .sort((a, b) => b[0].score - a[0].score)
         .slice(0, Math.min(this.options.expand, this.state.capacity()))
         .map(([, i]) => i);
+      if (rule && frontier.length > 0) {
+        if (!rule.level(Math.max(...frontier.map((i) => (cands[i] as Candidate).value)), cands.length - 1)) break;
+        frontier = frontier.filter((i) => rule.node(cands, i));
+      }
       if (frontier.length === 0) break;
-      if (pays && !pays(Math.max(...frontier.map((i) => (cands[i] as Candidate).value)), cands.length - 1)) break;
       const logits = await this.state.expand(
         work,
         frontier,
@@ -164,14 +167,31 @@ export class DynamicTreeDrafter implements Drafter {
   }
 
   /**
-   * With costAware and measured costs: whether drafting one more level can pay, given the best frontier node's path
-   * probability and the candidates drafted so far (one draft call plus one more verified node on the curve).
+   * With costAware and measured costs, how far drafting can pay:
+   * - `level`: whether one more level can, given the best frontier node's value and the candidates drafted so far
+   *   (one draft call plus one more verified node on the curve);
+   * - `node`: whether a frontier node is worth running. Its children's values are at most its own, and in the
+   *   best-first order they come after every candidate valued above it, so when its value does not cover verifying
+   *   one more node at that place, no child of it can be kept. On a steep curve (wasm) this drafts the one or two
+   *   nodes the cut keeps children of instead of the whole frontier (narrower draft calls, the same trees); on a
+   *   flat one every node passes.
    */
-  private growthRule(): ((best: number, size: number) => boolean) | null {
+  private growthRule(): {
+    level: (best: number, size: number) => boolean;
+    node: (cands: readonly Candidate[], i: number) => boolean;
+  } | null {
     const costs = this.options.costAware ? this.costs() : null;
     if (!costs || costs.curve.points.length === 0) return null;
-    return (best, size) =>
-      best > this.state.callCost(costs) + relativeCost(costs.curve, size + 2) - relativeCost(costs.curve, size + 1);
+    const marginal = (size: number) => relativeCost(costs.curve, size + 2) - relativeCost(costs.curve, size + 1);
+    return {
+      level: (best, size) => best > this.state.callCost(costs) + marginal(size),
+      node: (cands, i) => {
+        const value = (cands[i] as Candidate).value;
+        let ahead = 0; // candidates (the root aside) valued above it, itself counted
+        for (let j = 1; j < cands.length; j++) if ((cands[j] as Candidate).value >= value) ahead++;
+        return value > marginal(ahead);
+      },
+    };
   }
 
   /** Best-first from the root over cumulative scores: an ancestor-closed set of `budget` nodes, renumbered. */
