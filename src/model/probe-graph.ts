@@ -5,7 +5,7 @@
  * variants (variant.ts) and the wasm thread counts (runtime/thread-probe.ts) differ in, so the probe's ratios are
  * the full model's, at a fraction of the memory and time.
  */
-import { chainBias } from '../engine/tree';
+import { chainBias, positionIds, treeAttentionBias } from '../engine/tree';
 import { buildLlamaGraph, type ComputeType, type GraphVariant, type WeightFormat } from './graph/llama';
 import { GRAPH_INPUTS, pastKey, pastValue, presentKey, presentValue } from './graph/signature';
 import type { LoadedModel } from './load';
@@ -14,6 +14,12 @@ export const PROBE_LAYERS = 2;
 export const PROBE_CONTEXT = 32;
 /** The verify-sized call every probe times beside a one-token call. */
 export const PROBE_WIDE = 16;
+/**
+ * The call that checks a variant's results against the plain graph's (variant.ts): a branching tree past EAGLE's
+ * largest (64 nodes) and past 32 tokens, where onnxruntime's GroupQueryAttention went wrong on WebGPU adapters with
+ * 4- and 8-wide subgroups.
+ */
+export const PROBE_CHECK = 72;
 
 /** One input as data: what an ort.Tensor is made from, and what a worker can be sent. */
 export interface FeedSpec {
@@ -32,6 +38,8 @@ export interface ProbeGraph {
   call: (q: number) => Record<string, FeedSpec>;
   /** [output of the context call, input of every timed call] pairs: the past each timed call keeps. */
   carry: [string, string][];
+  /** A branching tree of PROBE_CHECK nodes after the context, every row's output asked for (keeps the same past). */
+  check: Record<string, FeedSpec>;
 }
 
 export interface ProbePrecision {
@@ -106,5 +114,19 @@ export function buildProbeGraph(
     [GRAPH_INPUTS.keepIndices]: { ...int64(keep), dims: [PROBE_CONTEXT] },
     [GRAPH_INPUTS.logitsRows]: { ...int64([q - 1]), dims: [1] },
   });
-  return { model: graph.model, externalData: graph.externalData, layers, context, call, carry };
+  // Each node under a pseudo-random earlier one (a fixed tree: every variant gets the same call).
+  const parents = Array.from({ length: PROBE_CHECK }, (_, i) => (i === 0 ? -1 : ((i * 2654435761) % 2 ** 32) % i));
+  const check: Record<string, FeedSpec> = {
+    ...topK,
+    [GRAPH_INPUTS.inputIds]: int64(tokens(PROBE_CHECK, 11)),
+    [GRAPH_INPUTS.positionIds]: int64(positionIds(PROBE_CONTEXT, parents)),
+    [GRAPH_INPUTS.attentionBias]: {
+      type: 'float32',
+      data: treeAttentionBias(PROBE_CONTEXT, parents),
+      dims: [1, 1, PROBE_CHECK, PROBE_CONTEXT + PROBE_CHECK],
+    },
+    [GRAPH_INPUTS.keepIndices]: { ...int64(keep), dims: [PROBE_CONTEXT] },
+    [GRAPH_INPUTS.logitsRows]: { ...int64(positions(PROBE_CHECK, 0)), dims: [PROBE_CHECK] },
+  };
+  return { model: graph.model, externalData: graph.externalData, layers, context, call, carry, check };
 }

@@ -3,15 +3,25 @@
  * several times; instead each body is built for the model's first two layers (real widths, real weights, no head)
  * and timed against the others, interleaved, at q = 1 (decoding) and q = 16 (a verify call) after a short context;
  * the least T(1) + T(16) wins. Per-layer cost is what the variants differ in (the head and the embedding are the
- * same in all), so the probe's ratio is the full model's ratio, at a fraction of the memory and time. The choice is
+ * same in all), so the probe's ratio is the full model's ratio, at a fraction of the memory and time. Before any
+ * timing, each variant's results are checked against the plain graph's (dropWrongVariants). The choice is
  * remembered per device, shape and precision for the life of the page or process.
  */
 import type * as OrtModule from 'onnxruntime-common';
 import { safeGet, safeSet } from '../engine/store';
+import { maxDiff } from '../util/max-diff';
+import { f16ToF32 } from './convert';
 import { GRAPH_VARIANTS, type GraphVariant, ROW_INVARIANT_VARIANTS } from './graph/llama';
 import type { LoadedModel } from './load';
 import type { Device } from './precision';
-import { buildProbeGraph, type FeedSpec, PROBE_WIDE, type ProbeGraph, type ProbePrecision } from './probe-graph';
+import {
+  buildProbeGraph,
+  type FeedSpec,
+  PROBE_CHECK,
+  PROBE_WIDE,
+  type ProbeGraph,
+  type ProbePrecision,
+} from './probe-graph';
 
 type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'> & { env?: { versions?: { web?: string } } };
 
@@ -47,20 +57,64 @@ function isChoice(v: unknown): v is VariantChoice {
   );
 }
 
-/**
- * The variants graph 'auto' chooses among on a device. On WebGPU not the fused graph: onnxruntime's
- * GroupQueryAttention there verifies a branching tree of 32 nodes wrongly (logits off by up to 0.8 against the
- * float64 reference, where a 7-node tree and a chain are right; src/model/graph/llama.webgpu.test.ts), and EAGLE's
- * trees reach 64 nodes: a tree method on that graph left plain decoding's text within the first dozen tokens.
- */
-export function autoVariants(device: Device, rowInvariant: boolean): readonly GraphVariant[] {
-  const all = rowInvariant ? ROW_INVARIANT_VARIANTS : GRAPH_VARIANTS;
-  return device === 'webgpu' ? all.filter((v) => v !== 'fused') : all;
-}
-
 /** The least of the times (NaN for none). */
 export const fastest = (xs: readonly number[]): number => (xs.length > 0 ? Math.min(...xs) : Number.NaN);
 const remembered = new Map<string, VariantChoice>();
+
+interface Probe {
+  variant: GraphVariant;
+  session: OrtModule.InferenceSession;
+  graph: ProbeGraph;
+  past: Record<string, OrtModule.Tensor>;
+}
+
+/**
+ * How far a variant's check call may land from the plain graph's, relative to the largest value (normalised hidden
+ * states after two layers): the variants compute the same function in another order. Measured on the bundled
+ * target (WebGPU on lavapipe): the hybrid graph 2.5e-7 (fp32) and 2.5e-3 (fp16) off; the wrong GroupQueryAttention
+ * 0.04 in both.
+ */
+const CHECK_TOLERANCE = { fp32: 1e-3, fp16: 1e-2 } as const;
+
+async function checkOutput(ort: Ort, p: Probe): Promise<Float32Array> {
+  const tensors = Object.fromEntries(
+    Object.entries(p.graph.check).map(([name, f]) => [name, new ort.Tensor(f.type, f.data, f.dims)]),
+  );
+  const out = await p.session.run({ ...tensors, ...p.past });
+  const data = (await (out.hidden as OrtModule.Tensor).getData()) as Float32Array | Uint16Array;
+  for (const v of Object.values(out)) if (v.location === 'gpu-buffer') v.dispose();
+  return data instanceof Uint16Array ? Float32Array.from(data, f16ToF32) : data;
+}
+
+/**
+ * Results before speed: each variant runs the probe's check call (a 72-node branching tree after the context) and
+ * one whose rows differ from the plain graph's by more than the tolerance is dropped, with the reason in its timing
+ * (onnxruntime's GroupQueryAttention on WebGPU adapters with 4- and 8-wide subgroups computes every call of 32 or
+ * more tokens wrongly, prompts included: src/model/graph/llama.webgpu.test.ts). Without a plain probe to compare
+ * with, nothing is dropped.
+ */
+async function dropWrongVariants(
+  ort: Ort,
+  probes: Probe[],
+  timings: VariantTiming[],
+  compute: 'fp32' | 'fp16',
+): Promise<void> {
+  const reference = probes.find((p) => p.variant === 'plain');
+  if (!reference) return;
+  const expected = await checkOutput(ort, reference);
+  let scale = 1;
+  for (const x of expected) scale = Math.max(scale, Math.abs(x));
+  for (const p of [...probes]) {
+    if (p === reference) continue;
+    const diff = maxDiff(await checkOutput(ort, p), expected);
+    if (diff <= CHECK_TOLERANCE[compute] * scale) continue;
+    probes.splice(probes.indexOf(p), 1);
+    for (const t of Object.values(p.past)) if (t.location === 'gpu-buffer') t.dispose();
+    await p.session.release();
+    const error = `wrong results: a ${PROBE_CHECK}-token tree call is off the plain graph's by ${diff.toPrecision(2)}`;
+    timings.push({ variant: p.variant, q1: Number.NaN, q16: Number.NaN, error });
+  }
+}
 
 /** Forget the choices remembered in this process (tests: a fresh process, as far as the variants go). */
 export function forgetVariantChoices(): void {
@@ -85,12 +139,6 @@ export async function measureVariants(
   const tensors = (feeds: Record<string, FeedSpec>) =>
     Object.fromEntries(Object.entries(feeds).map(([name, f]) => [name, tensor(f)]));
 
-  interface Probe {
-    variant: GraphVariant;
-    session: OrtModule.InferenceSession;
-    graph: ProbeGraph;
-    past: Record<string, OrtModule.Tensor>;
-  }
   const probes: Probe[] = [];
   const timings: VariantTiming[] = [];
   const key = [
@@ -104,12 +152,13 @@ export async function measureVariants(
     precision.compute,
     ...(precision.rowInvariant ? ['row-invariant'] : []),
   ].join('/');
-  const candidates = autoVariants(device, precision.rowInvariant);
+  const candidates = precision.rowInvariant ? ROW_INVARIANT_VARIANTS : GRAPH_VARIANTS;
   const known = remembered.get(key);
   if (known) return known;
   // Measured in an earlier process or visit with this onnxruntime build: about a second saved at every start.
-  // v2: the fastest-of-nine probe (choices made by the earlier median-of-five probe are measured again).
-  const storeKey = `graph-variant:v2:${ort.env?.versions?.web ?? '?'}:${key}/${embeddingType ?? ''}`;
+  // v2: the fastest-of-nine probe (choices made by the earlier median-of-five probe are measured again); v3: the
+  // results checked before timing (a choice made without the check is measured again).
+  const storeKey = `graph-variant:v3:${ort.env?.versions?.web ?? '?'}:${key}/${embeddingType ?? ''}`;
   const stored = memory ? await safeGet(memory, storeKey) : undefined;
   if (isChoice(stored) && candidates.includes(stored.variant)) {
     remembered.set(key, stored);
@@ -135,6 +184,7 @@ export async function measureVariants(
       timings.push({ variant, q1: Number.NaN, q16: Number.NaN, error: (e as Error).message.split('\n')[0] ?? '' });
     }
   }
+  await dropWrongVariants(ort, probes, timings, precision.compute);
   const call = async (p: Probe, q: number) => {
     const feeds = { ...tensors(p.graph.call(q)), ...p.past };
     const t = performance.now();
