@@ -1,9 +1,11 @@
 /**
  * Engines for the methods that run on draft heads. One engine holds one kind of heads, so the benchmark loads, next
  * to the plain pair, one engine per heads method with the bundled target's heads; speedups stay over plain
- * decoding on the pair (a target without heads). Heads that cannot be loaded are reported and their method skipped.
+ * decoding on the pair (a target without heads). A method that uses heads only when they are loaded gets them where
+ * users get them by default (auto: the EAGLE head on WebGPU, next to the draft model; defaultHeads). Heads that
+ * cannot be loaded are reported and their method skipped.
  */
-import { headsNeeded, type Method, methodSpec } from '../src/engine/drafters/index';
+import { defaultHeads, headsNeeded, type Method, methodSpec } from '../src/engine/drafters/index';
 import type { SpecEngine } from '../src/engine/engine';
 import type { Precision } from '../src/model/precision';
 
@@ -12,16 +14,19 @@ export type HeadsFolders = Partial<Record<'medusa' | 'eagle3', string>>;
 export async function loadHeadsEngines(
   methods: readonly Method[],
   folders: HeadsFolders,
-  load: (heads: string) => Promise<SpecEngine>,
+  /** An engine with these heads, and with the draft model when `withDraft`. */
+  load: (heads: string, withDraft: boolean) => Promise<SpecEngine>,
   log: (line: string) => void,
+  device: 'wasm' | 'webgpu' = 'wasm',
 ): Promise<Map<Method, SpecEngine>> {
   const engines = new Map<Method, SpecEngine>();
   for (const m of methods) {
-    const kind = headsNeeded(methodSpec(m));
+    const spec = methodSpec(m);
+    const kind = defaultHeads(spec, device);
     const folder = kind ? folders[kind] : undefined;
     if (!kind || !folder) continue;
     try {
-      engines.set(m, await load(folder));
+      engines.set(m, await load(folder, headsNeeded(spec) === null));
     } catch (e) {
       log(`${m}: heads ${folder} not loaded (${(e as Error).message}); skipped`);
     }
@@ -62,9 +67,16 @@ export async function benchEngines(
   heads: HeadsFolders,
   load: (extras: EngineExtras) => Promise<SpecEngine>,
   log: (line: string) => void,
+  device: 'wasm' | 'webgpu' = 'wasm',
 ): Promise<{ engine: SpecEngine; engineFor: (m: Method) => SpecEngine; release: () => Promise<void> }> {
   const engine = await load({ draft: true });
-  const headsEngines = await loadHeadsEngines(methods, heads, (h) => load({ heads: h }), log);
+  const headsEngines = await loadHeadsEngines(
+    methods,
+    heads,
+    (h, withDraft) => load({ heads: h, ...(withDraft ? { draft: true as const } : {}) }),
+    log,
+    device,
+  );
   const swiftEngine = methods.includes('swift') ? await load({ layerSwitches: true }) : null;
   return {
     engine,

@@ -138,8 +138,15 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
   const heads = await loadHeadsEngines(
     methods,
     o.heads ?? {},
-    (h) => SpecEngine.load(gpu.ort, { target: o.target, heads: h, device: 'webgpu' }),
+    (h, withDraft) =>
+      SpecEngine.load(gpu.ort, {
+        target: o.target,
+        heads: h,
+        ...(withDraft ? { draft: o.draft } : {}),
+        device: 'webgpu',
+      }),
     o.log,
+    'webgpu',
   );
   let bench: BenchReport;
   try {

@@ -60,6 +60,7 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
           ...extrasOptions(extras, req.draft),
         }),
       log,
+      req.device,
     );
     let report: BenchReport;
     try {

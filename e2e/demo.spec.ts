@@ -200,14 +200,25 @@ test('the embed page: one script tag and the tag generate on WebGPU when asked t
   await page.goto('./embed.html');
   await expectWebGpuAdapter();
   const el = page.locator('spec-decoder');
-  // The default (auto) would pick wasm on this software adapter; this test is about WebGPU.
+  // The default (auto) would pick wasm on this software adapter; this test is about WebGPU. The page's method (tree)
+  // becomes auto, the element's default, which loads the bundled EAGLE head on WebGPU.
   await el.evaluate((e) => {
     e.setAttribute('max-new-tokens', '6');
     e.setAttribute('device', 'webgpu');
+    e.setAttribute('method', 'auto');
+    e.addEventListener('sd-loaded', (ev) => {
+      (window as unknown as { loadedHeads?: string }).loadedHeads = (
+        ev as CustomEvent<{ heads?: string }>
+      ).detail.heads;
+    });
   });
   await watch(page);
   await el.locator('button[part="generate"]').click();
   await expect.poll(async () => (await state(page)).done?.tokens.length, { timeout: 580_000 }).toBe(6);
+  // auto on WebGPU with the bundled target runs with the bundled EAGLE head (defaultHeads).
+  expect(await page.evaluate(() => (window as unknown as { loadedHeads?: string }).loadedHeads)).toMatch(
+    /models\/austen-eagle3\/$/,
+  );
   await expect(el.locator('[part="legend"]')).toContainText('on webgpu');
   await expect(el.locator('[part="device-warning"]')).toContainText('software WebGPU adapter');
   expect(await el.locator('sd-token-stream [data-kind]').count()).toBeGreaterThan(0);

@@ -104,6 +104,11 @@ describe('CLI chat flags', () => {
     expect(() => parseCli(['--prompt', 'x', '--method', 'eagle', '--target', 'elsewhere'])).toThrow(
       /--method eagle needs an EAGLE-3 head and the target's hidden states: pass --heads DIR trained on elsewhere/,
     );
+    // auto: the bundled EAGLE head on WebGPU only (its arm pays there), never required.
+    expect(parseCli(['--prompt', 'x', '--device', 'webgpu']).heads).toBe('public/models/austen-eagle3');
+    expect(parseCli(['--prompt', 'x']).heads).toBeUndefined();
+    expect(parseCli(['--prompt', 'x', '--device', 'webgpu', '--target', 'elsewhere']).heads).toBeUndefined();
+    expect(parseCli(['--prompt', 'x', '--device', 'webgpu', '--method', 'chain']).heads).toBeUndefined();
   });
 
   it('parses --chat and --system, and refuses --system alone', () => {

@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import {
+  defaultHeads,
   describeNeeds,
   headsNeeded,
   isMethod,
@@ -27,8 +28,8 @@ export const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [-
        [--chat [--system TEXT]] [--json]
 
 --target/--draft/--heads take a folder or a hub id, hf:org/name[@revision] (HF_ENDPOINT, HF_TOKEN and HF_HOME as
-for huggingface_hub). --heads: Medusa heads or an EAGLE-3 head trained on the target (for medusa and eagle; the
-bundled target has its own). --chat sends the prompt as a user message through the target's chat template.
+for huggingface_hub). --heads: Medusa heads or an EAGLE-3 head trained on the target (for medusa and eagle, and
+auto uses them when given; the bundled target has its own, and auto takes its EAGLE head with --device webgpu). --chat sends the prompt as a user message through the target's chat template.
 --threads: onnxruntime's wasm threads; auto (the default) times 1, 2, ... up to the cores on the target once per
 machine and remembers the fastest (SPEC_DECODER_CACHE). --exact: greedy speculation gives exactly plain decoding's
 tokens, bit-exact near-ties included (the target's attention in its row-invariant form, checked at load on this
@@ -137,15 +138,14 @@ export function parseCli(argv: string[]): CliOptions {
   const maxNewTokens = number('max-new-tokens', str('max-new-tokens'), 64, true);
   if (maxNewTokens < 1) throw new UsageError(`--max-new-tokens must be >= 1; got ${maxNewTokens}`);
   const target = str('target') ?? DEFAULT_TARGET;
-  const kind = headsNeeded(methodSpec(method));
   let heads = str('heads');
-  if (heads === undefined && kind && !help) {
-    if (target !== DEFAULT_TARGET)
-      throw new UsageError(
-        `--method ${method} ${describeNeeds(methodSpec(method))}: pass --heads DIR trained on ${target}`,
-      );
-    heads = DEFAULT_HEADS[kind];
-  }
+  if (heads === undefined && headsNeeded(methodSpec(method)) && target !== DEFAULT_TARGET && !help)
+    throw new UsageError(
+      `--method ${method} ${describeNeeds(methodSpec(method))}: pass --heads DIR trained on ${target}`,
+    );
+  // The bundled target's heads where the method needs them, or (auto on WebGPU) where they pay.
+  const kind = defaultHeads(methodSpec(method), device);
+  if (heads === undefined && kind && target === DEFAULT_TARGET && !help) heads = DEFAULT_HEADS[kind];
   return {
     prompt: prompt ?? '',
     target,

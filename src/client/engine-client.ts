@@ -21,7 +21,17 @@ export interface ClientLoadOptions
   extends Partial<
     Pick<
       LoadRequest,
-      'device' | 'compute' | 'precision' | 'base' | 'ortBase' | 'hub' | 'layerSwitches' | 'exact' | 'heads' | 'threads'
+      | 'device'
+      | 'compute'
+      | 'precision'
+      | 'base'
+      | 'ortBase'
+      | 'hub'
+      | 'layerSwitches'
+      | 'exact'
+      | 'heads'
+      | 'gpuHeads'
+      | 'threads'
     >
   > {
   target: string;
@@ -108,6 +118,7 @@ export class EngineClient {
       ...(options.layerSwitches ? { layerSwitches: true } : {}),
       ...(options.exact ? { exact: true } : {}),
       ...(options.heads ? { heads: options.heads } : {}),
+      ...(options.gpuHeads ? { gpuHeads: options.gpuHeads } : {}),
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
     };
     this.loaded = null;

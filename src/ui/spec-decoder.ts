@@ -25,6 +25,7 @@ import { css, html, LitElement, nothing } from 'lit';
 import { customElement, property, query, state } from 'lit/decorators.js';
 import { type ClientLoadOptions, EngineClient } from '../client/engine-client';
 import {
+  defaultHeads,
   describeNeeds,
   headsNeeded,
   isMethod,
@@ -219,6 +220,7 @@ export class SpecDecoder extends LitElement {
       this.hubToken,
       this.needsLayerSwitches,
       this.headsInUse,
+      this.gpuHeadsInUse,
     ]);
   }
 
@@ -229,9 +231,17 @@ export class SpecDecoder extends LitElement {
 
   private headsFor(spec: MethodSpec): string {
     const kind = headsNeeded(spec);
-    if (!kind) return '';
+    // A method that uses heads when loaded (auto) takes the ones named.
+    if (!kind) return defaultHeads(spec, 'webgpu') ? this.heads : '';
     if (this.heads) return this.heads;
     return this.target === DEFAULT_TARGET ? BUNDLED_HEADS[kind] : '';
+  }
+
+  /** Heads the worker loads only if the engine runs on WebGPU: the bundled target's EAGLE head for auto. */
+  private get gpuHeadsInUse(): string {
+    if (!isMethod(this.method) || this.headsInUse || this.target !== DEFAULT_TARGET) return '';
+    const kind = defaultHeads(methodSpec(this.method), 'webgpu');
+    return kind ? BUNDLED_HEADS[kind] : '';
   }
 
   /** The method drafts with the target's own layers: the target is built with layer switches for it. */
@@ -289,6 +299,7 @@ export class SpecDecoder extends LitElement {
       ...(this.exact ? { exact: true } : {}),
       ...(this.needsLayerSwitches ? { layerSwitches: true } : {}),
       ...(this.headsInUse ? { heads: this.headsInUse } : {}),
+      ...(this.gpuHeadsInUse ? { gpuHeads: this.gpuHeadsInUse } : {}),
       onProgress: this.onProgress,
       ...(this.ortBase ? { ortBase: new URL(this.ortBase, document.baseURI).href } : {}),
       ...(this.threads === 'auto'

@@ -125,18 +125,22 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     ...(req.hub ? { hub: req.hub } : {}),
     ...(req.layerSwitches ? { layerSwitches: true } : {}),
     ...(req.exact ? { exact: true } : {}),
-    ...(req.heads ? { heads: req.heads } : {}),
     onProgress: (info: ProgressInfo) => post({ type: 'progress', id, info }),
   };
+  const headsOn = (d: 'wasm' | 'webgpu') => req.heads ?? (d === 'webgpu' ? req.gpuHeads : undefined);
+  const withHeads = (d: 'wasm' | 'webgpu') => {
+    const heads = headsOn(d);
+    return heads ? { heads } : {};
+  };
   try {
-    engine = await SpecEngine.load(ort, { ...options, device });
+    engine = await SpecEngine.load(ort, { ...options, ...withHeads(device), device });
   } catch (e) {
     // A WebGPU session that cannot be built (an unsupported op, an adapter limit) falls back to wasm; bad model
     // files fail the same way on every device, so they are reported as they are.
     if (device !== 'webgpu' || !(e instanceof SessionCreateError)) throw e;
     device = 'wasm';
     fallback = `WebGPU session failed (${(e as Error).message}); running on the wasm (CPU) backend instead`;
-    engine = await SpecEngine.load(ort, { ...options, device, calibration: 'auto' });
+    engine = await SpecEngine.load(ort, { ...options, ...withHeads(device), device, calibration: 'auto' });
   }
   // Whatever this load ran, onnxruntime's wasm has started: its thread count is fixed for this worker.
   started ??= threads ?? {
@@ -155,6 +159,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     ...(engine.target.exact ? { exact: true } : {}),
     target: info(engine.target),
     ...(engine.draft ? { draft: info(engine.draft) } : {}),
+    ...(engine.heads ? { heads: engine.heads.loaded.spec } : {}),
     ...(fallback ? { fallback } : {}),
     ...(warning && device === 'webgpu' ? { warning } : {}),
     ...(adapter ? { adapter } : {}),

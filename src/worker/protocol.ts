@@ -34,6 +34,8 @@ export interface LoadRequest {
   exact?: boolean;
   /** Draft heads trained on the target (Medusa heads or an EAGLE-3 head): methods medusa and eagle. */
   heads?: string;
+  /** Heads loaded only when the engine runs on WebGPU, if `heads` is unset (auto's EAGLE head: defaultHeads). */
+  gpuHeads?: string;
   /**
    * onnxruntime's wasm threads on the wasm device: unset, onnxruntime's default (half the cores, at most 4); 'auto'
    * measures 1, 2, ... up to the cores once per browser, machine and models and remembers the fastest (see
@@ -78,6 +80,8 @@ export interface LoadInfo {
   adapter?: string;
   target: ModelInfo;
   draft?: ModelInfo;
+  /** The draft heads loaded next to the target (their folder), if any. */
+  heads?: string;
   /** Loading, warm-up and calibration times of the engine (milliseconds). */
   timings?: EngineTimings;
 }

@@ -70,6 +70,7 @@ export type { Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter'
 export {
   type CostModel,
   type DrafterResources,
+  defaultHeads,
   describeNeeds,
   type HeadsResource,
   headsNeeded,

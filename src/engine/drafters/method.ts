@@ -101,6 +101,18 @@ export function headsNeeded(spec: MethodSpec): 'medusa' | 'eagle3' | null {
   return null;
 }
 
+/**
+ * The heads a method is given by default on a device when the target has bundled ones and none are named: the kind
+ * it needs, or, on WebGPU, an EAGLE head for a method that uses one when loaded (auto: there its arm measured
+ * 2.14-2.32x against 1.75-2.24x without it; on wasm it is no better than the draft model's chain and would only add
+ * exploration).
+ */
+export function defaultHeads(spec: MethodSpec, device: 'wasm' | 'webgpu'): 'medusa' | 'eagle3' | null {
+  const needed = headsNeeded(spec);
+  if (needed) return needed;
+  return device === 'webgpu' && (spec.optional ?? []).includes('eagle-head') ? 'eagle3' : null;
+}
+
 /** The draft model a 'draft-model' method was given (the engine checks needs before creating a drafter). */
 export function draftOf(resources: DrafterResources): CausalLM {
   if (!resources.draft) throw new Error('this method needs a draft model, and none is loaded');
