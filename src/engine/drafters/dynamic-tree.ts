@@ -172,9 +172,10 @@ export class DynamicTreeDrafter implements Drafter {
    *   (one draft call plus one more verified node on the curve);
    * - `node`: whether a frontier node is worth running. Its children's values are at most its own, and in the
    *   best-first order they come after every candidate valued above it, so when its value does not cover verifying
-   *   one more node at that place, no child of it can be kept. On a steep curve (wasm) this drafts the one or two
-   *   nodes the cut keeps children of instead of the whole frontier (narrower draft calls, the same trees); on a
-   *   flat one every node passes.
+   *   one more node at that place, a child of it is unlikely to be kept (the final cut weighs the whole tree, so
+   *   this is the marginal rule, not a bound). On a steep curve (wasm) this drafts the one or two nodes the cut
+   *   keeps children of instead of the whole frontier: narrower draft calls, nearly the same trees (EAGLE on the
+   *   held-out prompts: tau 3.38 against 3.46, 4.56 against 5.12 ms/token). On a flat one every node passes.
    */
   private growthRule(): {
     level: (best: number, size: number) => boolean;
@@ -187,7 +188,7 @@ export class DynamicTreeDrafter implements Drafter {
       level: (best, size) => best > this.state.callCost(costs) + marginal(size),
       node: (cands, i) => {
         const value = (cands[i] as Candidate).value;
-        let ahead = 0; // candidates (the root aside) valued above it, itself counted
+        let ahead = 0; // candidates (the root aside) valued at or above it, itself included
         for (let j = 1; j < cands.length; j++) if ((cands[j] as Candidate).value >= value) ahead++;
         return value > marginal(ahead);
       },
