@@ -138,13 +138,12 @@ export function parseCli(argv: string[]): CliOptions {
   const maxNewTokens = number('max-new-tokens', str('max-new-tokens'), 64, true);
   if (maxNewTokens < 1) throw new UsageError(`--max-new-tokens must be >= 1; got ${maxNewTokens}`);
   const target = str('target') ?? DEFAULT_TARGET;
+  const spec = methodSpec(method);
   let heads = str('heads');
-  if (heads === undefined && headsNeeded(methodSpec(method)) && target !== DEFAULT_TARGET && !help)
-    throw new UsageError(
-      `--method ${method} ${describeNeeds(methodSpec(method))}: pass --heads DIR trained on ${target}`,
-    );
+  if (heads === undefined && headsNeeded(spec) && target !== DEFAULT_TARGET && !help)
+    throw new UsageError(`--method ${method} ${describeNeeds(spec)}: pass --heads DIR trained on ${target}`);
   // The bundled target's heads where the method needs them, or (auto on WebGPU) where they pay.
-  const kind = defaultHeads(methodSpec(method), device);
+  const kind = defaultHeads(spec, device);
   if (heads === undefined && kind && target === DEFAULT_TARGET && !help) heads = DEFAULT_HEADS[kind];
   return {
     prompt: prompt ?? '',

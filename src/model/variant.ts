@@ -76,11 +76,12 @@ interface Probe {
  */
 const CHECK_TOLERANCE = { fp32: 1e-3, fp16: 1e-2 } as const;
 
+/** A probe call's inputs as onnxruntime tensors. */
+const feedTensors = (ort: Ort, feeds: Record<string, FeedSpec>) =>
+  Object.fromEntries(Object.entries(feeds).map(([name, f]) => [name, new ort.Tensor(f.type, f.data, f.dims)]));
+
 async function checkOutput(ort: Ort, p: Probe): Promise<Float32Array> {
-  const tensors = Object.fromEntries(
-    Object.entries(p.graph.check).map(([name, f]) => [name, new ort.Tensor(f.type, f.data, f.dims)]),
-  );
-  const out = await p.session.run({ ...tensors, ...p.past });
+  const out = await p.session.run({ ...feedTensors(ort, p.graph.check), ...p.past });
   const data = (await (out.hidden as OrtModule.Tensor).getData()) as Float32Array | Uint16Array;
   for (const v of Object.values(out)) if (v.location === 'gpu-buffer') v.dispose();
   return data instanceof Uint16Array ? Float32Array.from(data, f16ToF32) : data;
@@ -135,9 +136,6 @@ export async function measureVariants(
   // fastest of nine, after three warm-up rounds, is what each variant does once its kernels are optimised.
   const [warmups, reps] = device === 'webgpu' ? [1, 2] : [3, 9];
   const cfg = model.config;
-  const tensor = (f: FeedSpec) => new ort.Tensor(f.type, f.data, f.dims);
-  const tensors = (feeds: Record<string, FeedSpec>) =>
-    Object.fromEntries(Object.entries(feeds).map(([name, f]) => [name, tensor(f)]));
 
   const probes: Probe[] = [];
   const timings: VariantTiming[] = [];
@@ -177,7 +175,7 @@ export async function measureVariants(
         preferredOutputLocation,
       });
       // A context of PROBE_CONTEXT tokens, kept as the past of every timed call.
-      const out = await session.run(tensors(graph.context));
+      const out = await session.run(feedTensors(ort, graph.context));
       const past = Object.fromEntries(graph.carry.map(([present, name]) => [name, out[present] as OrtModule.Tensor]));
       probes.push({ variant, session, graph, past });
     } catch (e) {
@@ -186,7 +184,7 @@ export async function measureVariants(
   }
   await dropWrongVariants(ort, probes, timings, precision.compute);
   const call = async (p: Probe, q: number) => {
-    const feeds = { ...tensors(p.graph.call(q)), ...p.past };
+    const feeds = { ...feedTensors(ort, p.graph.call(q)), ...p.past };
     const t = performance.now();
     const out = await p.session.run(feeds);
     await (out.hidden as OrtModule.Tensor).getData();

@@ -127,9 +127,9 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     ...(req.exact ? { exact: true } : {}),
     onProgress: (info: ProgressInfo) => post({ type: 'progress', id, info }),
   };
-  const headsOn = (d: 'wasm' | 'webgpu') => req.heads ?? (d === 'webgpu' ? req.gpuHeads : undefined);
+  // The heads asked for, or those asked for only on WebGPU (auto's bundled EAGLE head) when the engine runs there.
   const withHeads = (d: 'wasm' | 'webgpu') => {
-    const heads = headsOn(d);
+    const heads = req.heads ?? (d === 'webgpu' ? req.gpuHeads : undefined);
     return heads ? { heads } : {};
   };
   try {
