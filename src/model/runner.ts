@@ -44,7 +44,7 @@ import type { LoadedModel } from './load';
 import { chooseCompute, type Device, type Precision, precisionLabel, resolvePrecision } from './precision';
 import type { Int4Options } from './quant';
 import type { ProgressCallback } from './source';
-import { measureVariants, type VariantMemory, type VariantTiming } from './variant';
+import { checkVariant, measureVariants, type VariantMemory, type VariantTiming } from './variant';
 
 /** What the runner needs of onnxruntime-web (its wasm or its WebGPU build). */
 export type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>;
@@ -83,6 +83,13 @@ export interface RunnerOptions {
    * 'plain' here; SpecEngine.load defaults to 'auto'.
    */
   graph?: GraphVariant | 'auto';
+  /**
+   * On WebGPU, check a variant asked for by name (not 'plain') against the plain graph before building it, as graph
+   * 'auto' checks every variant, and refuse it where it computes wrong results (onnxruntime's GroupQueryAttention on
+   * 4- and 8-wide subgroups: variant.ts). Default true; tests of the graph itself set false. On wasm the contrib ops
+   * run onnxruntime's CPU kernels, which the variant tests compare with the plain graph.
+   */
+  checkGraph?: boolean;
   /** Where a measured graph-variant choice is remembered across processes or visits (the engine's store). */
   variantMemory?: VariantMemory;
   /**
@@ -216,6 +223,22 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     let variantTimings: VariantTiming[] = [];
     // WebGPU gathers fp16 only with shader-f16; wasm always can.
     const embeddingType = options.device === 'webgpu' && native !== 'fp16' ? 'float32' : 'float16';
+    const named = options.graph === undefined || options.graph === 'auto' ? null : options.graph;
+    if (named && named !== 'plain' && options.device === 'webgpu' && options.checkGraph !== false) {
+      options.onProgress?.({ status: 'building', name: model.spec, file: `checking the ${named} graph` });
+      const wrong = await checkVariant(
+        ort,
+        model,
+        options.device,
+        { ...precision, rowInvariant },
+        named,
+        embeddingType,
+      );
+      if (wrong)
+        throw new ModelLoadError(
+          `${model.spec}: the ${named} graph computes wrong results on this WebGPU adapter (${wrong.replace(/^wrong results: /, '')}); load with graph 'auto' (it checks every variant and picks the fastest right one) or 'plain'`,
+        );
+    }
     if (options.graph === 'auto') {
       options.onProgress?.({ status: 'building', name: model.spec, file: 'choosing the graph variant' });
       const choice = await measureVariants(

@@ -60,6 +60,8 @@ function isChoice(v: unknown): v is VariantChoice {
 /** The least of the times (NaN for none). */
 export const fastest = (xs: readonly number[]): number => (xs.length > 0 ? Math.min(...xs) : Number.NaN);
 const remembered = new Map<string, VariantChoice>();
+/** Checks of named variants made in this process: null where the variant computes right, else why not. */
+const checked = new Map<string, string | null>();
 
 interface Probe {
   variant: GraphVariant;
@@ -76,6 +78,9 @@ interface Probe {
  */
 const CHECK_TOLERANCE = { fp32: 1e-3, fp16: 1e-2 } as const;
 
+/** How a variant's timing says it failed the check. */
+const WRONG = 'wrong results:';
+
 /** A probe call's inputs as onnxruntime tensors. */
 const feedTensors = (ort: Ort, feeds: Record<string, FeedSpec>) =>
   Object.fromEntries(Object.entries(feeds).map(([name, f]) => [name, new ort.Tensor(f.type, f.data, f.dims)]));
@@ -85,6 +90,47 @@ async function checkOutput(ort: Ort, p: Probe): Promise<Float32Array> {
   const data = (await (out.hidden as OrtModule.Tensor).getData()) as Float32Array | Uint16Array;
   for (const v of Object.values(out)) if (v.location === 'gpu-buffer') v.dispose();
   return data instanceof Uint16Array ? Float32Array.from(data, f16ToF32) : data;
+}
+
+/**
+ * Build each variant's probe session and run its context call (the past of every later call). A variant that cannot
+ * be built or run gets its reason in `timings` instead.
+ */
+async function openProbes(
+  ort: Ort,
+  model: LoadedModel,
+  device: Device,
+  precision: Required<ProbePrecision>,
+  variants: readonly GraphVariant[],
+  embeddingType: 'float16' | 'float32' | undefined,
+  probes: Probe[],
+  timings: VariantTiming[],
+): Promise<void> {
+  for (const variant of variants) {
+    try {
+      const graph = buildProbeGraph(model, precision, variant, embeddingType);
+      const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = { hidden: 'cpu' };
+      if (device === 'webgpu') for (const [present] of graph.carry) preferredOutputLocation[present] = 'gpu-buffer';
+      const session = await ort.InferenceSession.create(graph.model, {
+        executionProviders: [device],
+        graphOptimizationLevel: 'all',
+        logSeverityLevel: 3, // errors only (see runner.ts)
+        externalData: graph.externalData,
+        preferredOutputLocation,
+      });
+      // A context of PROBE_CONTEXT tokens, kept as the past of every timed call.
+      const out = await session.run(feedTensors(ort, graph.context));
+      const past = Object.fromEntries(graph.carry.map(([present, name]) => [name, out[present] as OrtModule.Tensor]));
+      probes.push({ variant, session, graph, past });
+    } catch (e) {
+      timings.push({ variant, q1: Number.NaN, q16: Number.NaN, error: (e as Error).message.split('\n')[0] ?? '' });
+    }
+  }
+}
+
+async function closeProbe(p: Probe): Promise<void> {
+  for (const t of Object.values(p.past)) if (t.location === 'gpu-buffer') t.dispose();
+  await p.session.release();
 }
 
 /**
@@ -110,9 +156,8 @@ async function dropWrongVariants(
     const diff = maxDiff(await checkOutput(ort, p), expected);
     if (diff <= CHECK_TOLERANCE[compute] * scale) continue;
     probes.splice(probes.indexOf(p), 1);
-    for (const t of Object.values(p.past)) if (t.location === 'gpu-buffer') t.dispose();
-    await p.session.release();
-    const error = `wrong results: a ${PROBE_CHECK}-token tree call is off the plain graph's by ${diff.toPrecision(2)}`;
+    await closeProbe(p);
+    const error = `${WRONG} a ${PROBE_CHECK}-token tree call is off the plain graph's by ${diff.toPrecision(2)}`;
     timings.push({ variant: p.variant, q1: Number.NaN, q16: Number.NaN, error });
   }
 }
@@ -120,6 +165,42 @@ async function dropWrongVariants(
 /** Forget the choices remembered in this process (tests: a fresh process, as far as the variants go). */
 export function forgetVariantChoices(): void {
   remembered.clear();
+  checked.clear();
+}
+
+/**
+ * Whether a graph variant asked for by name computes what the plain graph does on this device: the probe's check
+ * call (the same as graph 'auto' runs before timing) in both. Returns null when it does, else why not (one line);
+ * a variant that cannot be built here is left to the real build to report. Remembered for the process.
+ */
+export async function checkVariant(
+  ort: Ort,
+  model: LoadedModel,
+  device: Device,
+  precision: Required<ProbePrecision>,
+  variant: GraphVariant,
+  embeddingType?: 'float16' | 'float32',
+): Promise<string | null> {
+  if (variant === 'plain') return null;
+  const key = [
+    device,
+    model.spec,
+    model.weightBytes,
+    precision.weights,
+    precision.compute,
+    variant,
+    embeddingType,
+  ].join('/');
+  const known = checked.get(key);
+  if (known !== undefined) return known;
+  const probes: Probe[] = [];
+  const timings: VariantTiming[] = [];
+  await openProbes(ort, model, device, precision, ['plain', variant], embeddingType, probes, timings);
+  await dropWrongVariants(ort, probes, timings, precision.compute);
+  for (const p of probes) await closeProbe(p);
+  const error = timings.find((t) => t.variant === variant && t.error?.startsWith(WRONG))?.error ?? null;
+  checked.set(key, error);
+  return error;
 }
 
 export async function measureVariants(
@@ -162,26 +243,7 @@ export async function measureVariants(
     remembered.set(key, stored);
     return stored;
   }
-  for (const variant of candidates) {
-    try {
-      const graph = buildProbeGraph(model, precision, variant, embeddingType);
-      const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = { hidden: 'cpu' };
-      if (device === 'webgpu') for (const [present] of graph.carry) preferredOutputLocation[present] = 'gpu-buffer';
-      const session = await ort.InferenceSession.create(graph.model, {
-        executionProviders: [device],
-        graphOptimizationLevel: 'all',
-        logSeverityLevel: 3, // errors only (see runner.ts)
-        externalData: graph.externalData,
-        preferredOutputLocation,
-      });
-      // A context of PROBE_CONTEXT tokens, kept as the past of every timed call.
-      const out = await session.run(feedTensors(ort, graph.context));
-      const past = Object.fromEntries(graph.carry.map(([present, name]) => [name, out[present] as OrtModule.Tensor]));
-      probes.push({ variant, session, graph, past });
-    } catch (e) {
-      timings.push({ variant, q1: Number.NaN, q16: Number.NaN, error: (e as Error).message.split('\n')[0] ?? '' });
-    }
-  }
+  await openProbes(ort, model, device, precision, candidates, embeddingType, probes, timings);
   await dropWrongVariants(ort, probes, timings, precision.compute);
   const call = async (p: Probe, q: number) => {
     const feeds = { ...feedTensors(ort, p.graph.call(q)), ...p.past };
@@ -207,8 +269,7 @@ export async function measureVariants(
       q1: fastest(times.get(`${p.variant}1`) ?? []),
       q16: fastest(times.get(`${p.variant}${PROBE_WIDE}`) ?? []),
     });
-    for (const t of Object.values(p.past)) if (t.location === 'gpu-buffer') t.dispose();
-    await p.session.release();
+    await closeProbe(p);
   }
   const ok = timings.filter((t) => !t.error);
   const best = ok.reduce<VariantTiming | null>((a, t) => (a && a.q1 + a.q16 <= t.q1 + t.q16 ? a : t), null);

@@ -104,7 +104,7 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('Llama graph on WebGPU in Node'), ()
 
   for (const graph of ['fused', 'hybrid'] as const) {
     it(`the ${graph} graph (onnxruntime contrib ops on the WebGPU EP): a tree call matches the reference in fp32`, async () => {
-      const { got, ref } = await treeCall('fp32', { graph });
+      const { got, ref } = await treeCall('fp32', { graph, checkGraph: false });
       expect(maxDiff(got, ref)).toBeLessThan(1e-4);
     });
   }
@@ -116,15 +116,20 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('Llama graph on WebGPU in Node'), ()
     });
   }
 
-  it('the fused graph computes calls of 32 or more tokens wrongly here (a prompt too), so the variant check drops it', async () => {
+  it('the fused graph computes calls of 32 or more tokens wrongly here (a prompt too), so the variant check drops it and a load that names it is refused', async () => {
     // onnxruntime's GroupQueryAttention on the WebGPU EP with lavapipe's 8-wide subgroups (SwiftShader's are 4 wide):
     // the 7-node tree above and calls of up to 31 tokens are right. If this starts to pass after an onnxruntime-web
     // upgrade, the check lets the fused graph be timed again.
-    const { got, ref } = await treeCall('fp32', { graph: 'fused' }, WIDE);
+    const { got, ref } = await treeCall('fp32', { graph: 'fused', checkGraph: false }, WIDE);
     expect(maxDiff(got, ref)).toBeGreaterThan(1e-2);
     const { model, weights } = randomModel({}, 'F16');
     const prompt = Array.from({ length: 40 }, (_, i) => 1 + ((i * 37) % 60));
-    const fused = await ModelRunner.create(webGpuOrt(), model, { device: 'webgpu', compute: 'fp32', graph: 'fused' });
+    const fused = await ModelRunner.create(webGpuOrt(), model, {
+      device: 'webgpu',
+      compute: 'fp32',
+      graph: 'fused',
+      checkGraph: false,
+    });
     const all = await fused.forward({
       tokens: prompt,
       positions: prompt.map((_, i) => i),
@@ -147,16 +152,23 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('Llama graph on WebGPU in Node'), ()
     expect(timings.filter((t) => !t.error).map((t) => t.variant)).toEqual(['hybrid', 'plain']);
     expect(runner.variant).not.toBe('fused');
     await runner.release();
+    // Asked for by name: the same check, and a refusal in one line naming the model.
+    for (const precision of ['fp32', 'int4'] as const) {
+      const named = ModelRunner.create(webGpuOrt(), model, { device: 'webgpu', precision, graph: 'fused' });
+      await expect(named).rejects.toThrow(
+        /^random-[a-z0-9]+-F16: the fused graph computes wrong results on this WebGPU adapter \(a 72-token tree call is off the plain graph's by [0-9.e-]+\); load with graph 'auto' [^\n]*$/,
+      );
+    }
   });
 
   it('int4 weights (MatMulNBits; fp16 compute where the adapter has shader-f16): a tree call matches the reference on the dequantised weights', async () => {
     const compute = nodeWebGpu.ok && nodeWebGpu.adapter.shaderF16 ? 'fp16' : 'fp32';
-    const { got, ref } = await treeCall(compute, { precision: 'int4', graph: 'fused' });
+    const { got, ref } = await treeCall(compute, { precision: 'int4', graph: 'fused', checkGraph: false });
     expect(maxDiff(got, ref)).toBeLessThan(compute === 'fp16' ? 1e-2 * Math.max(1, maxAbs(ref)) : 1e-4);
   });
 
   for (const runner of [
-    { graph: 'fused', precision: 'int4' },
+    { graph: 'fused', precision: 'int4', checkGraph: false },
     { graph: 'hybrid', precision: 'fp32' },
   ] as const) {
     it(`the tree-consistency check passes with the ${runner.graph} graph and ${runner.precision} weights`, async () => {
