@@ -174,6 +174,30 @@ describe('auto between arms', () => {
     expect(rest.filter((w) => w.startsWith('auto: b ')).length).toBeGreaterThan(0.95 * rest.length);
   });
 
+  it('a run that has ended does not hold the arm in use: once its latest rounds fall far below its record, they are its record', async () => {
+    // Prompt lookup over a repeating text brings 8 tokens a round, then 1 (no match: its rounds are plain rounds). The
+    // head's arm brings 2 tokens a round on its first rounds (its values still being learned), 4 afterwards. Seen on
+    // lavapipe: lookup's record kept it in front through 60 rounds without a match (2.7 tok/s, recorded 4-5), and the
+    // head's arm, recorded at its first rounds' 3.5 tok/s (6 once learned), waited for revisits scheduled on it.
+    let headRounds = 0;
+    const arms = [
+      new Arm('lookup', 8, 7, { calls: 0 }),
+      new Arm('head', 4, () => (headRounds++ < 3 ? 1 : 3), { calls: 0 }),
+    ];
+    const auto = new AutoDrafter(
+      arms.map((x) => ({ name: x.name, drafter: x })),
+      () => FLAT,
+    );
+    expect((await run(auto, arms, 60)).chosen.get('lookup')).toBeGreaterThan(45);
+    (arms[0] as Arm).accepted = 0;
+    const { why } = await run(auto, arms, 60);
+    const head = why.map((w) => w.startsWith('auto: head '));
+    expect(why.some((w) => w.includes("lookup's run ended: its latest rounds are its record"))).toBe(true);
+    // Within a few rounds lookup's record is what it does now, and the head's arm takes over (before: after 30).
+    expect(head.slice(0, 10)).toContain(true);
+    expect(head.slice(10).filter(Boolean).length).toBeGreaterThan(45);
+  });
+
   it('a cold start does not decide: an arm whose first rounds ran slow is measured again soon and takes over', async () => {
     // good's first two rounds take 40 ms (its code and shapes cold), then 4 ms like plain's; it brings 4 tokens a
     // round against plain's 1. Counting both cold rounds at face value, good looked 2.5x slower than plain and would

@@ -18,7 +18,9 @@
  *   of tree and auxiliary nodes) plus the arm's own model calls on the measured curves (Drafter.draftCost), so the
  *   choice is reproducible for a seed (same text, same costs, same choices). Every arm is tried early, the others
  *   are revisited now and then (the further behind, the rarer) so the estimates follow the text, and the arm in use
- *   is displaced only by one clearly ahead. This is the expected-gain rule applied to whole drafters.
+ *   is displaced only by one clearly ahead; an arm whose latest rounds fell to less than half its record (a run of
+ *   matches that ended) takes the latest rounds as its record. This is the expected-gain rule applied to whole
+ *   drafters.
  *
  * Why not Sequoia's dynamic programme over (depth, rank) acceptance for a fixed tree shape: our candidates come with
  * per-node estimates (draft confidence, n-gram agreement) that a per-position acceptance vector would throw away;
@@ -58,6 +60,16 @@ interface Arm extends ArmSpec {
    */
   tokens: number;
   cost: number;
+  /**
+   * The same sums over its latest rounds only (discounted by RECENT_DECAY per round of its own, and started afresh
+   * after a pause of more than RECENT_GAP rounds), and how many rounds they hold (discounted alike): where an arm in
+   * steady use stands now, as against its record.
+   */
+  recentTokens: number;
+  recentCost: number;
+  recentRounds: number;
+  /** Rounds since its previous round, at its latest round. */
+  gap: number;
   samples: number;
   /**
    * Under real time, whether the arm has run its first round in this drafter (that round is not counted: its code
@@ -130,8 +142,26 @@ const REVISIT_MAX = 256;
  * decoding's through the CLI, where it ran at 1.2-1.4x on its own (int8 pair, 64 tokens).
  */
 const VISIT_ROUNDS = 3;
+/**
+ * Discount per round of its own of an arm's recent record (a window of about 5 rounds). An arm in steady use (no
+ * pause longer than RECENT_GAP rounds, RECENT_ROUNDS of the window's 5 filled) whose recent throughput fell to less
+ * than 1 / (1 + RUN_ENDED_MARGIN) of its record has its record replaced by the recent one: the rounds before were another regime (a run of matches that ended), and
+ * its record would otherwise hold it in front, and schedule the other arms' revisits, until it faded. Measured on
+ * lavapipe with the EAGLE head, before this: prompt lookup's run over a repeating text (10.8 tok/s) kept it in front
+ * through 60 rounds without a match at 2.7 tok/s, while the head's arm (6 tok/s once its values were learned, 3.5
+ * on its first rounds) waited for revisits scheduled on lookup's record.
+ */
+const RECENT_DECAY = 0.8;
+const RECENT_ROUNDS = 3;
+const RECENT_GAP = 8;
 /** How far ahead (a share of its throughput) an arm must be to displace the arm in use. */
 const SWITCH_MARGIN = 0.05;
+/**
+ * How far below its record an arm's recent throughput must fall for the record to be replaced: to less than half.
+ * Noise alone does not get there: an arm bringing 1 to 6 tokens a round at random (the noisy arm of auto.test.ts)
+ * never did in 12 seeds x 1100 rounds; at a third below (0.5) it did often enough to cost it a fifth of its rounds.
+ */
+const RUN_ENDED_MARGIN = 1;
 
 /**
  * Rounds a non-chosen arm waits before it is revisited, from its throughput and the best one's, for a revisit of
@@ -160,6 +190,8 @@ export class AutoDrafter implements Drafter {
    * was its first here (not counted), which runs the next round too so that its visit measures it.
    */
   private visit: { arm: Arm; left: number } | null = null;
+  /** An arm whose run ended in the latest round (its record replaced by its recent rounds), for the next note. */
+  private ended: string | null = null;
 
   constructor(
     arms: ArmSpec[],
@@ -170,6 +202,10 @@ export class AutoDrafter implements Drafter {
       ...a,
       tokens: 0,
       cost: 0,
+      recentTokens: 0,
+      recentCost: 0,
+      recentRounds: 0,
+      gap: 0,
       samples: 0,
       warmed: false,
       lastRound: -1,
@@ -289,13 +325,26 @@ export class AutoDrafter implements Drafter {
     const measure = this.measureFor(req.sampling);
     if (measure !== this.measure) {
       // Estimates in another unit say nothing here: measure every arm afresh.
-      for (const a of this.arms) Object.assign(a, { tokens: 0, cost: 0, samples: 0, lastRound: -1, remembered: false });
+      for (const a of this.arms)
+        Object.assign(a, {
+          tokens: 0,
+          cost: 0,
+          recentTokens: 0,
+          recentCost: 0,
+          recentRounds: 0,
+          samples: 0,
+          lastRound: -1,
+          remembered: false,
+        });
       this.incumbent = null;
       this.visit = null;
       this.measure = measure;
     }
     if (measure === 'time' && this.memory) await this.restore(this.memory);
     this.current = this.choose(req);
+    if (this.ended) this.why += `; ${this.ended}'s run ended: its latest rounds are its record`;
+    this.ended = null;
+    this.current.gap = this.round - this.current.lastRound;
     this.current.lastRound = this.round;
     this.started = performance.now();
     const before = this.current.drafter.calls;
@@ -338,7 +387,21 @@ export class AutoDrafter implements Drafter {
     }
     arm.cost += cost;
     arm.tokens += result.path.length;
+    const keep = arm.gap > RECENT_GAP ? 0 : RECENT_DECAY;
+    arm.recentCost = keep * arm.recentCost + cost;
+    arm.recentTokens = keep * arm.recentTokens + result.path.length;
+    arm.recentRounds = keep * arm.recentRounds + 1;
     arm.samples++;
+    // A run that has ended: the record is the recent rounds from here on.
+    if (
+      arm.samples >= SETTLED_SAMPLES &&
+      arm.recentRounds >= RECENT_ROUNDS &&
+      (arm.recentTokens / arm.recentCost) * (1 + RUN_ENDED_MARGIN) < this.throughput(arm)
+    ) {
+      arm.tokens = arm.recentTokens;
+      arm.cost = arm.recentCost;
+      this.ended = arm.name;
+    }
     arm.roundCost = cost;
     if (this.visit?.arm === arm) this.visit.left--;
     arm.remembered = false;
