@@ -4,8 +4,9 @@
  * and timed against the others, interleaved, at q = 1 (decoding) and q = 16 (a verify call) after a short context;
  * the least T(1) + T(16) wins. Per-layer cost is what the variants differ in (the head and the embedding are the
  * same in all), so the probe's ratio is the full model's ratio, at a fraction of the memory and time. Before any
- * timing, each variant's results are checked against the plain graph's (dropWrongVariants). The choice is
- * remembered per device, shape and precision for the life of the page or process.
+ * timing, each variant's results are checked against the plain graph's (dropWrongVariants); a variant named on
+ * WebGPU gets the same check alone (checkVariant). The choice is remembered per device, shape and precision for the
+ * life of the page or process.
  */
 import type * as OrtModule from 'onnxruntime-common';
 import { safeGet, safeSet } from '../engine/store';
@@ -188,6 +189,7 @@ export async function checkVariant(
     model.weightBytes,
     precision.weights,
     precision.compute,
+    precision.rowInvariant,
     variant,
     embeddingType,
   ].join('/');

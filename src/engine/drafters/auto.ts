@@ -145,11 +145,12 @@ const VISIT_ROUNDS = 3;
 /**
  * Discount per round of its own of an arm's recent record (a window of about 5 rounds). An arm in steady use (no
  * pause longer than RECENT_GAP rounds, RECENT_ROUNDS of the window's 5 filled) whose recent throughput fell to less
- * than 1 / (1 + RUN_ENDED_MARGIN) of its record has its record replaced by the recent one: the rounds before were another regime (a run of matches that ended), and
- * its record would otherwise hold it in front, and schedule the other arms' revisits, until it faded. Measured on
- * lavapipe with the EAGLE head, before this: prompt lookup's run over a repeating text (10.8 tok/s) kept it in front
- * through 60 rounds without a match at 2.7 tok/s, while the head's arm (6 tok/s once its values were learned, 3.5
- * on its first rounds) waited for revisits scheduled on lookup's record.
+ * than 1 / (1 + RUN_ENDED_MARGIN) of its record has its record replaced by the recent one: the rounds before were
+ * another regime (a run of matches that ended), and its record would otherwise hold it in front, and schedule the
+ * other arms' revisits, until it faded. Measured on lavapipe with the EAGLE head, before this: prompt lookup's run
+ * over a repeating text (10.8 tok/s) kept it in front through 60 rounds without a match at 2.7 tok/s, while the
+ * head's arm (6 tok/s once its values were learned, 3.5 on its first rounds) waited for revisits scheduled on
+ * lookup's record.
  */
 const RECENT_DECAY = 0.8;
 const RECENT_ROUNDS = 3;
