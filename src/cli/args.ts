@@ -29,7 +29,8 @@ export const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [-
 
 --target/--draft/--heads take a folder or a hub id, hf:org/name[@revision] (HF_ENDPOINT, HF_TOKEN and HF_HOME as
 for huggingface_hub). --heads: Medusa heads or an EAGLE-3 head trained on the target (for medusa and eagle, and
-auto uses them when given; the bundled target has its own, and auto takes its EAGLE head with --device webgpu). --chat sends the prompt as a user message through the target's chat template.
+auto uses them when given; the bundled target has its own, and auto takes its EAGLE head with --device webgpu).
+--chat sends the prompt as a user message through the target's chat template.
 --threads: onnxruntime's wasm threads; auto (the default) times 1, 2, ... up to the cores on the target once per
 machine and remembers the fastest (SPEC_DECODER_CACHE). --exact: greedy speculation gives exactly plain decoding's
 tokens, bit-exact near-ties included (the target's attention in its row-invariant form, checked at load on this

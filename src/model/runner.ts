@@ -223,17 +223,12 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     let variantTimings: VariantTiming[] = [];
     // WebGPU gathers fp16 only with shader-f16; wasm always can.
     const embeddingType = options.device === 'webgpu' && native !== 'fp16' ? 'float32' : 'float16';
+    // What the probe graphs are built with: the check of a named variant, or graph 'auto''s choice.
+    const probePrecision = { ...precision, rowInvariant };
     const named = options.graph === undefined || options.graph === 'auto' ? null : options.graph;
     if (named && named !== 'plain' && options.device === 'webgpu' && options.checkGraph !== false) {
       options.onProgress?.({ status: 'building', name: model.spec, file: `checking the ${named} graph` });
-      const wrong = await checkVariant(
-        ort,
-        model,
-        options.device,
-        { ...precision, rowInvariant },
-        named,
-        embeddingType,
-      );
+      const wrong = await checkVariant(ort, model, options.device, probePrecision, named, embeddingType);
       if (wrong)
         throw new ModelLoadError(
           `${model.spec}: the ${named} graph computes wrong results on this WebGPU adapter (${wrong.replace(/^wrong results: /, '')}); load with graph 'auto' (it checks every variant and picks the fastest right one) or 'plain'`,
@@ -245,7 +240,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
         ort,
         model,
         options.device,
-        { ...precision, rowInvariant },
+        probePrecision,
         embeddingType,
         options.variantMemory,
       );
