@@ -261,7 +261,9 @@ test('on wasm the element keeps onnxruntime\'s thread default, or with threads="
   expect(tried).toEqual(cores > 1 ? threadCandidates(cores) : []);
   for (const t of first?.timings ?? []) {
     expect(t.error, `${t.threads} threads`).toBeUndefined();
-    expect(t.target4).toBeGreaterThan(t.target1);
+    // Times only, never compared with each other: on wasm threads a 4-token call can take no longer than a 1-token one.
+    expect(t.target1).toBeGreaterThan(0);
+    expect(t.target4).toBeGreaterThan(0);
     expect(t.draft1, 'the draft model is timed too').toBeGreaterThan(0);
   }
   await expect(page.locator('spec-decoder [part="runtime"]')).toContainText(

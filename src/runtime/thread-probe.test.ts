@@ -72,7 +72,8 @@ describe('wasm thread choice', () => {
       const t = await runInWorker(graphs, threads);
       expect(t.threads).toBe(threads);
       expect(t.target1).toBeGreaterThan(0);
-      expect(t.target4).toBeGreaterThan(t.target1);
+      // Not compared with target1: a 4-token call can take no longer than a 1-token one (it failed in a CI run).
+      expect(t.target4).toBeGreaterThan(0);
       // The 1-layer draft's call is cheaper than the 12-layer target's.
       expect(t.draft1).toBeLessThan(t.target1);
       expect(t.score).toBeCloseTo(t.target1 + t.target4 + 2 * (t.draft1 as number), 2);
