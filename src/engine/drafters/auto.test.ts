@@ -9,6 +9,7 @@ import { hashedLogits, ToyLM } from '../testing/toy-lm';
 import type { VerifyResult } from '../verify';
 import { AutoDrafter, autoArms, revisitAfter } from './auto';
 import type { Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
+import { LookupDrafter } from './lookup';
 import type { CostModel } from './method';
 
 /**
@@ -198,6 +199,30 @@ describe('auto between arms', () => {
     expect(head.slice(10).filter(Boolean).length).toBeGreaterThan(45);
   });
 
+  it('a run of matches at the end of one text does not hold the next: the latest rounds start afresh with each generation', async () => {
+    // Seen on lavapipe with the EAGLE head: lookup, far behind the head's arm, was revisited at the end of a prompt
+    // that began to repeat itself (two rounds of 8-9 tokens), and the next prompt started on lookup and kept it for
+    // 11 rounds without a match, because its latest rounds still held those two.
+    let burst = false;
+    const arms = [new Arm('lookup', 8, () => (burst ? 7 : 0), { calls: 0 }), new Arm('head', 4, 1, { calls: 0 })];
+    const auto = new AutoDrafter(
+      arms.map((x) => ({ name: x.name, drafter: x })),
+      () => FLAT,
+    );
+    expect((await run(auto, arms, 80)).chosen.get('head')).toBeGreaterThan(60);
+    // The text starts to repeat: lookup's next revisit finds it, and it takes over within this text.
+    burst = true;
+    let streak = 0;
+    for (let r = 0; r < 300 && streak < 2; r++)
+      streak = (await run(auto, arms, 1)).chosen.has('lookup') ? streak + 1 : 0;
+    expect(streak).toBe(2);
+    // A new text without repetition: the head's arm is back within a few rounds (before, lookup still led after 12).
+    burst = false;
+    auto.reset(true);
+    const next = (await run(auto, arms, 12)).why;
+    expect(next.slice(6).every((w) => w.startsWith('auto: head '))).toBe(true);
+  });
+
   it('a cold start does not decide: an arm whose first rounds ran slow is measured again soon and takes over', async () => {
     // good's first two rounds take 40 ms (its code and shapes cold), then 4 ms like plain's; it brings 4 tokens a
     // round against plain's 1. Counting both cold rounds at face value, good looked 2.5x slower than plain and would
@@ -254,6 +279,74 @@ describe('auto between arms', () => {
     // Its next revisit comes within 12 rounds (it has few measured rounds yet), and from there it keeps its place.
     const { chosen } = await run(auto, arms, 100, GREEDY);
     expect(chosen.get('good')).toBeGreaterThan(70);
+  });
+
+  it('takes a copy round over an arm that does not copy: prompt lookup verifies a long match, counted in no record', async () => {
+    // The verify call takes 4 ms whatever its width (a GPU's flat curve, T(1) = 4 ms) and the head drafts in 1 ms:
+    // the head brings 2 tokens per 5 ms, 1.6x plain decoding, and lookup without a match 1 per 4 ms.
+    const gpu: CostModel = {
+      ...FLAT,
+      curve: { context: 64, points: [1, 8, 16].map((q) => ({ q, ms: 4, relative: 1 })) },
+    };
+    const head = new Arm('head', 4, 1, { calls: 0 }, 1);
+    const lookup = new LookupDrafter(() => gpu);
+    const make = (copies: boolean) =>
+      new AutoDrafter(
+        [
+          { name: 'lookup', drafter: lookup, copier: true },
+          { name: 'head', drafter: head, ...(copies ? { copies: true as const } : {}) },
+        ],
+        () => gpu,
+      );
+    const passage = Array.from({ length: 24 }, (_, i) => 100 + i);
+    let fresh = 1000;
+    const round = async (auto: AutoDrafter, committed: number[], sampling = GREEDY) => {
+      const tree = await auto.propose({
+        committed,
+        maxNodes: 32,
+        maxDepth: 32,
+        sampling,
+        rng: new Rng(1),
+        eos: new Set(),
+      });
+      await new Promise((r) => setTimeout(r, 4));
+      const note = auto.note();
+      // The head's first token is accepted; a copy is, along its first branch (the text goes on as copied).
+      const path = [0];
+      const copy = note?.fields?.arm === 'lookup';
+      for (let i = 1; i < tree.tokens.length && (copy || path.length < 2); i++)
+        if (tree.parents[i] === path.at(-1)) path.push(i);
+      auto.accept(tree, { path, token: 0, kind: 'bonus', status: [] }, OUTPUTS);
+      return { note, tree };
+    };
+    for (const copies of [false, true]) {
+      const auto = make(copies);
+      // Text that never repeats: lookup finds nothing, the head's arm settles.
+      const text: number[] = [];
+      for (let r = 0; r < 20; r++) {
+        text.push(fresh++, fresh++);
+        await round(auto, text);
+      }
+      const settled = await round(auto, [...text, fresh++]);
+      expect(settled.note?.text).toMatch(/^auto: head \(best: /);
+      const before = settled.note?.fields;
+      // The text starts to copy an earlier passage: a 3-gram of it with 8 tokens after it.
+      const copying = await round(auto, [...passage, ...text, ...passage.slice(0, 6)]);
+      console.log('DBG', copying.note?.text, copying.tree.tokens.length);
+      if (copies) {
+        // The head's arm proposes lookup's matches itself (a merged arm): no copy round over it.
+        expect(copying.note?.fields?.arm).toBe('head');
+        continue;
+      }
+      expect(copying.note?.text).toMatch(
+        /^auto: lookup \(copying: lookup predicts \d+\.\d+x plain decoding, head brings 1\.\d+x\)/,
+      );
+      expect(copying.tree.tokens.slice(1, 9)).toEqual(passage.slice(6, 14));
+      // Counted in no arm's record, and the next round without a match is the head's again.
+      const after = await round(auto, [...text, fresh++]);
+      expect(after.note?.text).toMatch(/^auto: head \(best: /);
+      expect(after.note?.fields?.['lookup tok/s']).toBe(before?.['lookup tok/s']);
+    }
   });
 
   it('runs an arm only while its condition holds', async () => {

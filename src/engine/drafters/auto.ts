@@ -21,6 +21,9 @@
  *   is displaced only by one clearly ahead; an arm whose latest rounds fell to less than half its record (a run of
  *   matches that ended) takes the latest rounds as its record. This is the expected-gain rule applied to whole
  *   drafters.
+ * - copy rounds: under greedy decoding, where the chosen arm does not propose prompt lookup's matches itself (draft
+ *   heads, layer skipping), lookup is asked first, and a long match predicted to bring clearly more than the arm
+ *   takes the round (AutoDrafter.copyRound).
  *
  * Why not Sequoia's dynamic programme over (depth, rank) acceptance for a fixed tree shape: our candidates come with
  * per-node estimates (draft confidence, n-gram agreement) that a per-position acceptance vector would throw away;
@@ -50,6 +53,13 @@ export interface ArmSpec {
   drafter: Drafter;
   /** Whether the arm may run this round (default: always). */
   when?: (req: DraftRequest) => boolean;
+  /**
+   * Prompt lookup, which auto also asks every round whether the text is being copied (greedy decoding): a long
+   * match that predicts more than the chosen arm brings takes that round (COPY_MARGIN).
+   */
+  copier?: true;
+  /** The arm already proposes prompt lookup's matches itself (a merged arm): no copy round is taken over it. */
+  copies?: true;
 }
 
 interface Arm extends ArmSpec {
@@ -165,6 +175,13 @@ const SWITCH_MARGIN = 0.05;
 const RUN_ENDED_MARGIN = 1;
 
 /**
+ * How far ahead of the chosen arm's throughput (a share) a copy in progress must be predicted to take the round.
+ * Prompt lookup's prediction comes from its measured acceptance per agreement length and the verify-cost curve; the
+ * arm's from its real rounds, overhead included, so the prediction is held to a margin.
+ */
+const COPY_MARGIN = 0.25;
+
+/**
  * Rounds a non-chosen arm waits before it is revisited, from its throughput and the best one's, for a revisit of
  * `visitRounds` rounds.
  */
@@ -193,6 +210,8 @@ export class AutoDrafter implements Drafter {
   private visit: { arm: Arm; left: number } | null = null;
   /** An arm whose run ended in the latest round (its record replaced by its recent rounds), for the next note. */
   private ended: string | null = null;
+  /** Whether this round is a copy round (prompt lookup over the chosen arm; counted in no arm's record). */
+  private copying = false;
 
   constructor(
     arms: ArmSpec[],
@@ -345,6 +364,9 @@ export class AutoDrafter implements Drafter {
     this.current = this.choose(req);
     if (this.ended) this.why += `; ${this.ended}'s run ended: its latest rounds are its record`;
     this.ended = null;
+    const copy = measure === 'time' ? await this.copyRound(req) : null;
+    this.copying = copy !== null;
+    if (copy) return copy;
     this.current.gap = this.round - this.current.lastRound;
     this.current.lastRound = this.round;
     this.started = performance.now();
@@ -352,6 +374,35 @@ export class AutoDrafter implements Drafter {
     const tree = await this.current.drafter.propose(req);
     this.draftCalls += this.current.drafter.calls - before;
     tree.sources ??= tree.tokens.map((_, i) => (i === 0 ? '' : this.current.name));
+    return tree;
+  }
+
+  /**
+   * A copy round: where the chosen arm does not propose prompt lookup's matches itself, lookup (no model calls) is
+   * asked first, and a match predicted to bring clearly more than the chosen arm does (its tokens over the verify
+   * call's width on the measured curve, against the arm's measured throughput in single-token calls) is verified
+   * instead. Such a round belongs to no arm's record: lookup's record holds its ordinary rounds (a record of its best
+   * rounds alone would make it the arm of choice, and its rounds without a match are plain rounds), and the chosen
+   * arm did not run. So a drafter that does not copy (the EAGLE head, Medusa's heads, layer skipping) still gets the
+   * runs of a text that repeats itself, which only the merged arms got before.
+   */
+  private async copyRound(req: DraftRequest): Promise<DraftTree | null> {
+    const arm = this.current;
+    const copier = this.arms.find((a) => a.copier);
+    const curve = this.costs()?.curve;
+    const t1 = curve?.points.find((p) => p.q === 1)?.ms;
+    if (!copier || !curve || !t1 || arm === copier || arm.copies || !(copier.when?.(req) ?? true)) return null;
+    const armSpeedup = (this.throughput(arm) * t1) / 1000;
+    if (!(armSpeedup > 0) || arm.samples < WARMUP_SAMPLES) return null;
+    const tree = await copier.drafter.propose(req);
+    if (tree.tokens.length < 2 || !tree.values) return null;
+    const expected = tree.values.reduce((sum, v, i) => sum + (i === 0 ? 1 : v), 0);
+    const predicted = expected / relativeCost(curve, tree.tokens.length);
+    if (predicted < armSpeedup * (1 + COPY_MARGIN)) return null;
+    this.why = `copying: lookup predicts ${predicted.toFixed(2)}x plain decoding, ${arm.name} brings ${armSpeedup.toFixed(2)}x`;
+    this.current = copier;
+    this.started = performance.now();
+    tree.sources ??= tree.tokens.map((_, i) => (i === 0 ? '' : copier.name));
     return tree;
   }
 
@@ -368,6 +419,7 @@ export class AutoDrafter implements Drafter {
     const arm = this.current;
     arm.drafter.accept(tree, result, outputs);
     for (const a of this.arms) if (a !== arm) a.drafter.observe?.(tree, result, outputs);
+    if (this.copying) return;
     // The round's tokens (the accepted path plus the target's own) and its cost: real seconds, or on the cost model
     // the verification call's width on the measured curve plus the arm's own model calls.
     const costs = this.costs();
@@ -420,6 +472,12 @@ export class AutoDrafter implements Drafter {
 
   reset(keepLearned = false): void {
     for (const a of this.arms) a.drafter.reset(keepLearned);
+    // A new generation is a new text: each arm's latest rounds start afresh (its record stays). A run of matches at
+    // the end of the last text says about this one only what the record says, and counted among the latest rounds
+    // it kept the run-ended rule from seeing that the run was over: on lavapipe, prompt lookup, revisited where a
+    // prompt began to repeat itself (two rounds of 8-9 tokens), led the next prompt through 11 rounds without a
+    // match, at half the EAGLE head's tokens per second.
+    for (const a of this.arms) Object.assign(a, { recentTokens: 0, recentCost: 0, recentRounds: 0 });
   }
 
   note(): DrafterNote | null {
@@ -461,12 +519,12 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
   // plain decoding stays, and lookup without a draft model is an arm of its own beside it.
   const arms: ArmSpec[] = r.draft
     ? [
-        { name: 'lookup', drafter: new LookupDrafter(r.costs), when: (req) => isGreedy(req.sampling) },
+        { name: 'lookup', drafter: new LookupDrafter(r.costs), when: (req) => isGreedy(req.sampling), copier: true },
         { name: 'plain', drafter: new NoDrafter(), when: (req) => !isGreedy(req.sampling) },
       ]
     : [
         { name: 'plain', drafter: new NoDrafter() },
-        { name: 'lookup', drafter: new LookupDrafter(r.costs) },
+        { name: 'lookup', drafter: new LookupDrafter(r.costs), copier: true },
       ];
   if (r.draft) {
     // Arms on the draft model, one cache between them: its adaptive chain merged with prompt lookup as the `merged`
@@ -492,6 +550,7 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
     arms.push({
       name: 'merged',
       when: (req) => isGreedy(req.sampling),
+      copies: true,
       drafter: new MergedDrafter(
         [
           {
@@ -506,6 +565,7 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
     });
     arms.push({
       name: 'tree',
+      copies: true,
       drafter: new MergedDrafter(
         [
           { label: 'lookup', drafter: new LookupDrafter(r.costs, { ...LOOKUP_DEFAULTS, selfBudget: false }) },
