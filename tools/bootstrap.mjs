@@ -16,9 +16,16 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const env = { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' };
 
+/**
+ * Where the set-up's own output goes (installs, the adapter found): stdout, except under `generate`, whose stdout
+ * carries only the CLI's text or JSON (a pipe into a JSON parser got a "WebGPU in Node: …" line first).
+ */
+let setupToStderr = false;
+
 function run(cmd, args, options = {}) {
   console.log(`\n> ${[cmd, ...args].join(' ')}`);
-  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env, ...options });
+  const stdio = setupToStderr ? ['inherit', process.stderr, 'inherit'] : 'inherit';
+  const r = spawnSync(cmd, args, { cwd: root, stdio, env, ...options });
   if (r.error) throw r.error;
   return r.status ?? 1;
 }
@@ -144,8 +151,16 @@ function sourcesKey() {
  */
 async function generate() {
   const args = process.argv.slice(3);
-  ensureNodeModules();
-  if (/--device[= ]webgpu\b/.test(args.join(' '))) ensureVulkan();
+  const log = console.log;
+  setupToStderr = true;
+  console.log = console.error; // the set-up's messages, here and in lavapipe.mjs
+  try {
+    ensureNodeModules();
+    if (/--device[= ]webgpu\b/.test(args.join(' '))) ensureVulkan();
+  } finally {
+    console.log = log;
+    setupToStderr = false;
+  }
   const folder = join(root, 'node_modules', '.cache', 'spec-decoder-cli');
   const file = join(folder, `cli-${sourcesKey()}.mjs`);
   if (!existsSync(file)) {

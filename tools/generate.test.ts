@@ -8,6 +8,7 @@ import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { nodeWebGpu } from '../src/runtime/testing/node-webgpu';
 
 const cache = join('node_modules', '.cache', 'spec-decoder-cli');
 const generate = (...args: string[]) =>
@@ -22,12 +23,33 @@ describe('npm run generate (the bundled CLI)', () => {
   it('generates, and says what is wrong with bad input in one line with exit status 2', () => {
     const ok = generate('--prompt', 'It is a truth', '--method', 'ar', '--max-new-tokens', '4', '--json');
     expect(ok.status).toBe(0);
-    const out = JSON.parse(ok.stdout.trim().split('\n').at(-1) as string) as { tokens: number[]; text: string };
+    const out = JSON.parse(ok.stdout) as { tokens: number[]; text: string };
     expect(out.tokens).toHaveLength(4);
     const bad = generate('--prompt', 'x', '--max-new-tokens', 'many');
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/^error: .*max-new-tokens/m);
   });
+
+  it.skipIf(!nodeWebGpu.ok)(
+    'with --json on WebGPU, stdout is the JSON alone (the adapter goes to stderr)',
+    () => {
+      const r = generate(
+        '--prompt',
+        'It is a truth',
+        '--method',
+        'ar',
+        '--max-new-tokens',
+        '2',
+        '--json',
+        '--device',
+        'webgpu',
+      );
+      expect(r.status, r.stderr).toBe(0);
+      expect((JSON.parse(r.stdout) as { tokens: number[] }).tokens).toHaveLength(2);
+      expect(r.stderr).toMatch(/^WebGPU in Node: /m);
+    },
+    120_000,
+  );
 
   it('chooses the wasm threads on a first run (said on stderr, in the JSON), and remembers them', () => {
     const dir = mkdtempSync(join(tmpdir(), 'spec-decoder-threads-'));
