@@ -222,6 +222,10 @@ test('the embed page: one script tag and the tag generate on WebGPU when asked t
   await expect(el.locator('[part="legend"]')).toContainText('on webgpu');
   await expect(el.locator('[part="device-warning"]')).toContainText('software WebGPU adapter');
   expect(await el.locator('sd-token-stream [data-kind]').count()).toBeGreaterThan(0);
+  // The stats panel says which drafters auto ran over the run.
+  await expect(el.locator('sd-stats-panel [data-stat="arms"]')).toHaveText(
+    /^(\S+( \(copy\))? \d+ \(\d+\.\d tokens each\)(, )?)+$/,
+  );
 });
 
 test('on wasm the element keeps onnxruntime\'s thread default, or with threads="auto" measures 1, 2, ... once and remembers', async ({

@@ -2,6 +2,7 @@
 import type { Method } from '../engine/drafters/index';
 import type { EngineTimings } from '../engine/engine';
 import type { GenerationResult, RoundEvent } from '../engine/events';
+import { armsText } from '../engine/stats';
 import type { ThreadTiming } from '../runtime/thread-probe';
 
 /** Colour when stdout is a terminal, unless NO_COLOR is set; FORCE_COLOR (not "0") forces it. */
@@ -38,7 +39,8 @@ export function statsLine(r: GenerationResult, method: Method): string {
   return (
     `${method}: ${s.tokens} tokens in ${s.rounds} rounds | tau ${s.tau.toFixed(2)} tokens/target call | ` +
     `acceptance by depth ${depth} | target calls ${s.targetCalls}, draft calls ${s.draftCalls} | ` +
-    `${s.tokensPerSecond.toFixed(1)} tok/s | outside model calls ${(100 * s.overheadShare).toFixed(1)}% | stop: ${r.stopReason}`
+    `${s.tokensPerSecond.toFixed(1)} tok/s | outside model calls ${(100 * s.overheadShare).toFixed(1)}% | ` +
+    `${s.arms ? `rounds per drafter: ${armsText(s.arms)} | ` : ''}stop: ${r.stopReason}`
   );
 }
 

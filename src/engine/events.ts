@@ -65,6 +65,18 @@ export interface GenerationStats {
   /** Bytes the target's verifying calls returned (what a GPU has to download), in all and per round. */
   targetBytes: number;
   targetBytesPerRound: number;
+  /**
+   * Rounds per drafter, for a method that picks one each round (auto; its note names the arm): rounds, the tokens
+   * they produced and their time, in order of first use. Absent for methods that do not say.
+   */
+  arms?: ArmStats[];
+}
+
+export interface ArmStats {
+  name: string;
+  rounds: number;
+  tokens: number;
+  ms: number;
 }
 
 export interface GenerationResult {

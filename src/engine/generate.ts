@@ -11,7 +11,7 @@ import { GenerationError, type GenerationResult, type RoundEvent, type StopReaso
 import { type CausalLM, ContextLimitError, type HiddenStatesLM, hasHiddenStates } from './lm';
 import { nextMacrotask } from './macrotask';
 import { checkSampling, isGreedy, Rng, type SamplingParams } from './sampling';
-import { StatsTracker } from './stats';
+import { armOf, StatsTracker } from './stats';
 import { chainBias, checkParents, childrenOf, keepIndices, positionIds, roundBias } from './tree';
 import { type VerifyResult, type VerifyRule, verify, verifyGreedyTokens } from './verify';
 import { callTarget, forwardDiscarding, targetRead } from './verify-call';
@@ -198,6 +198,7 @@ export async function* generate(
       generated.push(...produced);
       const total = performance.now() - started;
       const auxCount = aux?.tokens.length ?? 0;
+      const note = drafter.note?.();
       stats.round(
         tree.parents,
         final,
@@ -205,8 +206,8 @@ export async function* generate(
         { draft: drafted - started, verify: verified - drafted, total },
         auxCount,
         call.bytes,
+        armOf(note ?? undefined),
       );
-      const note = drafter.note?.();
       const text = (t: number) => parts.tokenizer.decode([t]);
       yield {
         round,

@@ -1,5 +1,5 @@
 /** Running statistics of a generation: tau, acceptance per depth, call counts, time split. */
-import type { GenerationStats, RoundEvent } from './events';
+import type { ArmStats, GenerationStats, RoundEvent } from './events';
 import type { VerifyResult } from './verify';
 
 export class StatsTracker {
@@ -17,6 +17,8 @@ export class StatsTracker {
   prefillMs = 0;
   /** Bytes the verifying target calls returned. */
   targetBytes = 0;
+  /** Rounds per drafter, where the drafter's note names one (auto's arm). */
+  private readonly arms = new Map<string, ArmStats>();
   private readonly started = performance.now();
 
   /** Record one round: the tree, its verification and the tokens it produced. */
@@ -27,8 +29,16 @@ export class StatsTracker {
     ms: { draft: number; verify: number; total: number },
     auxNodes = 0,
     targetBytes = 0,
+    arm?: string,
   ): void {
     this.rounds++;
+    if (arm !== undefined) {
+      const a = this.arms.get(arm) ?? { name: arm, rounds: 0, tokens: 0, ms: 0 };
+      a.rounds++;
+      a.tokens += produced;
+      a.ms += ms.total;
+      this.arms.set(arm, a);
+    }
     this.targetBytes += targetBytes;
     this.verifyCalls++;
     this.treeNodes += parents.length;
@@ -68,8 +78,20 @@ export class StatsTracker {
       overheadShare: roundMs > 0 ? this.overheadMs / roundMs : 0,
       targetBytes: this.targetBytes,
       targetBytesPerRound: this.rounds > 0 ? this.targetBytes / this.rounds : 0,
+      ...(this.arms.size > 0 ? { arms: [...this.arms.values()].map((a) => ({ ...a })) } : {}),
     };
   }
+}
+
+/** The drafter a round's note names (auto's `arm` field), if any. */
+export function armOf(note: RoundEvent['note']): string | undefined {
+  const arm = note?.fields?.arm;
+  return typeof arm === 'string' ? arm : undefined;
+}
+
+/** Rounds per drafter, as text: "eagle 12 (4.2 tokens each), lookup (copy) 2 (8.0 tokens each)". */
+export function armsText(arms: readonly ArmStats[]): string {
+  return arms.map((a) => `${a.name} ${a.rounds} (${(a.tokens / a.rounds).toFixed(1)} tokens each)`).join(', ');
 }
 
 /** The same statistics rebuilt from round events (a UI's live view; prefill not included). */
@@ -88,6 +110,7 @@ export function statsFromEvents(events: readonly RoundEvent[]): GenerationStats 
       { draft: e.timings.draftMs, verify: e.timings.verifyMs, total: e.timings.totalMs },
       e.tree.aux?.tokens.length ?? 0,
       bytes,
+      armOf(e.note),
     );
   }
   const last = events[events.length - 1];

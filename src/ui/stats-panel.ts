@@ -2,6 +2,7 @@
 import { css, html, LitElement, nothing } from 'lit';
 import { customElement, property } from 'lit/decorators.js';
 import type { GenerationStats } from '../engine/events';
+import { armsText } from '../engine/stats';
 import { tokenColours } from './theme';
 
 export interface RaceResult {
@@ -83,6 +84,7 @@ export class StatsPanel extends LitElement {
         <dd data-stat="calls">${s.targetCalls} / ${s.draftCalls}</dd>
         <dt>time outside model calls</dt>
         <dd data-stat="overhead">${(100 * s.overheadShare).toFixed(1)}%</dd>
+        ${s.arms ? html`<dt>rounds per drafter</dt><dd data-stat="arms">${armsText(s.arms)}</dd>` : nothing}
         ${
           this.race
             ? html`<dt>speedup vs plain decoding</dt>

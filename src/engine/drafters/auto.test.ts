@@ -313,7 +313,7 @@ describe('auto between arms', () => {
       const note = auto.note();
       // The head's first token is accepted; a copy is, along its first branch (the text goes on as copied).
       const path = [0];
-      const copy = note?.fields?.arm === 'lookup';
+      const copy = note?.fields?.arm === 'lookup (copy)';
       for (let i = 1; i < tree.tokens.length && (copy || path.length < 2); i++)
         if (tree.parents[i] === path.at(-1)) path.push(i);
       auto.accept(tree, { path, token: 0, kind: 'bonus', status: [] }, OUTPUTS);
@@ -342,6 +342,7 @@ describe('auto between arms', () => {
         /^auto: lookup \(copying: lookup predicts \d+\.\d+x plain decoding, head brings 1\.\d+x\)/,
       );
       expect(copying.tree.tokens.slice(1, 9)).toEqual(passage.slice(6, 14));
+      expect(copying.note?.fields?.arm).toBe('lookup (copy)');
       // Counted in no arm's record, and the next round without a match is the head's again.
       const after = await round(auto, [...text, fresh++]);
       expect(after.note?.text).toMatch(/^auto: head \(best: /);

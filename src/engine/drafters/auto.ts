@@ -485,7 +485,8 @@ export class AutoDrafter implements Drafter {
     return {
       text: `auto: ${this.current.name} (${this.why})${inner ? `; ${inner.text}` : ''}`,
       fields: {
-        arm: this.current.name,
+        // A copy round is prompt lookup's, over the arm chosen: told apart in the run's rounds per drafter.
+        arm: this.copying ? `${this.current.name} (copy)` : this.current.name,
         ...Object.fromEntries(this.arms.map((a) => [`${a.name} ${this.unit}`, Number(this.throughput(a).toFixed(2))])),
         ...(inner?.fields ?? {}),
       },
