@@ -41,6 +41,27 @@ describe('benchmark harness', () => {
     expect(report.categories.x?.[0]?.speedup.median).toBe(1);
   });
 
+  it("reports auto's rounds per drafter over its runs", async () => {
+    const report = await runBench(engine, {
+      prompts: [
+        { kind: 'x', text: 'It is a truth universally acknowledged' },
+        { kind: 'x', text: 'She was' },
+      ],
+      methods: ['auto'],
+      maxNewTokens: 12,
+      repeats: 1,
+      curveQs: [1, 2, 4],
+      curveReps: 1,
+    });
+    const arms = report.arms?.auto ?? [];
+    const auto = report.cells.find((c) => c.method === 'auto');
+    // Every round of auto's runs is some arm's (its target calls but the two prompts' prefills), and plain
+    // decoding's runs name none.
+    expect(arms.reduce((n, a) => n + a.rounds, 0)).toBe((auto?.targetCalls ?? 0) - 2);
+    expect(report.arms?.ar).toBeUndefined();
+    expect(markdown('t', report)).toMatch(/\nauto: rounds per drafter over its runs: \S+ \d+ \(\d+\.\d tokens each\)/);
+  });
+
   it('samples when asked: one seed per prompt and repeat for every method, "= plain" not claimed, the table says so', async () => {
     const sampling = { temperature: 0.9, topK: 40, topP: 1, seed: 0 };
     const report = await runBench(engine, {

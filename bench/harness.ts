@@ -8,9 +8,9 @@ import { bestGamma, type CostCurve, relativeCost } from '../src/engine/calibrate
 import type { DrafterNote } from '../src/engine/drafters/drafter';
 import type { Method } from '../src/engine/drafters/index';
 import type { SpecEngine } from '../src/engine/engine';
-import type { GenerationResult } from '../src/engine/events';
+import type { ArmStats, GenerationResult } from '../src/engine/events';
 import { GREEDY, isGreedy, type SamplingParams } from '../src/engine/sampling';
-import { pooledAcceptance } from '../src/engine/stats';
+import { armsText, pooledAcceptance } from '../src/engine/stats';
 
 export interface BenchPrompt {
   /** The prompt's category (bench/prompts.json "kind"). */
@@ -92,6 +92,8 @@ export interface BenchReport {
   targetWeightBytes: number;
   /** When swift ran: its skip-set search. */
   swift?: SwiftSearchReport;
+  /** Per method whose rounds name a drafter (auto): its rounds per drafter over all its timed runs. */
+  arms?: Partial<Record<Method, ArmStats[]>>;
   /** BenchOptions.runtime. */
   runtime?: string;
   /** BenchOptions.sampling, when not greedy. */
@@ -280,7 +282,23 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
     categories: Object.fromEntries(kinds.map((k) => [k, cellsFor((x) => o.prompts[x.prompt]?.kind === k)])),
     targetWeightBytes: targetBytes,
     ...(swiftNotes.length > 0 ? { swift: swiftSearch(swiftNotes, costs.curve) } : {}),
+    ...armsPerMethod(runs),
   };
+}
+
+/** Rounds per drafter summed over each method's timed runs, for the methods whose rounds name one (auto). */
+function armsPerMethod(runs: readonly Run[]): Pick<BenchReport, 'arms'> {
+  const arms: Partial<Record<Method, ArmStats[]>> = {};
+  for (const run of runs) {
+    for (const a of run.result.stats.arms ?? []) {
+      const list = arms[run.method] ?? [];
+      arms[run.method] = list;
+      const sum = list.find((x) => x.name === a.name);
+      if (sum) Object.assign(sum, { rounds: sum.rounds + a.rounds, tokens: sum.tokens + a.tokens, ms: sum.ms + a.ms });
+      else list.push({ ...a });
+    }
+  }
+  return Object.keys(arms).length > 0 ? { arms } : {};
 }
 
 /** SWIFT's search as the timed runs saw it: the set it found, what finding it cost, and what a draft step costs. */
@@ -379,6 +397,9 @@ export function markdown(title: string, r: BenchReport): string {
           : ''
       }`,
     );
+  }
+  for (const [method, arms] of Object.entries(r.arms ?? {})) {
+    if (arms) lines.push('', `${method}: rounds per drafter over its runs: ${armsText(arms)}.`);
   }
   if (r.swift) {
     const w = r.swift;
