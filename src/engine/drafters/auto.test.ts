@@ -367,7 +367,7 @@ describe('auto between arms', () => {
     expect(chosen.get('wide')).toBeGreaterThan(40);
   });
 
-  it('with a draft model: lookup or plain decoding as the floor, the merged chain under greedy decoding, the bare chain under sampling, the wide tree where width is nearly free', () => {
+  it("with a draft model: lookup or plain decoding as the floor, the merged chain under greedy decoding, the bare chain under sampling, the wide tree in the merged chain's place where width is nearly free", () => {
     const lm = () => new ToyLM(16, hashedLogits(16, 1));
     const curve = (at8: number): CostModel => ({
       ...FLAT,
@@ -391,11 +391,17 @@ describe('auto between arms', () => {
     expect(runs('plain')).toBe(false);
     expect(runs('plain', SAMPLED)).toBe(true);
     // The merged chain under greedy decoding, the bare one (which the merged one contains) under sampling, where
-    // copied tokens seldom hold.
+    // copied tokens seldom hold; where width is nearly free the tree arm takes the merged chain's place.
+    expect(runs('merged')).toBe(false);
+    expect(runs('chain')).toBe(false);
+    expect(runs('chain', SAMPLED)).toBe(true);
+    costs = curve(2.1);
     expect(runs('merged')).toBe(true);
     expect(runs('merged', SAMPLED)).toBe(false);
     expect(runs('chain')).toBe(false);
     expect(runs('chain', SAMPLED)).toBe(true);
+    costs = null;
+    expect(runs('merged')).toBe(true);
   });
 
   it('remembers its estimates under greedy decoding: a new drafter starts on the arm that was best', async () => {
