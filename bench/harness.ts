@@ -10,7 +10,7 @@ import type { Method } from '../src/engine/drafters/index';
 import type { SpecEngine } from '../src/engine/engine';
 import type { ArmStats, GenerationResult } from '../src/engine/events';
 import { GREEDY, isGreedy, type SamplingParams } from '../src/engine/sampling';
-import { armsText, pooledAcceptance } from '../src/engine/stats';
+import { addArm, armsText, pooledAcceptance } from '../src/engine/stats';
 
 export interface BenchPrompt {
   /** The prompt's category (bench/prompts.json "kind"). */
@@ -288,17 +288,15 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
 
 /** Rounds per drafter summed over each method's timed runs, for the methods whose rounds name one (auto). */
 function armsPerMethod(runs: readonly Run[]): Pick<BenchReport, 'arms'> {
-  const arms: Partial<Record<Method, ArmStats[]>> = {};
+  const sums = new Map<Method, Map<string, ArmStats>>();
   for (const run of runs) {
     for (const a of run.result.stats.arms ?? []) {
-      const list = arms[run.method] ?? [];
-      arms[run.method] = list;
-      const sum = list.find((x) => x.name === a.name);
-      if (sum) Object.assign(sum, { rounds: sum.rounds + a.rounds, tokens: sum.tokens + a.tokens, ms: sum.ms + a.ms });
-      else list.push({ ...a });
+      const method = sums.get(run.method) ?? new Map<string, ArmStats>();
+      sums.set(run.method, method);
+      addArm(method, a);
     }
   }
-  return Object.keys(arms).length > 0 ? { arms } : {};
+  return sums.size > 0 ? { arms: Object.fromEntries([...sums].map(([m, a]) => [m, [...a.values()]])) } : {};
 }
 
 /** SWIFT's search as the timed runs saw it: the set it found, what finding it cost, and what a draft step costs. */

@@ -32,13 +32,7 @@ export class StatsTracker {
     arm?: string,
   ): void {
     this.rounds++;
-    if (arm !== undefined) {
-      const a = this.arms.get(arm) ?? { name: arm, rounds: 0, tokens: 0, ms: 0 };
-      a.rounds++;
-      a.tokens += produced;
-      a.ms += ms.total;
-      this.arms.set(arm, a);
-    }
+    if (arm !== undefined) addArm(this.arms, { name: arm, rounds: 1, tokens: produced, ms: ms.total });
     this.targetBytes += targetBytes;
     this.verifyCalls++;
     this.treeNodes += parents.length;
@@ -81,6 +75,13 @@ export class StatsTracker {
       ...(this.arms.size > 0 ? { arms: [...this.arms.values()].map((a) => ({ ...a })) } : {}),
     };
   }
+}
+
+/** Add rounds of a drafter into per-drafter sums (kept in order of first use). */
+export function addArm(sums: Map<string, ArmStats>, a: ArmStats): void {
+  const sum = sums.get(a.name);
+  if (sum) Object.assign(sum, { rounds: sum.rounds + a.rounds, tokens: sum.tokens + a.tokens, ms: sum.ms + a.ms });
+  else sums.set(a.name, { ...a });
 }
 
 /** The drafter a round's note names (auto's `arm` field), if any. */

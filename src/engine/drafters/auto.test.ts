@@ -332,7 +332,6 @@ describe('auto between arms', () => {
       const before = settled.note?.fields;
       // The text starts to copy an earlier passage: a 3-gram of it with 8 tokens after it.
       const copying = await round(auto, [...passage, ...text, ...passage.slice(0, 6)]);
-      console.log('DBG', copying.note?.text, copying.tree.tokens.length);
       if (copies) {
         // The head's arm proposes lookup's matches itself (a merged arm): no copy round over it.
         expect(copying.note?.fields?.arm).toBe('head');
