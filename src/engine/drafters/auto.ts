@@ -1,17 +1,16 @@
 /**
  * `auto`: speculation that fits the machine. Each round it picks one way of drafting (an "arm") and the tree for it:
  *
- * - arms: one that drafts least (plain decoding; with a draft model under greedy decoding, prompt lookup, which
- *   proposes only where a match pays) and, with what is loaded: prompt lookup beside plain decoding (without a draft
- *   model), the draft model's adaptive chain merged with prompt lookup (greedy decoding) or alone (sampling), its
- *   cost-sized tree merged with prompt lookup where width is nearly free (one draft cache between them; an arm may run
- *   only under a condition, ArmSpec.when), self-speculation by layer skipping, and draft heads (EAGLE-3, Medusa; the
- *   arms not chosen in a round observe it, so the heads' view of the target's states stays current). Within an arm the
- *   tree is sized on the measured verify-cost curve: candidates carry calibrated acceptance values and are kept
- *   best-first as long as expected tokens per unit of time grow (budget.ts; per-source acceptance by sibling rank and
- *   confidence is kept by the merged drafter). So on a steep curve (wasm) a tree shrinks to a short chain or to
- *   nothing, on a flat one (a GPU) it grows wide and deep; a tree whose predicted time per token is worse than plain
- *   decoding's is never proposed.
+ * - arms: plain decoding (the arm that drafts least) and, with what is loaded: prompt lookup beside it (without a
+ *   draft model), the draft model's adaptive chain where verifying costs grow steeply with width (wasm) and under
+ *   sampling, its cost-sized tree merged with prompt lookup where width is nearly free (one draft cache between them;
+ *   an arm may run only under a condition, ArmSpec.when), self-speculation by layer skipping, and draft heads
+ *   (EAGLE-3, Medusa; the arms not chosen in a round observe it, so the heads' view of the target's states stays
+ *   current). Within an arm the tree is sized on the measured verify-cost curve: candidates carry calibrated
+ *   acceptance values and are kept best-first as long as expected tokens per unit of time grow (budget.ts;
+ *   per-source acceptance by sibling rank and confidence is kept by the merged drafter). So on a steep curve (wasm) a
+ *   tree shrinks to a short chain or to nothing, on a flat one (a GPU) it grows wide and deep; a tree whose predicted
+ *   time per token is worse than plain decoding's is never proposed.
  * - between arms: each arm's throughput over its recent rounds decides: tokens produced per unit of cost. Under
  *   greedy decoding the cost is real time (the text does not depend on the arm, and time counts each arm's own
  *   overhead); under sampling it is the cost model: the verification call on the measured verify-cost curve (width
@@ -19,11 +18,12 @@
  *   choice is reproducible for a seed (same text, same costs, same choices). Every arm is tried early, the others
  *   are revisited now and then (the further behind, the rarer) so the estimates follow the text, and the arm in use
  *   is displaced only by one clearly ahead; an arm whose latest rounds fell to less than half its record (a run of
- *   matches that ended) takes the latest rounds as its record. This is the expected-gain rule applied to whole
- *   drafters.
- * - copy rounds: under greedy decoding, where the chosen arm does not propose prompt lookup's matches itself (draft
- *   heads, layer skipping), lookup is asked first, and a long match predicted to bring clearly more than the arm
- *   takes the round (AutoDrafter.copyRound).
+ *   matches that ended) takes the latest rounds as its record, and is revisited soon. This is the expected-gain rule
+ *   applied to whole drafters.
+ * - copy rounds: under greedy decoding, where the chosen arm does not propose prompt lookup's matches itself (plain
+ *   decoding, the draft model's chain, draft heads, layer skipping), lookup is asked first, and a long match predicted
+ *   to bring clearly more than the arm takes the round (AutoDrafter.copyRound). With a draft model lookup takes
+ *   copy rounds only: it is not an arm of its own.
  *
  * Why not Sequoia's dynamic programme over (depth, rank) acceptance for a fixed tree shape: our candidates come with
  * per-node estimates (draft confidence, n-gram agreement) that a per-position acceptance vector would throw away;
@@ -58,6 +58,12 @@ export interface ArmSpec {
    * match that predicts more than the chosen arm brings takes that round (COPY_MARGIN).
    */
   copier?: true;
+  /**
+   * The copier is asked for copy rounds only, never chosen as an arm of its own: its record would be made of bursts
+   * (a text that repeats itself) and rounds without a match that are plain rounds, and would hold it in front of the
+   * arms for tens of rounds after each burst.
+   */
+  copyOnly?: true;
   /** The arm already proposes prompt lookup's matches itself (a merged arm): no copy round is taken over it. */
   copies?: true;
 }
@@ -232,7 +238,7 @@ export class AutoDrafter implements Drafter {
       roundCost: 0,
       remembered: false,
     }));
-    this.current = this.arms[0] as Arm;
+    this.current = (this.arms.find((a) => !a.copyOnly) ?? this.arms[0]) as Arm;
   }
 
   /** Once per drafter, under real time: start from the remembered estimates of the arms this drafter has. */
@@ -304,7 +310,7 @@ export class AutoDrafter implements Drafter {
   }
 
   private choose(req: DraftRequest): Arm {
-    const arms = this.arms.filter((a) => a.when?.(req) ?? true);
+    const arms = this.arms.filter((a) => !a.copyOnly && (a.when?.(req) ?? true));
     const visit = this.visit;
     if (visit && visit.left > 0 && arms.includes(visit.arm)) {
       this.why = visit.arm.samples < WARMUP_SAMPLES ? `trying ${visit.arm.name}` : `revisiting ${visit.arm.name}`;
@@ -445,7 +451,12 @@ export class AutoDrafter implements Drafter {
     arm.recentTokens = keep * arm.recentTokens + result.path.length;
     arm.recentRounds = keep * arm.recentRounds + 1;
     arm.samples++;
-    // A run that has ended: the record is the recent rounds from here on.
+    // A run that has ended: the record is the recent rounds from here on. Resting on a few rounds, it is not settled
+    // (revisited after REVISIT_MIN rounds, however far behind it looks, until it is again): a stretch of bad rounds
+    // can look like a run's end too, and then the arm's record says less than it did. At the opening of a prompt on
+    // wasm, five rounds of one token each where the merged chain brings 2.1 a round put its record at 150 tok/s
+    // against 323, and with a revisit scheduled by how far behind that put it (after about 100 rounds), auto stayed on
+    // prompt lookup, at plain decoding's speed, for 130 rounds over three prompts.
     if (
       arm.samples >= SETTLED_SAMPLES &&
       arm.recentRounds >= RECENT_ROUNDS &&
@@ -453,6 +464,7 @@ export class AutoDrafter implements Drafter {
     ) {
       arm.tokens = arm.recentTokens;
       arm.cost = arm.recentCost;
+      arm.samples = Math.floor(arm.recentRounds);
       this.ended = arm.name;
     }
     arm.roundCost = cost;
@@ -507,66 +519,50 @@ export function widthNearlyFree(costs: CostModel | null): boolean {
 
 /** The arms auto can use with what is loaded. */
 export function autoArms(r: DrafterResources): ArmSpec[] {
-  // The arm that drafts least. With a draft model, under greedy decoding, it is prompt lookup rather than plain
-  // decoding: lookup proposes only on a match it expects to pay (its own cost-sized budget), so outside one its
-  // round is a plain round, and inside one it is the cheapest speculation there is. Auto compares arms on their
-  // average over tens of rounds, and lookup's gains come in bursts (the text starts to repeat itself), so with plain
-  // decoding as the floor auto met the bursts on whichever arm it had settled on: often plain decoding, and through
-  // the CLI, where a run is about 40 rounds, for whole runs (its merged arm's revisits fell on stretches without
-  // repetition). Interleaved in one process, 35 prompts x 2, speedup over plain decoding with plain decoding / lookup
-  // as the floor: fp32 0.98x / 1.10x and 1.10x / 1.07x (lookup alone 1.10x, 1.12x; merged 1.07x, 1.13x), int8 1.18x
-  // / 1.26x (lookup 1.21x, merged 1.26x); through the CLI (64 tokens, fresh processes), 9 of 10 runs faster.
-  // Without a draft model, and under sampling (where a copied token holds only as often as the target samples it),
-  // plain decoding stays, and lookup without a draft model is an arm of its own beside it.
+  // The arm that drafts least: plain decoding. Prompt lookup's gains come in bursts (the text starts to repeat
+  // itself), and auto compares arms on their average over tens of rounds, so with plain decoding as the only floor it
+  // met the bursts on whichever arm it had settled on. As the floor itself (a round without a match is a plain round)
+  // lookup caught them, but its record was then made of them: after each burst it held the lead through tens of
+  // rounds without a match, at plain decoding's speed, while the arms measured behind it waited for revisits
+  // (tracing the bench prompts on wasm in Node: 216 rounds of 1.6 tokens and whole prompts at 1 token a round against
+  // the merged chain's 2.1). With a draft model, under greedy decoding, it now takes copy rounds only (over plain
+  // decoding, the draft model's chain, layer skipping and the heads; the tree arm proposes its matches itself),
+  // which count in no record.
+  // Without a draft model lookup is an arm of its own beside plain decoding (the two differ only in its matches), and
+  // under sampling, where a copied token holds only as often as the target samples it, it takes no part.
   const arms: ArmSpec[] = r.draft
     ? [
-        { name: 'lookup', drafter: new LookupDrafter(r.costs), when: (req) => isGreedy(req.sampling), copier: true },
-        { name: 'plain', drafter: new NoDrafter(), when: (req) => !isGreedy(req.sampling) },
+        { name: 'plain', drafter: new NoDrafter() },
+        {
+          name: 'lookup',
+          drafter: new LookupDrafter(r.costs),
+          when: (req) => isGreedy(req.sampling),
+          copier: true,
+          copyOnly: true,
+        },
       ]
     : [
         { name: 'plain', drafter: new NoDrafter() },
         { name: 'lookup', drafter: new LookupDrafter(r.costs), copier: true },
       ];
   if (r.draft) {
-    // Arms on the draft model, one cache between them: its adaptive chain merged with prompt lookup as the `merged`
-    // method does (the chain sits out rounds where a long match alone is predicted to do better; cheapest where
-    // verifying costs grow steeply with width), and its cost-sized tree merged with prompt lookup, only where width
-    // is nearly free (a GPU). On a steep curve that tree stays close to the chain, and each arm more costs its
-    // revisits and the rounds that noise hands it (interleaved on wasm, 20 prompts x 2, two runs: plain and the
-    // merged chain 1.04x and 1.09x over plain decoding; with the tree arm too 1.01x (first run); with the tree arm
-    // and the bare adaptive chain, which the merged chain contains, 1.01x and 1.04x; the former arms, that chain
-    // and the tree, 1.04x and 1.06x; the `merged` method alone 1.04x and 1.11x, `adaptive` 1.05x and 1.09x).
-    // Under sampling the bare chain takes the merged one's place: there a copied token holds only as often as the
-    // target samples it (depth-1 acceptance of lookup 0.13 on the bench prompts at temperature 0.8, 0.69 greedy),
-    // and with the merged chain as its only draft arm auto ran at 0.93x under sampling, `merged` 0.94x, the
-    // adaptive chain 1.09x. Both together: auto's cost model (which decides under sampling, so a seed reproduces)
-    // left out the merged arm's own work (lookup, merging: 0.9 ms more a round at the same width) and gave it 465 of
-    // 1043 rounds at 4.56 ms a token against the chain's 3.82 (auto 4.15, adaptive 3.71, plain 4.19).
+    // Arms on the draft model, one cache between them: its adaptive chain where verifying costs grow steeply with
+    // width (and under sampling), and its cost-sized tree merged with prompt lookup where width is nearly free (a GPU:
+    // the tree keeps the chain's nodes and more at the same verify cost, so there the chain would only add
+    // exploration). Each arm more costs its revisits and the rounds that noise hands it. On a steep curve the chain
+    // used to be merged with prompt lookup (the `merged` method) to catch a text that repeats itself; copy rounds
+    // catch those matches now, and the merged chain's own work (lookup and merging every round, 0.9 ms at the same
+    // width) made it the slower of the two: interleaved on wasm, 36 prompts x 2, three runs each, auto with the merged
+    // chain reached 0.93-0.97 of the best fixed method (adaptive 1.24-1.31x over plain decoding, merged 1.22-1.33x;
+    // plain decoding 200-530 of its rounds), with the bare chain and copy rounds 0.98-1.00 (1.20-1.31x; plain
+    // decoding 60-70 rounds, 150-340 copy rounds of 3.4-4 tokens). Under sampling a copied token holds only as often
+    // as the target samples it (depth-1 acceptance of lookup 0.13 on the bench prompts at temperature 0.8, 0.69
+    // greedy), so there the chain is the draft model's only arm on a steep curve.
     const draft = new DraftModelState(r.draft);
     arms.push({
       name: 'chain',
       drafter: new AdaptiveChainDrafter(draft, r.costs),
-      when: (req) => !isGreedy(req.sampling),
-    });
-    // Where width is nearly free the tree arm below takes the merged chain's place: it drafts from the same cache
-    // and keeps the chain's nodes and more at the same verify cost, so the chain arm only added exploration (on
-    // lavapipe with the EAGLE head its record sat at 3.2-5.5 tok/s against the tree arm's 4.4-5.8 and the head's
-    // 5-6.5; it led once, on a run of prompt lookup's matches, which copy rounds now take).
-    arms.push({
-      name: 'merged',
-      when: (req) => isGreedy(req.sampling) && !widthNearlyFree(r.costs()),
-      copies: true,
-      drafter: new MergedDrafter(
-        [
-          {
-            label: 'lookup',
-            drafter: new LookupDrafter(r.costs, { ...LOOKUP_DEFAULTS, selfBudget: false }),
-            free: true,
-          },
-          { label: 'draft', drafter: new AdaptiveChainDrafter(draft, r.costs), selfSized: true },
-        ],
-        r.costs,
-      ),
+      when: (req) => !isGreedy(req.sampling) || !widthNearlyFree(r.costs()),
     });
     arms.push({
       name: 'tree',
