@@ -528,8 +528,9 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
   // the merged chain's 2.1). With a draft model, under greedy decoding, it now takes copy rounds only (over plain
   // decoding, the draft model's chain, layer skipping and the heads; the tree arm proposes its matches itself),
   // which count in no record.
-  // Without a draft model lookup is an arm of its own beside plain decoding (the two differ only in its matches), and
-  // under sampling, where a copied token holds only as often as the target samples it, it takes no part.
+  // With a draft model under sampling, where a copied token holds only as often as the target samples it, lookup
+  // takes no part. Without a draft model it is an arm of its own beside plain decoding (the two differ only in its
+  // matches).
   const arms: ArmSpec[] = r.draft
     ? [
         { name: 'plain', drafter: new NoDrafter() },
