@@ -17,13 +17,19 @@ const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const env = { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' };
 
 /**
- * Where the set-up's own output goes (installs, the adapter found): stdout, except under `generate`, whose stdout
- * carries only the CLI's text or JSON (a pipe into a JSON parser got a "WebGPU in Node: …" line first).
+ * Where the set-up's own output goes (its messages, the commands it runs, the adapter found): stdout, except under
+ * `generate`, whose stdout carries only the CLI's text or JSON (a pipe into a JSON parser got a "WebGPU in Node: …"
+ * line first).
  */
 let setupToStderr = false;
 
+/** A message of the set-up's own. */
+function say(...parts) {
+  (setupToStderr ? console.error : console.log)(...parts);
+}
+
 function run(cmd, args, options = {}) {
-  console.log(`\n> ${[cmd, ...args].join(' ')}`);
+  say(`\n> ${[cmd, ...args].join(' ')}`);
   const stdio = setupToStderr ? ['inherit', process.stderr, 'inherit'] : 'inherit';
   const r = spawnSync(cmd, args, { cwd: root, stdio, env, ...options });
   if (r.error) throw r.error;
@@ -44,7 +50,7 @@ function ensureNodeModules() {
   const want = createHash('sha256').update(lock).digest('hex');
   const stamp = join(root, 'node_modules', '.bootstrap-lock-sha256');
   if (existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === want) return;
-  console.log('Installing npm packages from package-lock.json...');
+  say('Installing npm packages from package-lock.json...');
   if (run('npm', ['install', '--no-audit', '--no-fund']) !== 0) {
     console.error('npm install failed: see the output above.');
     process.exit(1);
@@ -63,7 +69,7 @@ function ensureChromium() {
     );
     process.exit(1);
   }
-  console.log(`Chromium is missing at ${chromium}: installing Debian's chromium with apt-get...`);
+  say(`Chromium is missing at ${chromium}: installing Debian's chromium with apt-get...`);
   const aptEnv = { ...env, DEBIAN_FRONTEND: 'noninteractive' };
   if (
     run('apt-get', ['update'], { env: aptEnv }) !== 0 ||
@@ -83,10 +89,10 @@ function ensureChromium() {
  * are told to expect it (NODE_WEBGPU_EXPECTED=1), so they fail rather than skip if it then goes missing.
  */
 function ensureVulkan() {
-  const { adapter, failed } = ensureLavapipe(root, run, env);
+  const { adapter, failed } = ensureLavapipe(root, run, env, say);
   if (failed) process.exit(1);
   if (adapter) {
-    console.log(`WebGPU in Node: ${adapter}`);
+    say(`WebGPU in Node: ${adapter}`);
     env.NODE_WEBGPU_EXPECTED = '1';
   }
 }
@@ -151,14 +157,11 @@ function sourcesKey() {
  */
 async function generate() {
   const args = process.argv.slice(3);
-  const log = console.log;
   setupToStderr = true;
-  console.log = console.error; // the set-up's messages, here and in lavapipe.mjs
   try {
     ensureNodeModules();
     if (/--device[= ]webgpu\b/.test(args.join(' '))) ensureVulkan();
   } finally {
-    console.log = log;
     setupToStderr = false;
   }
   const folder = join(root, 'node_modules', '.cache', 'spec-decoder-cli');

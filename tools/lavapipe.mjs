@@ -50,13 +50,14 @@ const MANUAL = [
 /**
  * Make sure a Vulkan adapter exists for Dawn; install lavapipe with apt-get when there is none and we are root.
  * @param run (cmd, args, options) => exit status, printing the command
+ * @param log where its messages go (its errors go to stderr)
  * @returns `{ adapter }`: its description, or null (with the reason printed) when there is none; `failed` when an
  *   install was attempted and did not give an adapter.
  */
-export function ensureLavapipe(root, run, env) {
+export function ensureLavapipe(root, run, env, log = console.log) {
   const found = probeAdapter(root);
   if (found) return { adapter: found, failed: false };
-  if (lastProbeError) console.log(`Dawn: ${lastProbeError}`);
+  if (lastProbeError) log(`Dawn: ${lastProbeError}`);
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   const apt = existsSync('/usr/bin/apt-get');
   if (!isRoot || !apt) {
@@ -67,7 +68,7 @@ export function ensureLavapipe(root, run, env) {
     return { adapter: null, failed: false };
   }
   const bookworm = codename() === 'bookworm';
-  console.log(
+  log(
     `No Vulkan adapter for WebGPU in Node: installing lavapipe with apt-get${bookworm ? ' (from bookworm-backports)' : ''}...`,
   );
   const aptEnv = { ...env, DEBIAN_FRONTEND: 'noninteractive' };
@@ -77,7 +78,7 @@ export function ensureLavapipe(root, run, env) {
       'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\n' +
         'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n',
     );
-    console.log(`added ${BACKPORTS_SOURCE}`);
+    log(`added ${BACKPORTS_SOURCE}`);
   }
   const ok =
     run('apt-get', ['update'], { env: aptEnv }) === 0 &&
