@@ -66,6 +66,12 @@ const FLAT: CostModel = {
 };
 const OUTPUTS: TargetOutputs = { logits: () => new Float32Array(0), auxLogits: () => new Float32Array(0) };
 
+/** A GPU's flat curve with 20 ms calls (T(1) = 20 ms), for the copy-round tests (real time under greedy decoding). */
+const GPU: CostModel = {
+  ...FLAT,
+  curve: { context: 64, points: [1, 8, 16].map((q) => ({ q, ms: 20, relative: 1 })) },
+};
+
 /** Sampling: arms compared on the cost model (greedy compares real time). */
 const SAMPLED: SamplingParams = { temperature: 1, topK: 0, topP: 1, seed: 1 };
 
@@ -312,19 +318,15 @@ describe('auto between arms', () => {
     // the head brings 2 tokens per 25 ms, 1.6x plain decoding, and lookup without a match 1 per 20 ms. (Rounds of a
     // few milliseconds were too short against timer jitter on a busy machine: the head's measured 193 tok/s against
     // lookup's 220 in one run of the whole suite.)
-    const gpu: CostModel = {
-      ...FLAT,
-      curve: { context: 64, points: [1, 8, 16].map((q) => ({ q, ms: 20, relative: 1 })) },
-    };
     const head = new Arm('head', 4, 1, { calls: 0 }, 5);
-    const lookup = new LookupDrafter(() => gpu);
+    const lookup = new LookupDrafter(() => GPU);
     const make = (copies: boolean) =>
       new AutoDrafter(
         [
           { name: 'lookup', drafter: lookup, copier: true },
           { name: 'head', drafter: head, ...(copies ? { copies: true as const } : {}) },
         ],
-        () => gpu,
+        () => GPU,
       );
     const passage = Array.from({ length: 24 }, (_, i) => 100 + i);
     let fresh = 1000;
@@ -380,19 +382,15 @@ describe('auto between arms', () => {
   it('a copier that takes copy rounds only is never an arm: its bursts make no record that holds auto on it', async () => {
     // With a draft model, prompt lookup was the floor arm, and its record, made of bursts (a text repeating itself)
     // and of rounds without a match that are plain rounds, held auto on it through tens of rounds after each burst.
-    const gpu: CostModel = {
-      ...FLAT,
-      curve: { context: 64, points: [1, 8, 16].map((q) => ({ q, ms: 20, relative: 1 })) },
-    };
     const plain = new Arm('plain', 0, 0, { calls: 0 });
     const head = new Arm('head', 4, 1, { calls: 0 }, 5);
     const auto = new AutoDrafter(
       [
         { name: 'plain', drafter: plain },
-        { name: 'lookup', drafter: new LookupDrafter(() => gpu), copier: true, copyOnly: true },
+        { name: 'lookup', drafter: new LookupDrafter(() => GPU), copier: true, copyOnly: true },
         { name: 'head', drafter: head },
       ],
-      () => gpu,
+      () => GPU,
     );
     const passage = Array.from({ length: 40 }, (_, i) => 100 + i);
     let fresh = 1000;
