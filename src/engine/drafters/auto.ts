@@ -223,6 +223,8 @@ export class AutoDrafter implements Drafter {
     arms: ArmSpec[],
     private readonly costs: () => CostModel | null = () => null,
     private readonly memory: AutoMemory | null = null,
+    /** Milliseconds on a monotonic clock: a round's real time under greedy decoding (tests pass a virtual one). */
+    private readonly clock: () => number = () => performance.now(),
   ) {
     this.arms = arms.map((a) => ({
       ...a,
@@ -375,7 +377,7 @@ export class AutoDrafter implements Drafter {
     if (copy) return copy;
     this.current.gap = this.round - this.current.lastRound;
     this.current.lastRound = this.round;
-    this.started = performance.now();
+    this.started = this.clock();
     const before = this.current.drafter.calls;
     const tree = await this.current.drafter.propose(req);
     this.draftCalls += this.current.drafter.calls - before;
@@ -407,7 +409,7 @@ export class AutoDrafter implements Drafter {
     if (predicted < armSpeedup * (1 + COPY_MARGIN)) return null;
     this.why = `copying: lookup predicts ${predicted.toFixed(2)}x plain decoding, ${arm.name} brings ${armSpeedup.toFixed(2)}x`;
     this.current = copier;
-    this.started = performance.now();
+    this.started = this.clock();
     tree.sources ??= tree.tokens.map((_, i) => (i === 0 ? '' : copier.name));
     return tree;
   }
@@ -433,7 +435,7 @@ export class AutoDrafter implements Drafter {
     const cost =
       this.measure === 'model' && costs
         ? relativeCost(costs.curve, width) + (arm.drafter.draftCost?.(costs) ?? 0)
-        : (performance.now() - this.started - (arm.drafter.catchUpMs?.() ?? 0)) / 1000;
+        : (this.clock() - this.started - (arm.drafter.catchUpMs?.() ?? 0)) / 1000;
     for (const a of this.arms) {
       a.cost *= DECAY;
       a.tokens *= DECAY;
