@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rebuild the bundled tiny Llama pair from scratch (CPU only; about 90 minutes on 2 cores).
+# Rebuild the bundled tiny Llama pair from scratch (CPU only; about 2 hours on 2 cores).
 #   apt-get install -y python3-torch python3-numpy python3-regex r-base-core   (Debian bookworm)
 #   bash tools/build_models.sh [TARGET_MINUTES] [DRAFT_MINUTES]
 set -euo pipefail
@@ -14,5 +14,9 @@ $PY tools/train.py --role target --minutes "$TM" --out tools/runs/target 2>&1 | 
 $PY tools/export.py --ckpt tools/runs/target/ckpt.pt --out public/models/austen-target
 $PY tools/train.py --role draft --minutes "$DM" --teacher public/models/austen-target --out tools/runs/draft 2>&1 | tee tools/runs/draft/train.log
 $PY tools/export.py --ckpt tools/runs/draft/ckpt.pt --out public/models/austen-draft
+# Self-distillation: the draft fine-tuned on the target's own greedy continuations (what it predicts at inference).
+mkdir -p tools/runs/draft-sd
+$PY tools/self_distill.py --teacher public/models/austen-target --draft public/models/austen-draft --out tools/runs/draft-sd --gen-minutes 5 --minutes 14 --gen-batch 64 2>&1 | tee tools/runs/draft-sd/train.log
+$PY tools/export.py --ckpt tools/runs/draft-sd/ckpt.pt --out public/models/austen-draft
 $PY tools/make_fixture.py
 $PY tools/eval.py
