@@ -17,7 +17,6 @@ per-token acceptance is under greedy decoding), before and after.
       --tokenizer public/models/austen-target
 """
 import argparse
-import math
 import os
 import sys
 import time
@@ -30,7 +29,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from model import load_safetensors_model  # noqa: E402
-from train import get_tokenizer, load_tokens, save_ckpt  # noqa: E402
+from train import adamw, distill_kl, get_tokenizer, load_tokens, save_ckpt, set_lr, update  # noqa: E402
 
 
 def pick(logits, temperature, top_k):
@@ -123,20 +122,14 @@ def main():
           f"{(time.time() - t0) / 60:.1f} min", flush=True)
 
     draft.train()
-    decay = [p for _, p in draft.named_parameters() if p.dim() >= 2]
-    no_decay = [p for _, p in draft.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
+    opt = adamw(draft, args.lr, 0.1)
     t0 = time.time()
     step, seen = 0, 0
     while True:
         prog = (time.time() - t0) / (args.minutes * 60)
         if prog >= 1:
             break
-        lr = args.lr * (step + 1) / args.warmup if step < args.warmup else args.lr * (
-            0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * prog)))
-        for g in opt.param_groups:
-            g["lr"] = lr
+        lr = set_lr(opt, args.lr, step, args.warmup, prog, 0.1)
         L, seqs, sampled = pool[int(rng.integers(len(pool)))]
         rows = torch.from_numpy(rng.choice(seqs.shape[0], size=args.batch, replace=False))
         s = seqs[rows]
@@ -144,15 +137,11 @@ def main():
         logits, _ = draft(x)
         with torch.no_grad():
             tl, _ = teacher(x)
-        kl = F.kl_div(F.log_softmax(logits, -1), F.log_softmax(tl, -1), log_target=True,
-                      reduction="batchmean") / x.shape[1]
+        kl = distill_kl(logits, tl)
         c = logits[:, L - 1:]
         ce = F.cross_entropy(c.reshape(-1, c.shape[-1]), y[:, L - 1:].reshape(-1))
         loss = kl if sampled else kl + args.ce_weight * ce
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(draft.parameters(), 1.0)
-        opt.step()
+        update(draft, opt, loss)
         step += 1
         seen += x.numel()
         if step % 50 == 0:

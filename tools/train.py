@@ -66,6 +66,37 @@ def batch(data, B, T, rng, bos_prob):
     return x[:, :-1], x[:, 1:]
 
 
+def adamw(model, lr, wd):
+    """AdamW (betas 0.9/0.95), weight decay on the matrices only (not on norms)."""
+    decay = [p for _, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for _, p in model.named_parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}],
+                             lr=lr, betas=(0.9, 0.95), eps=1e-8)
+
+
+def set_lr(opt, lr, step, warmup, prog, min_frac):
+    """Linear warmup over `warmup` steps, then cosine from lr to min_frac * lr over progress 0..1; returns it."""
+    cur = lr * (step + 1) / warmup if step < warmup else lr * (
+        min_frac + (1 - min_frac) * 0.5 * (1 + math.cos(math.pi * min(1.0, prog))))
+    for g in opt.param_groups:
+        g["lr"] = cur
+    return cur
+
+
+def distill_kl(logits, teacher_logits):
+    """KL(teacher || student) per position, over [B, T, V] logits."""
+    return F.kl_div(F.log_softmax(logits, -1), F.log_softmax(teacher_logits, -1), log_target=True,
+                    reduction="batchmean") / logits.shape[1]
+
+
+def update(model, opt, loss):
+    """One optimiser step on loss, gradients clipped to norm 1."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+
+
 @torch.no_grad()
 def evaluate(model, val, T, max_windows=None):
     model.eval()
@@ -139,10 +170,7 @@ def main():
         print(f"teacher {args.teacher}: {teacher.num_params()} params, val loss {evaluate(teacher, val, args.seq, 16):.4f} (16 windows)", flush=True)
     print(f"{args.role}: {model.num_params()} params, config {cfg}", flush=True)
 
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.wd}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=lr, betas=(0.9, 0.95), eps=1e-8)
+    opt = adamw(model, lr, args.wd)
     ckpt_path = os.path.join(args.out, "ckpt.pt")
     step, elapsed0 = 0, 0.0
     if args.resume and os.path.exists(ckpt_path):
@@ -164,26 +192,18 @@ def main():
         prog = step / args.steps if args.steps else elapsed / budget
         if prog >= 1.0:
             break
-        if step < args.warmup:
-            cur = lr * (step + 1) / args.warmup
-        else:
-            cur = lr * (args.min_lr_frac + (1 - args.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * min(1.0, prog))))
-        for g in opt.param_groups:
-            g["lr"] = cur
+        cur = set_lr(opt, lr, step, args.warmup, prog, args.min_lr_frac)
         x, y = batch(train, args.batch, args.seq, rng, args.bos_prob)
         logits, _ = model(x)
         ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         if teacher is not None:
             with torch.no_grad():
                 tl, _ = teacher(x)
-            kl = F.kl_div(F.log_softmax(logits, -1), F.log_softmax(tl, -1), log_target=True, reduction="batchmean") / x.shape[1]
+            kl = distill_kl(logits, tl)
             loss = args.kd_alpha * kl + (1 - args.kd_alpha) * ce
         else:
             loss = ce
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        update(model, opt, loss)
         step += 1
         tokens_seen += x.numel()
         run_tokens += x.numel()
