@@ -4,20 +4,58 @@
  * the model folders given with --models. Writes bench/results/<date>-<gpu>.json and .md, from the repository root.
  *
  *   node gpu-kit.mjs [--models DIR,DIR] [--plan smoke|software|gpu] [--out bench/results]
+ *                    [--curves fp32/plain,int4/fused,...] [bench flags]
+ *
+ * --curves: the precisions and graph variants whose verify-cost curves to measure on each model (default: fp32, and
+ * fp16 where the adapter has shader-f16, each with the graph the engine picks).
+ *
+ * Bench flags (--methods, --categories, --prompts, --repeats, --max-new-tokens, --temperature...) size the harness
+ * run as in `npm run bench`. The report is rewritten after each phase (harness, each curve, each exact check).
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { benchNodeWebGpu, NODE_WEBGPU_PLANS, nodeWebGpuMarkdown, type PlanName } from './node-webgpu';
+import {
+  benchNodeWebGpu,
+  type CurveVariant,
+  NODE_WEBGPU_PLANS,
+  type NodeWebGpuReport,
+  nodeWebGpuMarkdown,
+  type PlanName,
+  parseCurveVariants,
+} from './node-webgpu';
+import { type BenchCli, parseBenchArgs } from './options';
 
+const KIT_FLAGS = new Set(['--models', '--plan', '--out', '--curves']);
+/** The kit's own flags; the rest are the bench's (--methods, --categories, --prompts, --repeats, --max-new-tokens...). */
+const kitArgs: string[] = [];
+const benchArgs: string[] = [];
+const argv = process.argv.slice(2);
+for (let i = 0; i < argv.length; i++) {
+  const a = argv[i] as string;
+  const flag = a.split('=')[0] as string;
+  const target = KIT_FLAGS.has(flag) ? kitArgs : benchArgs;
+  target.push(a);
+  if (!a.includes('=') && i + 1 < argv.length && !(argv[i + 1] as string).startsWith('--'))
+    target.push(argv[++i] as string);
+}
 const { values } = parseArgs({
+  args: kitArgs,
   options: {
     models: { type: 'string', default: '' },
     plan: { type: 'string' },
     out: { type: 'string', default: 'bench/results' },
+    curves: { type: 'string' },
   },
 });
+let curveVariants: CurveVariant[] | undefined;
+try {
+  curveVariants = values.curves ? parseCurveVariants(values.curves) : undefined;
+} catch (e) {
+  console.error(`error: --curves: ${(e as Error).message}`);
+  process.exit(2);
+}
 const plan = values.plan;
 if (plan !== undefined && !(plan in NODE_WEBGPU_PLANS)) {
   console.error(`error: --plan must be one of ${Object.keys(NODE_WEBGPU_PLANS).join(', ')}; got "${plan}"`);
@@ -27,43 +65,62 @@ if (plan !== undefined && !(plan in NODE_WEBGPU_PLANS)) {
 const prompts = (
   JSON.parse(readFileSync('bench/prompts.json', 'utf8')) as { prompts: { kind: string; text: string }[] }
 ).prompts.map(({ kind, text }) => ({ kind, text }));
-const started = new Date();
-const report = await benchNodeWebGpu({
-  target: 'public/models/austen-target',
-  draft: 'public/models/austen-draft',
-  prompts,
-  curveModels: String(values.models).split(',').filter(Boolean),
-  ...(plan ? { plan: plan as PlanName } : {}),
-  log: (line) => console.log(`  ${line}`),
-});
-if ('error' in report) {
-  console.error(`error: ${report.error}`);
-  process.exit(1);
+let cli: BenchCli | undefined;
+if (benchArgs.length > 0) {
+  try {
+    cli = parseBenchArgs(benchArgs, {}, [...new Set(prompts.map((p) => p.kind))]);
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}`);
+    process.exit(2);
+  }
 }
-
+const started = new Date();
 const { env: ortEnv } = await import('onnxruntime-web/webgpu');
-const gpu =
-  (report.adapter.description || `${report.adapter.vendor} ${report.adapter.architecture}`)
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-|-$/g, '')
-    .slice(0, 48) || 'unknown-gpu';
 const machine = {
   cpus: cpus().length,
   cpuModel: cpus()[0]?.model ?? 'unknown',
   memoryGiB: Math.round(totalmem() / 2 ** 30),
   node: process.version,
   onnxruntimeWeb: ortEnv.versions.web,
-  webgpu: report.webgpuPackage,
   env: Object.fromEntries(
     ['VK_DRIVER_FILES', 'WEBGPU_ADAPTER', 'SPEC_DECODER_WASM_TIERUP'].map((k) => [k, process.env[k] ?? null]),
   ),
+  args: argv,
 };
-const md = nodeWebGpuMarkdown(report);
-const base = join(values.out as string, `${started.toISOString().slice(0, 10)}-${gpu}`);
 mkdirSync(values.out as string, { recursive: true });
-writeFileSync(`${base}.json`, `${JSON.stringify({ date: started.toISOString(), machine, report }, null, 1)}\n`);
-writeFileSync(`${base}.md`, `${md}\n\nMachine: ${JSON.stringify(machine)}; ${started.toISOString()}\n`);
+let base = '';
+/** Writes the report so far (after each phase: a run cut short keeps what it measured). */
+function write(report: NodeWebGpuReport, complete: boolean): string {
+  const gpu =
+    (report.adapter.description || `${report.adapter.vendor} ${report.adapter.architecture}`)
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '')
+      .slice(0, 48) || 'unknown-gpu';
+  base = join(values.out as string, `${started.toISOString().slice(0, 10)}-${gpu}`);
+  const md = nodeWebGpuMarkdown(report);
+  const json = { date: started.toISOString(), complete, machine: { ...machine, webgpu: report.webgpuPackage }, report };
+  writeFileSync(`${base}.json`, `${JSON.stringify(json, null, 1)}\n`);
+  const status = complete ? '' : ' (partial: the run had not finished when this was written)';
+  writeFileSync(`${base}.md`, `${md}\n\nMachine: ${JSON.stringify(json.machine)}; ${started.toISOString()}${status}\n`);
+  return md;
+}
+const report = await benchNodeWebGpu({
+  target: 'public/models/austen-target',
+  draft: 'public/models/austen-draft',
+  prompts,
+  curveModels: String(values.models).split(',').filter(Boolean),
+  ...(plan ? { plan: plan as PlanName } : {}),
+  ...(cli ? { cli } : {}),
+  ...(curveVariants ? { curveVariants } : {}),
+  log: (line) => console.log(`  ${line}`),
+  progress: (partial) => write(partial, false),
+});
+if ('error' in report) {
+  console.error(`error: ${report.error}`);
+  process.exit(1);
+}
+const md = write(report, true);
 console.log(`\n${md}\n\nwrote ${base}.json and ${base}.md`);
 // SPEC_DECODER_WASM_TIERUP=1 keeps the process alive until V8's background compiles end: leave now.
 process.exit(0);

@@ -10,7 +10,7 @@ import type { CostCurve } from '../src/engine/calibrate';
 import { METHOD_NAMES } from '../src/engine/drafters/index';
 import { SpecEngine } from '../src/engine/engine';
 import { checkExact } from '../src/model/exact';
-import { ROW_INVARIANT_VARIANTS } from '../src/model/graph/llama';
+import { type GraphVariant, ROW_INVARIANT_VARIANTS } from '../src/model/graph/llama';
 import type { ComputeType } from '../src/model/index';
 import { loadModel } from '../src/model/load';
 import type { Precision } from '../src/model/precision';
@@ -60,9 +60,20 @@ export const NODE_WEBGPU_PLANS: Record<
   },
 };
 
+/** One curve to measure per model: a precision and a graph variant ('auto': the engine's measured choice). */
+export interface CurveVariant {
+  precision: Precision;
+  graph: GraphVariant | 'auto';
+}
+
 export interface PrecisionCurve {
   model: string;
   compute: ComputeType;
+  /** What the target ran: its precision (fp32, fp16, int4, int4-fp16) and graph variant, when it loaded. */
+  precision?: string;
+  graph?: string;
+  /** What was asked for (precision/graph). */
+  asked?: string;
   /** Bytes of weights one call reads in this precision. */
   weightBytes: number;
   curve?: CostCurve;
@@ -102,28 +113,67 @@ export interface NodeWebGpuBenchOptions {
   curveModels?: string[];
   /** Default: 'software' on a fallback (CPU) adapter, 'gpu' otherwise. */
   plan?: PlanName;
+  /** The curves to measure per model (default: fp32, and fp16 where the adapter has shader-f16, graph auto). */
+  curveVariants?: CurveVariant[];
   /** Heads for the methods that run on them (medusa, eagle). */
   heads?: HeadsFolders;
   log: (line: string) => void;
+  /**
+   * Called with the report so far after the harness, after each curve and after each exact check, so that a run cut
+   * short (the GPU kit runs under a time limit) still leaves what it measured.
+   */
+  progress?: (partial: NodeWebGpuReport) => void;
 }
 
 async function precisionCurve(
   ort: Parameters<typeof SpecEngine.load>[0],
   model: string,
-  compute: ComputeType,
+  variant: CurveVariant,
   qs: number[],
   reps: number,
 ): Promise<PrecisionCurve> {
+  const asked = `${variant.precision}/${variant.graph}`;
   let engine: SpecEngine | null = null;
   try {
-    engine = await SpecEngine.load(ort, { target: model, device: 'webgpu', compute });
+    engine = await SpecEngine.load(ort, {
+      target: model,
+      device: 'webgpu',
+      precision: variant.precision,
+      graph: variant.graph,
+    });
+    const t = engine.target;
     const { curve } = await engine.calibrate(qs, reps);
-    return { model, compute, weightBytes: engine.target.computeWeightBytes, curve };
+    return {
+      model,
+      compute: t.compute,
+      precision: t.precision,
+      graph: t.graph.variant,
+      asked,
+      weightBytes: t.computeWeightBytes,
+      curve,
+    };
   } catch (e) {
-    return { model, compute, weightBytes: 0, error: (e as Error).message };
+    const compute: ComputeType = variant.precision === 'fp16' ? 'fp16' : 'fp32';
+    return { model, compute, asked, weightBytes: 0, error: (e as Error).message.split('\n')[0] ?? '' };
   } finally {
     await engine?.release();
   }
+}
+
+/** `fp32/plain,int4/fused,...` (a bare precision means graph auto); throws on an unknown name. */
+export function parseCurveVariants(raw: string): CurveVariant[] {
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((item) => {
+      const [precision, graph = 'auto'] = item.split('/');
+      if (!['fp32', 'fp16', 'int4', 'int8'].includes(precision as string))
+        throw new Error(`curve variant "${item}": the precision must be fp32, fp16, int4 or int8`);
+      if (!['auto', 'plain', 'fused', 'hybrid'].includes(graph))
+        throw new Error(`curve variant "${item}": the graph must be auto, plain, fused or hybrid`);
+      return { precision: precision as Precision, graph: graph as CurveVariant['graph'] };
+    });
 }
 
 export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWebGpuReport | { error: string }> {
@@ -134,6 +184,11 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
   const planName = o.plan ?? (gpu.adapter.isFallbackAdapter ? 'software' : 'gpu');
   const plan = NODE_WEBGPU_PLANS[planName];
   const engine = await SpecEngine.load(gpu.ort, { target: o.target, draft: o.draft, device: 'webgpu' });
+  const pairTarget = {
+    compute: engine.target.compute,
+    precision: engine.target.precision,
+    graph: engine.target.graph.variant,
+  };
   const methods = o.cli ? plannedMethods(plan.options.methods, o.cli) : plan.options.methods;
   const heads = await loadHeadsEngines(
     methods,
@@ -170,19 +225,15 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
     await engine.release();
     await releaseAll(heads);
   }
-  const computes: ComputeType[] = gpu.adapter.shaderF16 ? ['fp32', 'fp16'] : ['fp32'];
+  const variants: CurveVariant[] =
+    o.curveVariants ??
+    (gpu.adapter.shaderF16 ? ['fp32' as const, 'fp16' as const] : ['fp32' as const]).map((precision) => ({
+      precision,
+      graph: 'auto' as const,
+    }));
   const curves: PrecisionCurve[] = [];
-  for (const model of [o.target, ...(o.curveModels ?? [])]) {
-    for (const compute of computes) {
-      if (model === o.target && compute === bench.compute) {
-        curves.push({ model, compute, weightBytes: bench.targetWeightBytes, curve: bench.curve });
-        continue;
-      }
-      o.log(`verify-cost curve: ${model} in ${compute}`);
-      curves.push(await precisionCurve(gpu.ort, model, compute, plan.options.curveQs, plan.options.curveReps));
-    }
-  }
-  return {
+  const exact: ExactCheckReport[] = [];
+  const report: NodeWebGpuReport = {
     adapter: gpu.adapter,
     adapterName,
     webgpuPackage: webgpuPackage.version,
@@ -190,8 +241,31 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
     plan: planName,
     bench,
     curves,
-    exactChecks: await exactChecks(gpu.ort, o.target, gpu.adapter.shaderF16, o.log),
+    exactChecks: exact,
   };
+  o.progress?.(report);
+  for (const model of [o.target, ...(o.curveModels ?? [])]) {
+    for (const variant of variants) {
+      if (model === o.target && variant.graph === 'auto' && variant.precision === pairTarget.precision) {
+        curves.push({
+          model,
+          ...pairTarget,
+          asked: `${variant.precision}/auto`,
+          weightBytes: bench.targetWeightBytes,
+          curve: bench.curve,
+        });
+        continue;
+      }
+      o.log(`verify-cost curve: ${model} in ${variant.precision}, graph ${variant.graph}`);
+      curves.push(await precisionCurve(gpu.ort, model, variant, plan.options.curveQs, plan.options.curveReps));
+      o.progress?.(report);
+    }
+  }
+  await exactChecks(gpu.ort, o.target, gpu.adapter.shaderF16, o.log, (c) => {
+    exact.push(c);
+    o.progress?.(report);
+  });
+  return report;
 }
 
 /** The load check of exact decoding, per precision the adapter runs and graph that can be row-invariant. */
@@ -200,13 +274,14 @@ async function exactChecks(
   target: string,
   shaderF16: boolean,
   log: (line: string) => void,
-): Promise<ExactCheckReport[]> {
+  done: (check: ExactCheckReport) => void,
+): Promise<void> {
   const model = await loadModel(target);
   const precisions: Precision[] = shaderF16 ? ['fp32', 'fp16', 'int4'] : ['fp32', 'int4'];
-  const out: ExactCheckReport[] = [];
   for (const precision of precisions) {
     for (const graph of ROW_INVARIANT_VARIANTS) {
       let runner: ModelRunner | null = null;
+      let check: ExactCheckReport;
       try {
         runner = await ModelRunner.create(ort, model, {
           device: 'webgpu',
@@ -215,47 +290,59 @@ async function exactChecks(
           rowInvariantAttention: true,
         });
         const c = await checkExact(runner);
-        out.push({
+        check = {
           precision: runner.precision,
           graph,
           exact: c.exact,
           maxDiff: c.maxDiff,
           rowsDiffering: c.rowsDiffering,
-        });
+        };
       } catch (e) {
-        out.push({ precision, graph, error: (e as Error).message.split('\n')[0] ?? '' });
+        check = { precision, graph, error: (e as Error).message.split('\n')[0] ?? '' };
       } finally {
         await runner?.release();
       }
-      const last = out[out.length - 1] as ExactCheckReport;
       log(
-        `exact check, ${last.precision} ${graph}: ${last.error ?? (last.exact ? 'exact' : `differs by ${last.maxDiff}`)}`,
+        `exact check, ${check.precision} ${graph}: ${check.error ?? (check.exact ? 'exact' : `differs by ${check.maxDiff}`)}`,
       );
+      done(check);
     }
   }
-  return out;
 }
 
 const ms = (x: number) => (x >= 100 ? x.toFixed(0) : x.toFixed(2));
 
-export function nodeWebGpuMarkdown(r: NodeWebGpuReport): string {
-  const qs = [...new Set(r.curves.flatMap((c) => c.curve?.points.map((p) => p.q) ?? []))].sort((a, b) => a - b);
-  const rows = r.curves.map((c) => {
+/** The verify-cost curves as a markdown table: one row per model, precision and graph. */
+export function curveTable(curves: PrecisionCurve[], wasmTierUp: boolean): string[] {
+  const qs = [...new Set(curves.flatMap((c) => c.curve?.points.map((p) => p.q) ?? []))].sort((a, b) => a - b);
+  const rows = curves.map((c) => {
     const cells = qs.map((q) => {
       const p = c.curve?.points.find((x) => x.q === q);
       return p ? `${ms(p.ms)} (${p.relative.toFixed(2)}x)` : '-';
     });
     const name = c.model.replace(/\/+$/, '').split('/').pop();
-    return `| ${name} | ${c.compute} | ${(c.weightBytes / 1e6).toFixed(1)} | ${c.error ? [`error: ${c.error}`, ...qs.slice(1).map(() => '')].join(' | ') : cells.join(' | ')} |`;
+    const one = c.curve?.points.find((x) => x.q === 1);
+    // Weight bytes read per second by a one-token call: what plain decoding achieves of the memory bandwidth.
+    const gbs = one && c.weightBytes ? (c.weightBytes / 1e6 / one.ms).toFixed(1) : '-';
+    const [askedPrecision, askedGraph] = c.asked?.split('/') ?? [];
+    const what = `${c.precision ?? askedPrecision ?? c.compute} | ${c.graph ?? askedGraph ?? 'auto'}`;
+    const body = c.error ? [`error: ${c.error}`, ...qs.slice(1).map(() => '')].join(' | ') : cells.join(' | ');
+    return `| ${name} | ${what} | ${(c.weightBytes / 1e6).toFixed(1)} | ${gbs} | ${body} |`;
   });
+  return [
+    `Verify-cost curves (ms per call after ${curves.find((c) => c.curve)?.curve?.context ?? 64} cached tokens, T(q)/T(1) in brackets; GB/s: weight bytes over the one-token call's time; ORT's wasm ${wasmTierUp ? 'tiered up by V8' : 'run by Liftoff only'}):`,
+    '',
+    `| model | precision | graph | weights MB | GB/s at q=1 | ${qs.map((q) => `q=${q}`).join(' | ')} |`,
+    `| --- | --- | --- | --- | --- | ${qs.map(() => '---').join(' | ')} |`,
+    ...rows,
+  ];
+}
+
+export function nodeWebGpuMarkdown(r: NodeWebGpuReport): string {
   return [
     markdown(`WebGPU in Node (Dawn ${r.webgpuPackage}): ${r.adapterName}`, r.bench),
     '',
-    `Verify-cost curve, fp32 vs fp16 (ms per call after ${r.curves[0]?.curve?.context ?? 64} cached tokens, T(q)/T(1) in brackets; ORT's wasm ${r.wasmTierUp ? 'tiered up by V8' : 'run by Liftoff only'}):`,
-    '',
-    `| model | compute | weights MB | ${qs.map((q) => `q=${q}`).join(' | ')} |`,
-    `| --- | --- | --- | ${qs.map(() => '---').join(' | ')} |`,
-    ...rows,
+    ...curveTable(r.curves, r.wasmTierUp),
     '',
     "Exact decoding's load check on this adapter (the target built row-invariant: a five-node tree against one-token calls, bit for bit):",
     '',

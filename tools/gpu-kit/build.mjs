@@ -106,11 +106,17 @@ execFileSync('tar', ['-cJf', archive, '-C', out, 'kit'], {
 
 /**
  * Tracked files the GPU run does not need (the kit's bench skips heads methods whose heads are absent; the fixtures
- * are for tests). With them the tree plus the kit exceed what travels, so a GPU session leaves them behind first:
+ * are for tests; the kit writes its results into bench/results, which it creates). With them the tree plus the kit exceed what travels, so a GPU session leaves them behind first:
  * `git rm -r -q --cached <paths> && printf '%s\n' <paths> >> .git/info/exclude` (undo after the run with
  * `git reset -q` and by removing those lines). Not counted below.
  */
-const LEAVE_BEHIND = ['public/models/austen-medusa/', 'public/models/austen-eagle3/', 'tests/fixtures/'];
+const LEAVE_BEHIND = [
+  'public/models/austen-medusa/',
+  'public/models/austen-eagle3/',
+  'tests/fixtures/',
+  'bench/results/',
+  'docs/',
+];
 
 const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' })
   .split('\0')

@@ -3,7 +3,8 @@
  * Proves the built kit runs end to end here (lavapipe) the way it would on a GPU machine: copies the tree as it
  * would travel (tracked files and untracked files git does not ignore, plus gpu-kit/kit.tar.xz) to a folder with no
  * node_modules above it, puts a `node` first on PATH that fails if anything calls it, and runs tools/gpu-kit/run.sh
- * with the smoke plan and the tiny shape. Checks the results file it writes.
+ * with the smoke plan, the tiny shape, a bench flag (--max-new-tokens 3) and two curve variants (--curves). Checks the
+ * results file it writes.
  *
  *   node tools/gpu-kit/build.mjs && node tools/gpu-kit/check.mjs
  */
@@ -57,12 +58,26 @@ chmodSync(join(fakeBin, 'node'), 0o755);
 const results = join(work, 'results');
 const { NODE_PATH: _a, NODE_OPTIONS: _b, VK_DRIVER_FILES: _c, WEBGPU_ADAPTER: _d, ...env } = process.env;
 const started = performance.now();
-const r = spawnSync('sh', ['tools/gpu-kit/run.sh', '--plan', 'smoke', '--out', results], {
-  cwd: repo,
-  env: { ...env, PATH: `${fakeBin}:${env.PATH}`, KIT_SHAPES: 'tiny' },
-  stdio: 'inherit',
-  timeout: 600_000,
-});
+const r = spawnSync(
+  'sh',
+  [
+    'tools/gpu-kit/run.sh',
+    '--plan',
+    'smoke',
+    '--out',
+    results,
+    '--max-new-tokens',
+    '3',
+    '--curves',
+    'fp32/plain,fp32/hybrid',
+  ],
+  {
+    cwd: repo,
+    env: { ...env, PATH: `${fakeBin}:${env.PATH}`, KIT_SHAPES: 'tiny' },
+    stdio: 'inherit',
+    timeout: 600_000,
+  },
+);
 const seconds = ((performance.now() - started) / 1000).toFixed(0);
 
 function fail(why) {
@@ -73,12 +88,16 @@ if (r.status !== 0) fail(`run.sh exited with ${r.status ?? r.signal}`);
 if (existsSync(join(repo, 'node_modules'))) fail('a node_modules folder appeared in the copy');
 const written = existsSync(results) ? readdirSync(results).filter((f) => f.endsWith('.json')) : [];
 if (written.length !== 1) fail(`expected one results .json in ${results}, found ${written.length}`);
-const { report } = JSON.parse(readFileSync(join(results, written[0]), 'utf8'));
+const { report, complete } = JSON.parse(readFileSync(join(results, written[0]), 'utf8'));
 const curves = report.curves.filter((c) => c.model.endsWith('models/tiny'));
 const bad = [
   !report.adapterName && 'no adapter name',
+  complete !== true && 'the results file is not marked complete',
+  report.bench.maxNewTokens !== 3 &&
+    `a bench flag was not passed on (--max-new-tokens 3: ${report.bench.maxNewTokens})`,
   report.bench.cells.length !== 2 && 'the harness did not run both methods',
-  curves.length !== (report.adapter.shaderF16 ? 2 : 1) && 'the tiny model has not every precision curve',
+  curves.map((c) => `${c.precision}/${c.graph}`).join(',') !== 'fp32/plain,fp32/hybrid' &&
+    `the tiny model's curves are not the ones asked for with --curves: ${curves.map((c) => c.asked).join(', ')}`,
   curves.some((c) => c.error || !c.curve) && `a curve failed: ${curves.map((c) => c.error).join('; ')}`,
   !(report.exactChecks?.length >= 4) && "exact decoding's load check did not run for every precision and graph",
   report.exactChecks?.some((c) => c.error) &&

@@ -34,6 +34,17 @@ if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$NVIDIA_ICD" ]; then
   export VK_DRIVER_FILES="$NVIDIA_ICD"
   export WEBGPU_ADAPTER="${WEBGPU_ADAPTER:-NVIDIA}"
 fi
+# NVIDIA's Vulkan driver (libGLX_nvidia.so.0) needs libglvnd's libraries, which the lent GPU machines lack (without
+# them Dawn finds no driver: "Could not get 'vkCreateInstance' via 'vk_icdGetInstanceProcAddr'"). The README's GPU
+# kit section says how to carry Debian's packages in .gl/; they are unpacked here, as the run on an H100 did.
+if ls .gl/*.deb >/dev/null 2>&1 && ! ldconfig -p 2>/dev/null | grep -q 'libGLdispatch.so.0 '; then
+  echo "installing the carried libglvnd and Vulkan loader packages from .gl/"
+  for f in .gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+fi
+if [ "${VK_DRIVER_FILES:-}" = "$NVIDIA_ICD" ] && ! ldconfig -p 2>/dev/null | grep -q 'libGLdispatch.so.0 '; then
+  echo "warning: libGLdispatch.so.0 is missing, so NVIDIA's Vulkan driver will not load: carry .gl/ (README, GPU kit)" >&2
+fi
 LIBS=$KIT/lib
 [ -d /usr/local/nvidia/lib64 ] && LIBS="$LIBS:/usr/local/nvidia/lib64"
 export LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

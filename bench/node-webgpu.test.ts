@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import type { CostCurve } from '../src/engine/calibrate';
+import { curveTable, parseCurveVariants } from './node-webgpu';
+
+describe('the GPU kit curve variants', () => {
+  it('parses precision/graph pairs, a bare precision meaning graph auto', () => {
+    expect(parseCurveVariants('fp32/plain, int4/fused,fp16')).toEqual([
+      { precision: 'fp32', graph: 'plain' },
+      { precision: 'int4', graph: 'fused' },
+      { precision: 'fp16', graph: 'auto' },
+    ]);
+  });
+
+  it('refuses an unknown precision or graph, naming the item', () => {
+    expect(() => parseCurveVariants('fp8/plain')).toThrow('curve variant "fp8/plain": the precision');
+    expect(() => parseCurveVariants('fp32/flash')).toThrow('curve variant "fp32/flash": the graph');
+  });
+});
+
+describe('the verify-cost curve table', () => {
+  const curve = (ms1: number, ms64: number): CostCurve =>
+    ({
+      context: 64,
+      points: [
+        { q: 1, ms: ms1, relative: 1 },
+        { q: 64, ms: ms64, relative: ms64 / ms1 },
+      ],
+    }) as unknown as CostCurve;
+
+  it('names each row by what ran, with the bandwidth of a one-token call, and an error row by what was asked', () => {
+    const rows = curveTable(
+      [
+        {
+          model: 'gpu-kit/models/smollm2-135m/',
+          compute: 'fp32',
+          precision: 'fp32',
+          graph: 'fused',
+          asked: 'fp32/fused',
+          weightBytes: 538.1e6,
+          curve: curve(76, 87.5),
+        },
+        {
+          model: 'gpu-kit/models/smollm2-135m',
+          compute: 'fp32',
+          asked: 'int4/fused',
+          weightBytes: 0,
+          error: 'the fused graph computes wrong results',
+        },
+      ],
+      false,
+    );
+    expect(rows[0]).toContain('after 64 cached tokens');
+    expect(rows[0]).toContain('Liftoff only');
+    expect(rows[2]).toBe('| model | precision | graph | weights MB | GB/s at q=1 | q=1 | q=64 |');
+    // 538.1 MB read in 76 ms: 7.1 GB/s.
+    expect(rows[4]).toBe('| smollm2-135m | fp32 | fused | 538.1 | 7.1 | 76.00 (1.00x) | 87.50 (1.15x) |');
+    expect(rows[5]).toBe(
+      '| smollm2-135m | int4 | fused | 0.0 | - | error: the fused graph computes wrong results |  |',
+    );
+  });
+});
