@@ -114,11 +114,41 @@ export function bestGamma(
   curve: CostCurve,
   draftRelative: number,
   maxGamma = 16,
+  /** Per-round cost besides the model calls (drafting and verifying in JavaScript), relative to T(1). */
+  overhead = 0,
 ): { gamma: number; speedup: number } {
   let best = { gamma: 0, speedup: 1 };
   for (let g = 1; g <= maxGamma; g++) {
-    const speedup = expectedTokens(alpha, g) / (relativeCost(curve, g + 1) + g * draftRelative);
+    const speedup = expectedTokens(alpha, g) / (relativeCost(curve, g + 1) + g * draftRelative + overhead);
     if (speedup > best.speedup) best = { gamma: g, speedup };
   }
   return best;
+}
+
+/**
+ * The expected-gain stopping rule of a chain being drafted (EAGLE-2's "expand while it pays", on this hardware's
+ * measured costs): given the estimated acceptance of each token drafted so far, whether one more token, predicted to
+ * be accepted like the last one, raises the round's expected tokens per unit time. A round of k drafted tokens
+ * yields 1 + sum of the path probabilities in expectation and costs T(k+1) + k draft calls (relative to a
+ * single-token target call), as in bestGamma. Unlike bestGamma's one average acceptance, it reads this round's own
+ * confidences, so it drafts on through text the draft is sure of and stops where it wavers.
+ */
+export function worthExtending(
+  accept: readonly number[],
+  curve: CostCurve,
+  draftRelative: number,
+  /** Per-round cost besides the model calls, relative to T(1) (a round's fixed cost favours longer chains). */
+  overhead = 0,
+): boolean {
+  const k = accept.length;
+  let expected = 1;
+  let path = 1;
+  for (const a of accept) {
+    path *= a;
+    expected += path;
+  }
+  const next = accept[k - 1] ?? 0;
+  const now = expected / (relativeCost(curve, k + 1) + k * draftRelative + overhead);
+  const extended = (expected + path * next) / (relativeCost(curve, k + 2) + (k + 1) * draftRelative + overhead);
+  return extended > now;
 }

@@ -36,6 +36,14 @@ export class ChainDrafter implements Drafter {
     return this.options.gamma;
   }
 
+  /**
+   * Whether to pay one more draft call after the d-th token, whose draft probability is p (the chain so far is
+   * `tree`, with its path values). Here: while the draft is confident enough (options.confidence; 0 = always).
+   */
+  protected continueAfter(_tree: DraftTree, _d: number, p: number): boolean {
+    return !this.options.confidence || p >= this.options.confidence;
+  }
+
   async propose(req: DraftRequest): Promise<DraftTree> {
     let logits = await this.state.sync(req.committed);
     const tree = rootOnly(req.committed);
@@ -55,8 +63,7 @@ export class ChainDrafter implements Drafter {
       depths.push(d);
       const p = dist.prob(token);
       tree.values.push((tree.values[parent] as number) * p);
-      const confident = !this.options.confidence || p >= this.options.confidence;
-      if (d === limit || req.eos.has(token) || !confident) break;
+      if (d === limit || req.eos.has(token) || !this.continueAfter(tree, d, p)) break;
       [logits] = (await this.state.expand(tree, [d], depths)) as [Float32Array];
     }
     return tree;
