@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CostCurve } from '../src/engine/calibrate';
-import { curveTable, parseCurveVariants } from './node-webgpu';
+import { curveTable, parseCurveVariants, roundTripLine } from './node-webgpu';
 
 describe('the GPU kit curve variants', () => {
   it('parses precision/graph pairs, a bare precision meaning graph auto', () => {
@@ -57,5 +57,15 @@ describe('the verify-cost curve table', () => {
     expect(rows[5]).toBe(
       '| smollm2-135m | int4 | fused | 0.0 | - | error: the fused graph computes wrong results |  |',
     );
+  });
+});
+
+describe("Dawn's round-trip line", () => {
+  it('gives the medians with their minima, or the error', () => {
+    expect(roundTripLine({ copyAndMap: { min: 0.05, median: 0.061 }, submitDone: { min: 0.01, median: 0.0204 } })).toBe(
+      'a 256-byte copy and mapAsync 0.061 ms (min 0.050); an empty submit and onSubmittedWorkDone 0.020 ms (min 0.010)',
+    );
+    expect(roundTripLine({ error: 'no adapter' })).toBe('error: no adapter');
+    expect(roundTripLine(undefined)).toBe('not measured');
   });
 });

@@ -90,8 +90,18 @@ export interface ExactCheckReport {
   error?: string;
 }
 
+/** Milliseconds of Dawn's own round trips on this adapter, without onnxruntime (min and median of 30 each). */
+export interface RoundTripProbe {
+  /** A 256-byte copy submitted and its destination mapped for reading: the floor under every readback. */
+  copyAndMap: { min: number; median: number };
+  /** An empty submit, then queue.onSubmittedWorkDone(). */
+  submitDone: { min: number; median: number };
+}
+
 export interface NodeWebGpuReport {
   adapter: AdapterReport;
+  /** Dawn's round-trip latency on this adapter (what a model call waits on at least once). */
+  roundTrip?: RoundTripProbe | { error: string };
   /** The adapter in words (vendor / architecture / description). */
   adapterName: string;
   webgpuPackage: string;
@@ -176,11 +186,57 @@ export function parseCurveVariants(raw: string): CurveVariant[] {
     });
 }
 
+/** Dawn's round trips on the adapter navigator.gpu gives (a device of its own, released after). */
+export async function roundTripProbe(): Promise<RoundTripProbe | { error: string }> {
+  let device: GPUDevice | null = null;
+  try {
+    const adapter = await navigator.gpu.requestAdapter();
+    if (!adapter) return { error: 'no adapter' };
+    device = await adapter.requestDevice();
+    const dev = device;
+    const src = dev.createBuffer({ size: 256, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    const dst = dev.createBuffer({ size: 256, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const stats = (xs: number[]) => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      return { min: sorted[0] ?? 0, median: sorted[Math.floor(sorted.length / 2)] ?? 0 };
+    };
+    const time = async (step: () => Promise<void>) => {
+      const out: number[] = [];
+      for (let i = 0; i < 33; i++) {
+        const t = performance.now();
+        await step();
+        if (i >= 3) out.push(performance.now() - t); // the first few warm up
+      }
+      return stats(out);
+    };
+    const copyAndMap = await time(async () => {
+      const enc = dev.createCommandEncoder();
+      enc.copyBufferToBuffer(src, 0, dst, 0, 256);
+      dev.queue.submit([enc.finish()]);
+      await dst.mapAsync(GPUMapMode.READ);
+      dst.unmap();
+    });
+    const submitDone = await time(async () => {
+      dev.queue.submit([]);
+      await dev.queue.onSubmittedWorkDone();
+    });
+    src.destroy();
+    dst.destroy();
+    return { copyAndMap, submitDone };
+  } catch (e) {
+    return { error: (e as Error).message.split('\n')[0] ?? 'failed' };
+  } finally {
+    device?.destroy();
+  }
+}
+
 export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWebGpuReport | { error: string }> {
   const gpu = await ortForNodeWebGpu();
   if (!gpu.ok) return { error: gpu.reason };
   const adapterName = describeAdapter(gpu.adapter);
   o.log(`adapter: ${adapterName}`);
+  const roundTrip = await roundTripProbe();
+  o.log(`round trips: ${roundTripLine(roundTrip)}`);
   const planName = o.plan ?? (gpu.adapter.isFallbackAdapter ? 'software' : 'gpu');
   const plan = NODE_WEBGPU_PLANS[planName];
   const engine = await SpecEngine.load(gpu.ort, { target: o.target, draft: o.draft, device: 'webgpu' });
@@ -238,6 +294,7 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
     adapterName,
     webgpuPackage: webgpuPackage.version,
     wasmTierUp: process.env.SPEC_DECODER_WASM_TIERUP === '1',
+    roundTrip,
     plan: planName,
     bench,
     curves,
@@ -338,9 +395,18 @@ export function curveTable(curves: PrecisionCurve[], wasmTierUp: boolean): strin
   ];
 }
 
+export function roundTripLine(r: RoundTripProbe | { error: string } | undefined): string {
+  if (!r) return 'not measured';
+  if ('error' in r) return `error: ${r.error}`;
+  const f = (x: { min: number; median: number }) => `${x.median.toFixed(3)} ms (min ${x.min.toFixed(3)})`;
+  return `a 256-byte copy and mapAsync ${f(r.copyAndMap)}; an empty submit and onSubmittedWorkDone ${f(r.submitDone)}`;
+}
+
 export function nodeWebGpuMarkdown(r: NodeWebGpuReport): string {
   return [
     markdown(`WebGPU in Node (Dawn ${r.webgpuPackage}): ${r.adapterName}`, r.bench),
+    '',
+    `Dawn's round trips on this adapter, without onnxruntime (median of 30): ${roundTripLine(r.roundTrip)}.`,
     '',
     ...curveTable(r.curves, r.wasmTierUp),
     '',

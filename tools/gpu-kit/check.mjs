@@ -93,6 +93,8 @@ const curves = report.curves.filter((c) => c.model.endsWith('models/tiny'));
 const bad = [
   !report.adapterName && 'no adapter name',
   complete !== true && 'the results file is not marked complete',
+  !(report.roundTrip?.copyAndMap?.median > 0) &&
+    `Dawn's round trips were not measured: ${JSON.stringify(report.roundTrip)}`,
   report.bench.maxNewTokens !== 3 &&
     `a bench flag was not passed on (--max-new-tokens 3: ${report.bench.maxNewTokens})`,
   report.bench.cells.length !== 2 && 'the harness did not run both methods',
