@@ -550,15 +550,15 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
       ];
   if (r.draft) {
     // Arms on the draft model, one cache between them: its adaptive chain, and its cost-sized tree merged with prompt
-    // lookup where width is nearly free (a GPU). Each arm more costs its revisits and the rounds that noise hands it. On a steep curve the chain
-    // used to be merged with prompt lookup (the `merged` method) to catch a text that repeats itself; copy rounds
-    // catch those matches now, and the merged chain's own work (lookup and merging every round, 0.9 ms at the same
-    // width) made it the slower of the two: interleaved on wasm, 36 prompts x 2, three runs each, auto with the merged
-    // chain reached 0.93-0.97 of the best fixed method (adaptive 1.24-1.31x over plain decoding, merged 1.22-1.33x;
-    // plain decoding 200-530 of its rounds), with the bare chain and copy rounds 0.98-1.00 (1.20-1.31x; plain
-    // decoding 60-70 rounds, 150-340 copy rounds of 3.4-4 tokens). Under sampling a copied token holds only as often
-    // as the target samples it (depth-1 acceptance of lookup 0.13 on the bench prompts at temperature 0.8, 0.69
-    // greedy), so there the chain is the draft model's only arm on a steep curve.
+    // lookup where width is nearly free (a GPU). Each arm more costs its revisits and the rounds that noise hands it.
+    // On a steep curve the chain used to be merged with prompt lookup (the `merged` method) to catch a text that
+    // repeats itself; copy rounds catch those matches now, and the merged chain's own work (lookup and merging every
+    // round, 0.9 ms at the same width) made it the slower of the two: interleaved on wasm, 36 prompts x 2, three runs
+    // each, auto with the merged chain reached 0.93-0.97 of the best fixed method (adaptive 1.24-1.31x over plain
+    // decoding, merged 1.22-1.33x; plain decoding 200-530 of its rounds), with the bare chain and copy rounds 0.98-1.00
+    // (1.20-1.31x; plain decoding 60-70 rounds, 150-340 copy rounds of 3.4-4 tokens). Under sampling a copied token
+    // holds only as often as the target samples it (depth-1 acceptance of lookup 0.13 on the bench prompts at
+    // temperature 0.8, 0.69 greedy), so there the chain is the draft model's only arm on a steep curve.
     const draft = new DraftModelState(r.draft);
     // The chain runs on every curve: since it drafts on while one more token pays (adaptive-chain.ts), on a nearly
     // flat curve it drafts long chains through confident text with width-1 draft calls, where the tree's calls are
