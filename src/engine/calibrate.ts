@@ -114,12 +114,10 @@ export function bestGamma(
   curve: CostCurve,
   draftRelative: number,
   maxGamma = 16,
-  /** Per-round cost besides the model calls (drafting and verifying in JavaScript), relative to T(1). */
-  overhead = 0,
 ): { gamma: number; speedup: number } {
   let best = { gamma: 0, speedup: 1 };
   for (let g = 1; g <= maxGamma; g++) {
-    const speedup = expectedTokens(alpha, g) / (relativeCost(curve, g + 1) + g * draftRelative + overhead);
+    const speedup = expectedTokens(alpha, g) / (relativeCost(curve, g + 1) + g * draftRelative);
     if (speedup > best.speedup) best = { gamma: g, speedup };
   }
   return best;

@@ -8,11 +8,11 @@
  * tokens per unit time (calibrate.ts worthExtending, EAGLE-2's expected-gain rule on Sequoia's measured costs). Each
  * token's acceptance is estimated from the draft's own probability, calibrated by the ratio of the acceptance
  * measured so far to the draft's mean confidence on the same tokens, so an over- or under-confident draft is
- * corrected. `draftLength` reports the chain length that the measured average acceptance alone would choose
- * (bestGamma); the rule replaces the 0.4 confidence threshold, which cut chains the hardware would pay for.
+ * corrected. The rule replaces the 0.4 confidence threshold and the +2/-1 length, which cut chains the hardware
+ * would pay for.
  */
 import { countLike } from '../budget';
-import { bestGamma, relativeCost, worthExtending } from '../calibrate';
+import { relativeCost, worthExtending } from '../calibrate';
 import type { VerifyResult } from '../verify';
 import { ChainDrafter } from './chain';
 import type { DraftModelState } from './draft-model';
@@ -49,11 +49,6 @@ export class AdaptiveChainDrafter extends ChainDrafter {
   ) {
     super(draft, { gamma: adaptive.initialGamma, confidence: adaptive.confidence });
     this.current = adaptive.initialGamma;
-  }
-
-  /** The draft length the next round will use. */
-  get draftLength(): number {
-    return this.current;
   }
 
   /** Per-token acceptance measured so far (a prior of 0.6 before any evidence). */
@@ -104,18 +99,8 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     this.accepted = 0.95 * this.accepted + acceptedNow;
     this.tried = 0.95 * this.tried + triedNow;
     this.confidence = 0.95 * this.confidence + tokenProbs(tree, triedNow).reduce((a, b) => a + b, 0);
-    const costs = this.costs();
-    if (costs) {
-      const { gamma } = bestGamma(
-        this.acceptance,
-        costs.curve,
-        costs.draftRelative,
-        this.adaptive.maxGamma,
-        this.overheadRelative,
-      );
-      this.current = Math.max(1, gamma);
-      return;
-    }
+    // With measured costs the expected-gain rule sizes each chain; the heuristic's length is for rounds without them.
+    if (this.costs()) return;
     const allAccepted = acceptedNow === drafted && drafted >= this.current;
     this.current = allAccepted ? Math.min(this.adaptive.maxGamma, this.current + 2) : Math.max(1, this.current - 1);
   }
