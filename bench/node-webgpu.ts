@@ -10,13 +10,14 @@ import type { CostCurve } from '../src/engine/calibrate';
 import { METHOD_NAMES } from '../src/engine/drafters/index';
 import { SpecEngine } from '../src/engine/engine';
 import { checkExact } from '../src/model/exact';
-import { type GraphVariant, ROW_INVARIANT_VARIANTS } from '../src/model/graph/llama';
+import { GRAPH_VARIANTS, type GraphVariant, ROW_INVARIANT_VARIANTS } from '../src/model/graph/llama';
 import type { ComputeType } from '../src/model/index';
 import { loadModel } from '../src/model/load';
-import type { Precision } from '../src/model/precision';
+import { PRECISIONS, type Precision } from '../src/model/precision';
 import { ModelRunner } from '../src/model/runner';
 import { ortForNodeWebGpu } from '../src/runtime/ort-node-webgpu';
 import { type AdapterReport, describeAdapter } from '../src/runtime/webgpu';
+import { median } from '../src/util/median';
 import { type BenchOptions, type BenchPrompt, type BenchReport, markdown, runBench } from './harness';
 import { type HeadsFolders, loadHeadsEngines, releaseAll } from './heads-engines';
 import { type BenchCli, plannedMethods, selectPrompts } from './options';
@@ -178,10 +179,11 @@ export function parseCurveVariants(raw: string): CurveVariant[] {
     .filter(Boolean)
     .map((item) => {
       const [precision, graph = 'auto'] = item.split('/');
-      if (!['fp32', 'fp16', 'int4', 'int8'].includes(precision as string))
-        throw new Error(`curve variant "${item}": the precision must be fp32, fp16, int4 or int8`);
-      if (!['auto', 'plain', 'fused', 'hybrid'].includes(graph))
-        throw new Error(`curve variant "${item}": the graph must be auto, plain, fused or hybrid`);
+      const precisions = PRECISIONS.filter((p) => p !== 'auto');
+      const graphs = ['auto', ...GRAPH_VARIANTS];
+      if (!(precisions as readonly string[]).includes(precision as string))
+        throw new Error(`curve variant "${item}": the precision must be ${precisions.join(', ')}`);
+      if (!graphs.includes(graph)) throw new Error(`curve variant "${item}": the graph must be ${graphs.join(', ')}`);
       return { precision: precision as Precision, graph: graph as CurveVariant['graph'] };
     });
 }
@@ -196,10 +198,7 @@ export async function roundTripProbe(): Promise<RoundTripProbe | { error: string
     const dev = device;
     const src = dev.createBuffer({ size: 256, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
     const dst = dev.createBuffer({ size: 256, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    const stats = (xs: number[]) => {
-      const sorted = [...xs].sort((a, b) => a - b);
-      return { min: sorted[0] ?? 0, median: sorted[Math.floor(sorted.length / 2)] ?? 0 };
-    };
+    const stats = (xs: number[]) => ({ min: Math.min(...xs), median: median(xs) });
     const time = async (step: () => Promise<void>) => {
       const out: number[] = [];
       for (let i = 0; i < 33; i++) {
