@@ -82,6 +82,11 @@ describe('CLI flags', () => {
     const json = JSON.parse(jsonResult(partial, [], new Error('boom')));
     expect(json).toMatchObject({ tokens: [5, 6], text: ' a b', error: { message: 'boom' } });
     expect(json.stats.stopReason).toBe('error');
+    expect(json.stats.arms).toBeUndefined();
+    // auto's rounds per drafter, as the text line gives them.
+    const arms = [{ name: 'chain', rounds: 3, tokens: 9, ms: 12 }];
+    const auto = { ...partial, stats: { ...partial.stats, arms } } as GenerationResult;
+    expect(JSON.parse(jsonResult(auto, [])).stats.arms).toEqual(arms);
   });
 });
 

@@ -89,6 +89,8 @@ export function jsonResult(
       acceptanceByDepth: stats.acceptanceByDepth,
       overheadShare: stats.overheadShare,
       stopReason: result.stopReason,
+      // auto: rounds, tokens and milliseconds per drafter it chose (the text line's "rounds per drafter").
+      ...(stats.arms ? { arms: stats.arms } : {}),
     },
     ...(timings ? { timings } : {}),
     ...(runtime ? { runtime } : {}),

@@ -182,6 +182,35 @@ describe('SpecEngine', () => {
     }
   });
 
+  it("keeps auto's estimates when a generation ends, however short: a CLI run exits right after it", async () => {
+    const written: string[] = [];
+    const store = new (class extends MemoryStore {
+      override async set(key: string, value: unknown): Promise<void> {
+        written.push(key);
+        await super.set(key, value);
+      }
+    })();
+    const engine = await SpecEngine.load(ortForNode(), {
+      target: 'public/models/austen-target',
+      device: 'wasm',
+      store,
+      calibration: 'never',
+      warmup: false,
+    });
+    try {
+      // Four tokens are at most four rounds, fewer than auto's saves every eight.
+      const it = engine.generate('It is a truth universally acknowledged', {
+        method: 'auto',
+        maxNewTokens: 4,
+        sampling: GREEDY,
+      });
+      for (let step = await it.next(); !step.done; step = await it.next());
+      expect(written.filter((k) => k.startsWith('auto:'))).toHaveLength(1);
+    } finally {
+      await engine.release();
+    }
+  });
+
   it('cancelled at 50 random points, it stays usable and the next run equals an uncancelled run', async () => {
     const prompt = 'Anne recollected with pleasure the next morning her promise';
     const sampled: SamplingParams = { temperature: 0.8, topK: 40, topP: 0.95, seed: 7 };

@@ -342,6 +342,7 @@ export class SpecEngine {
     if (this.busy) throw new EngineBusyError('a generation is already running on this engine; cancel it or wait');
     const spec = this.spec(options.method);
     this.busy = true;
+    let drafter: Drafter | null = null;
     try {
       if (spec.usesCostModel && !this.costs && this.calibration === 'auto')
         await this.measure(
@@ -357,7 +358,7 @@ export class SpecEngine {
         options = { ...options, stopTokens: [...(options.stopTokens ?? []), ...this.tokenizer.endOfTurnTokens] };
       }
       const ids = typeof prompt === 'string' ? this.encode(prompt) : [...(prompt as readonly number[])];
-      const drafter = this.drafterFor(spec);
+      drafter = this.drafterFor(spec);
       // What the drafter learns about its guesses carries over between greedy generations (Drafter.reset), and
       // between sessions through the store: a CLI run, one generation per process, starts where the last one ended.
       const greedy = isGreedyRun(options);
@@ -381,7 +382,11 @@ export class SpecEngine {
         await safeSet(this.store, key, { version: LEARNED_VERSION, state: drafter.learned() });
       return result;
     } finally {
-      this.busy = false;
+      try {
+        await drafter?.finish?.();
+      } finally {
+        this.busy = false;
+      }
     }
   }
 

@@ -537,34 +537,90 @@ describe('auto between arms', () => {
     expect((await run(make(garbled), garbled, 1, GREEDY)).why[0]).toContain('trying plain');
   });
 
-  it('a remembered verdict is checked again: short sessions revisit an arm remembered far behind, and it takes over', async () => {
-    // A record from a bad moment: good at 0.6x plain decoding (its revisit due after 256 rounds, the longest wait),
-    // while it is 4x faster. Each session is a new drafter of 40 rounds, shorter than the wait: the revisit clock
-    // must carry over, and the revisit must measure good (its first round in a session is not counted).
-    const arms = () => [new Arm('plain', 0, 0, { calls: 0 }, 4), new Arm('good', 4, 3, { calls: 0 }, 4)];
-    const store = new MemoryStore();
-    const memory = { store, key: 'auto:stale' };
-    await store.set('auto:stale', {
-      version: 1,
-      arms: { plain: { throughput: 250, roundCost: 0.004 }, good: { throughput: 150, roundCost: 0.004 } },
-    });
-    const sessions: { chosen: Map<string, number>; why: string[] }[] = [];
-    for (let s = 0; s < 8; s++) {
-      const a = arms();
+  /** Sessions of `rounds` rounds each, one new drafter per session on one store (the CLI: one generation each). */
+  async function sessions(
+    memory: { store: MemoryStore; key: string },
+    count: number,
+    rounds: number,
+    finish = true,
+  ): Promise<{ chosen: Map<string, number>; why: string[] }[]> {
+    const out: { chosen: Map<string, number>; why: string[] }[] = [];
+    for (let s = 0; s < count; s++) {
+      // Rounds of 4 ms each, as a model's might be; good brings 4 tokens a round, plain decoding 1.
+      const a = [new Arm('plain', 0, 0, { calls: 0 }, 4), new Arm('good', 4, 3, { calls: 0 }, 4)];
       const auto = timedAuto(
         a.map((x) => ({ name: x.name, drafter: x })),
         () => FLAT,
         memory,
       );
-      sessions.push(await run(auto, a, 40, GREEDY));
-      await new Promise((r) => setTimeout(r, 0)); // the save is asynchronous
+      out.push(await run(auto, a, rounds, GREEDY));
+      // The engine calls finish() when a generation ends; the saves every few rounds are not awaited.
+      if (finish) await auto.finish();
+      await new Promise((r) => setTimeout(r, 0));
     }
-    // The first sessions trust the record (plain decoding throughout; the seventh is due); then good is revisited
-    // for four rounds (three measured after the first), and from then on it leads.
-    expect(sessions[0]?.chosen.get('plain')).toBe(40);
-    const revisit = sessions.findIndex((s) => s.why.some((w) => w.includes('revisiting good')));
-    expect(revisit).toBe(6);
-    expect(sessions[revisit]?.why.filter((w) => w.includes('revisiting good')).length).toBeGreaterThanOrEqual(4);
-    expect(sessions[7]?.chosen.get('good')).toBeGreaterThanOrEqual(35);
+    return out;
+  }
+  const revisiting = (s: { why: string[] }) => s.why.findIndex((w) => w.includes('revisiting good'));
+
+  it('a remembered verdict is checked again: the revisit clock carries over between short sessions', async () => {
+    // A record from a bad moment: good at 0.6x plain decoding (its revisit due after 256 rounds, the longest wait),
+    // while it is 4x faster, and 200 rounds since it last ran. Each session is a new drafter of 40 rounds, shorter
+    // than the wait: the clock must carry over, and the revisit must measure good (its first round in a session is
+    // not counted).
+    const memory = { store: new MemoryStore(), key: 'auto:stale' };
+    await memory.store.set(memory.key, {
+      version: 1,
+      arms: {
+        plain: { throughput: 250, roundCost: 0.004, idle: 1, sessions: 0 },
+        good: { throughput: 150, roundCost: 0.004, idle: 200, sessions: 0 },
+      },
+    });
+    const runs = await sessions(memory, 3, 40);
+    // The first session trusts the record (plain decoding throughout); the second revisits good when its wait is up
+    // (56 rounds on), for four rounds (three measured after the first), and from then on it leads.
+    expect(runs[0]?.chosen.get('plain')).toBe(40);
+    expect(revisiting(runs[0] as { why: string[] })).toBe(-1);
+    expect(revisiting(runs[1] as { why: string[] })).toBe(16);
+    expect(runs[1]?.why.filter((w) => w.includes('revisiting good')).length).toBeGreaterThanOrEqual(4);
+    expect(runs[2]?.chosen.get('good')).toBeGreaterThanOrEqual(39);
+  });
+
+  it('a remembered verdict is trusted for three sessions at most: the fourth revisits the arm whatever its clock says', async () => {
+    // The same bad record without a revisit clock (an older record), so the wait starts at 256 rounds: 6 sessions.
+    const memory = { store: new MemoryStore(), key: 'auto:old' };
+    await memory.store.set(memory.key, {
+      version: 1,
+      arms: { plain: { throughput: 250, roundCost: 0.004 }, good: { throughput: 150, roundCost: 0.004 } },
+    });
+    const runs = await sessions(memory, 5, 40);
+    const record = (await memory.store.get(memory.key)) as { arms: Record<string, { sessions: number }> };
+    expect(runs.slice(0, 3).map((s) => s.chosen.get('plain'))).toEqual([40, 40, 40]);
+    // The fourth session revisits good first thing (its first round there is not counted), and good leads.
+    expect(revisiting(runs[3] as { why: string[] })).toBe(0);
+    expect(runs[3]?.chosen.get('good')).toBeGreaterThanOrEqual(39);
+    expect(runs[4]?.chosen.get('good')).toBe(40);
+    expect(record.arms.good?.sessions).toBe(0);
+    expect(record.arms.plain?.sessions).toBe(2); // measured last in the third session, revisited in none since
+  });
+
+  it('a revisit in the last rounds of a generation is kept: finish() saves what the periodic saves would miss', async () => {
+    // Good's revisit is due 34 rounds into a 38-round session; the saves every 8 rounds end at round 32.
+    const record = () => ({
+      version: 1,
+      arms: {
+        plain: { throughput: 250, roundCost: 0.004, idle: 1, sessions: 0 },
+        good: { throughput: 150, roundCost: 0.004, idle: 222, sessions: 0 },
+      },
+    });
+    const memory = { store: new MemoryStore(), key: 'auto:end' };
+    await memory.store.set(memory.key, record());
+    const kept = await sessions(memory, 2, 38);
+    expect(revisiting(kept[0] as { why: string[] })).toBe(34);
+    expect(kept[1]?.why[0]).toMatch(/^auto: good \(best: /);
+    // Without finish() the next session starts where the save at round 32 left it: on plain decoding.
+    const lost = { store: new MemoryStore(), key: 'auto:end' };
+    await lost.store.set(lost.key, record());
+    const without = await sessions(lost, 2, 38, false);
+    expect(without[1]?.why[0]).toMatch(/^auto: plain \(best: /);
   });
 });

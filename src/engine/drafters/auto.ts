@@ -99,6 +99,8 @@ interface Arm extends ArmSpec {
   roundCost: number;
   /** Whether its estimate comes from memory only (no round of its own measured by this drafter yet). */
   remembered: boolean;
+  /** Sessions (drafters) since its last measured round, this one counted; 0 once it has one here. */
+  staleSessions: number;
 }
 
 /**
@@ -115,16 +117,25 @@ export interface AutoMemory {
 interface AutoRecord {
   version: 1;
   /**
-   * Per arm: tokens per second, the seconds of its latest round, and the rounds auto has run since the arm last ran
-   * one (its revisit clock; absent in older records).
+   * Per arm: tokens per second, the seconds of its latest round, the rounds auto has run since the arm last ran one
+   * (its revisit clock) and the sessions since it last did (both absent in older records).
    */
-  arms: Record<string, { throughput: number; roundCost: number; idle?: number }>;
+  arms: Record<string, { throughput: number; roundCost: number; idle?: number; sessions?: number }>;
 }
 
 /** A remembered estimate counts as this many rounds of the arm's own (fresh rounds soon outweigh it). */
 const REMEMBERED_ROUNDS = 2;
-/** Rounds between saves of the estimates. */
+/** Rounds between saves of the estimates (and at the end of every generation: AutoDrafter.finish). */
 const SAVE_EVERY = 8;
+/**
+ * Sessions an arm's remembered estimate is trusted without a measured round of its own: in the next one it is
+ * revisited whatever its revisit clock says. A session of the CLI is about 40 rounds, and a wait scheduled by how far
+ * behind an arm looks reaches 256 rounds (REVISIT_MAX): an estimate taken at a bad moment (a revisit in a slow cold
+ * process: the draft model's chain at 143 tok/s against plain decoding's 235, where it ran at 300-400 on its own) kept
+ * `npm run generate` on plain decoding for 7 runs in 8. A revisit every fourth session costs about VISIT_ROUNDS x the
+ * arm's gap in 160 rounds: 1% of the time for an arm half as fast.
+ */
+const STALE_SESSIONS = 3;
 
 /**
  * Discount per round (of any arm) of every arm's history: recent rounds weigh more. The window (about 33 rounds)
@@ -239,6 +250,7 @@ export class AutoDrafter implements Drafter {
       lastRound: -1,
       roundCost: 0,
       remembered: false,
+      staleSessions: 0,
     }));
     this.current = (this.arms.find((a) => !a.copyOnly) ?? this.arms[0]) as Arm;
   }
@@ -250,7 +262,7 @@ export class AutoDrafter implements Drafter {
       if (record?.version !== 1 || typeof record.arms !== 'object' || record.arms === null) return;
       for (const arm of this.arms) {
         const r = (record.arms as Record<string, unknown>)[arm.name] as Partial<AutoRecord['arms'][string]> | undefined;
-        const { throughput, roundCost, idle } = r ?? {};
+        const { throughput, roundCost, idle, sessions } = r ?? {};
         if (arm.samples > 0 || typeof throughput !== 'number' || typeof roundCost !== 'number') continue;
         if (!(throughput >= 0 && Number.isFinite(throughput) && roundCost > 0 && Number.isFinite(roundCost))) continue;
         arm.cost = REMEMBERED_ROUNDS * roundCost;
@@ -265,6 +277,11 @@ export class AutoDrafter implements Drafter {
         // that, its record never corrected: the CLI's int8 pair decoded plain for good on one slow early estimate
         // of the merged chain (182 against plain's 262 tok/s), which ran at 297-346 tok/s on its own.
         if (typeof idle === 'number' && idle >= 0 && Number.isFinite(idle)) arm.lastRound = -Math.round(idle);
+        // And however long the clock says to wait, a record older than STALE_SESSIONS sessions is checked now.
+        const age =
+          typeof sessions === 'number' && sessions >= 0 && Number.isFinite(sessions) ? Math.round(sessions) : 0;
+        arm.staleSessions = age + 1;
+        if (arm.staleSessions > STALE_SESSIONS) arm.lastRound = -REVISIT_MAX - 1;
       }
     });
     return this.restored;
@@ -276,11 +293,27 @@ export class AutoDrafter implements Drafter {
     for (const a of this.arms) {
       const throughput = this.throughput(a);
       if (a.samples >= WARMUP_SAMPLES && Number.isFinite(throughput))
-        arms[a.name] = { throughput, roundCost: a.roundCost, idle: this.round - a.lastRound };
+        arms[a.name] = {
+          throughput,
+          roundCost: a.roundCost,
+          idle: this.round - a.lastRound,
+          sessions: a.staleSessions,
+        };
     }
     this.saving = safeSet(memory.store, memory.key, { version: 1, arms } satisfies AutoRecord).finally(() => {
       this.saving = null;
     });
+  }
+
+  /**
+   * The generation ended: save the estimates now, so that a revisit in its last rounds (since the latest save, every
+   * SAVE_EVERY rounds) is not lost, nor the revisit clock, when the process ends with it (the CLI).
+   */
+  async finish(): Promise<void> {
+    if (this.measure !== 'time' || !this.memory || this.round === 0) return;
+    await this.saving;
+    this.save(this.memory);
+    await this.saving;
   }
 
   /** Model calls the arms made while drafting (counted per round: arms may share one draft model). */
@@ -363,6 +396,7 @@ export class AutoDrafter implements Drafter {
           samples: 0,
           lastRound: -1,
           remembered: false,
+          staleSessions: 0,
         });
       this.incumbent = null;
       this.visit = null;
@@ -472,6 +506,7 @@ export class AutoDrafter implements Drafter {
     arm.roundCost = cost;
     if (this.visit?.arm === arm) this.visit.left--;
     arm.remembered = false;
+    arm.staleSessions = 0;
     if (this.measure === 'time' && this.memory && this.round % SAVE_EVERY === 0) this.save(this.memory);
   }
 

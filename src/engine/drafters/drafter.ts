@@ -137,6 +137,11 @@ export interface Drafter {
    * rounds: auto leaves it out of the arm's measured time (none given: the drafter never falls behind).
    */
   catchUpMs?(): number;
+  /**
+   * The generation ended (at its end, on an error or a cancel): write down what should outlive it. Awaited before
+   * the generation returns, so a CLI process that exits right after keeps it.
+   */
+  finish?(): Promise<void>;
 }
 
 export const rootOnly = (committed: readonly number[]): DraftTree => ({
