@@ -39,6 +39,18 @@ describe('the expected-gain stopping rule', () => {
     expect(worthExtending([0.6], slope, 0.05, 1)).toBe(true);
     expect(worthExtending([0.6, 0.6], slope, 0.05, 1)).toBe(false);
   });
+
+  it('looks past a step in the curve: one token more can lose where two more win', () => {
+    // Verifying 3 or 4 tokens costs 1.5 calls, 1 or 2 tokens one call (a curve is not convex: wasm's T(2) is 1.07).
+    const step: CostCurve = {
+      context: 64,
+      points: [1, 2, 3, 4].map((q) => ({ q, ms: q > 2 ? 1.5 : 1, relative: q > 2 ? 1.5 : 1 })),
+    };
+    expect(worthExtending([0.9], step, 0.05, 0, 1)).toBe(false);
+    expect(worthExtending([0.9], step, 0.05, 0, 2)).toBe(true);
+    // A wavering token is not worth a longer look.
+    expect(worthExtending([0.3], step, 0.05, 0, 3)).toBe(false);
+  });
 });
 
 const V = 16;

@@ -19,6 +19,9 @@ import type { DraftModelState } from './draft-model';
 import type { DraftRequest, DraftTree } from './drafter';
 import { type CostModel, draftOf, type MethodSpec } from './method';
 
+/** Chain lengths beyond the current one the stopping rule looks at (calibrate.ts worthExtending). */
+const LOOKAHEAD = 3;
+
 export interface AdaptiveChainOptions {
   initialGamma: number;
   maxGamma: number;
@@ -87,7 +90,7 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     }
     const scale = this.calibration;
     const accept = tokenProbs(tree, d).map((q) => Math.min(1, q * scale));
-    return worthExtending(accept, costs.curve, costs.draftRelative, this.overheadRelative);
+    return worthExtending(accept, costs.curve, costs.draftRelative, this.overheadRelative, LOOKAHEAD);
   }
 
   override accept(tree: DraftTree, result: VerifyResult): void {
