@@ -7,7 +7,7 @@ import { GREEDY, Rng, type SamplingParams } from '../sampling';
 import { MemoryStore } from '../store';
 import { hashedLogits, ToyLM } from '../testing/toy-lm';
 import type { VerifyResult } from '../verify';
-import { AutoDrafter, autoArms, revisitAfter } from './auto';
+import { AutoDrafter, autoArms, plainRound, revisitAfter } from './auto';
 import type { Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
 import { LookupDrafter } from './lookup';
 import type { CostModel } from './method';
@@ -294,6 +294,26 @@ describe('auto between arms', () => {
     expect(chosen.get('good')).toBeGreaterThan(30);
   });
 
+  it('a pause is not the arm: a round counts for at most twice what the measured costs predict for it', async () => {
+    // A 4 ms single-token call on a flat curve; plain decoding's rounds take 4 ms, good's 5 ms for 4 tokens, but a
+    // 60 ms pause (garbage collection, say) falls in the second of the rounds that try it. Counted at face value, good
+    // looked slower than plain decoding (8 tokens in 65 ms against 1 in 4) and waited about 40 rounds for a revisit.
+    const costs: CostModel = { ...FLAT, curve: { context: 64, points: [{ q: 1, ms: 4, relative: 1 }] } };
+    const plain = new Arm('plain', 0, 0, { calls: 0 }, 4);
+    const good = new Arm('good', 4, 3, { calls: 0 }, 5, { rounds: 2, ms: 60 });
+    const auto = timedAuto(
+      [
+        { name: 'plain', drafter: plain, prior: plainRound },
+        { name: 'good', drafter: good },
+      ],
+      () => costs,
+    );
+    const { chosen, why } = await run(auto, [plain, good], 40, GREEDY);
+    expect(why.slice(0, 3).every((w) => w.includes('trying good'))).toBe(true);
+    expect(why[3]).toMatch(/^auto: good \(best: /);
+    expect(chosen.get('good')).toBeGreaterThanOrEqual(38);
+  });
+
   it('one round says little: a noisy arm ahead by 17% keeps its place against a steady one', async () => {
     // Each round of 'noisy' brings 1 to 6 tokens (3.5 on average) and each of 'steady' 3, on the cost model (a flat
     // curve: a round costs one call). With a 10-round window, streaks of short rounds put 'steady' in front and a
@@ -451,6 +471,49 @@ describe('auto between arms', () => {
     const after = arms.slice(arms.lastIndexOf('lookup (copy)') + 1);
     expect(after[0]).toBe('head');
     expect(after.filter((a) => a === 'head').length).toBeGreaterThanOrEqual(8);
+  });
+
+  it('plain decoding is not tried first: its round is predicted from the measured costs, and a wrong prediction is measured at its first revisit', async () => {
+    // A curve whose single-token call takes `t1` ms; plain decoding's real rounds take 4 ms (1 token), good's 4 ms
+    // (4 tokens), slow's 8 ms (1 token).
+    const costs = (t1: number): CostModel => ({
+      ...FLAT,
+      curve: { context: 64, points: [{ q: 1, ms: t1, relative: 1 }] },
+    });
+    const make = (t1: number, other: Arm) => {
+      const plain = new Arm('plain', 0, 0, { calls: 0 }, 4);
+      const auto = timedAuto(
+        [
+          { name: 'plain', drafter: plain, prior: plainRound },
+          { name: other.name, drafter: other },
+        ],
+        () => costs(t1),
+      );
+      return { auto, arms: [plain, other] };
+    };
+    // Right prediction, a better arm: it is tried first and kept; plain decoding never runs in 40 rounds.
+    const good = make(4, new Arm('good', 4, 3, { calls: 0 }, 4));
+    const kept = await run(good.auto, good.arms, 40, GREEDY);
+    expect(kept.why[0]).toContain('trying good');
+    expect(kept.chosen.get('plain')).toBeUndefined();
+    // Right prediction, a worse arm: plain decoding runs from the third round on, without being tried.
+    const slow = make(4, new Arm('slow', 1, 0, { calls: 0 }, 8));
+    const floor = await run(slow.auto, slow.arms, 40, GREEDY);
+    expect(floor.why.some((w) => w.includes('trying plain'))).toBe(false);
+    // Slow's first round is not counted, two more measure it, and until it has 6 it is revisited every 12 rounds.
+    expect(floor.chosen.get('slow')).toBe(6);
+    expect(floor.why[3]).toMatch(/^auto: plain \(best: /);
+    // Predicted twice as slow as it runs, against an arm 30% faster than that prediction: the slow arm leads until
+    // plain decoding's revisit (due after about 60 rounds) measures it, then plain decoding leads.
+    const wrong = make(8, new Arm('slower', 1, 0, { calls: 0 }, 6));
+    const corrected = await run(wrong.auto, wrong.arms, 120, GREEDY);
+    const first = corrected.why.findIndex((w) => w.includes('revisiting plain'));
+    expect(first).toBeGreaterThan(40);
+    expect(first).toBeLessThan(80);
+    expect(corrected.why.slice(first + 3).every((w) => w.startsWith('auto: plain'))).toBe(true);
+    // Under sampling its round is exactly one single-token call: the same, on the cost model.
+    const sampled = make(4, new Arm('good', 4, 3, { calls: 0 }, 4));
+    expect((await run(sampled.auto, sampled.arms, 1)).why[0]).toContain('trying good');
   });
 
   it('runs an arm only while its condition holds', async () => {

@@ -66,6 +66,11 @@ export interface ArmSpec {
   copyOnly?: true;
   /** The arm already proposes prompt lookup's matches itself (a merged arm): no copy round is taken over it. */
   copies?: true;
+  /**
+   * Its round predicted from the measured costs, in auto's unit (seconds under real time, single-token calls on the
+   * cost model), so that it need not be tried before its first measured round: plain decoding (null: no prediction).
+   */
+  prior?: (costs: CostModel, measure: 'model' | 'time') => { tokens: number; cost: number } | null;
 }
 
 interface Arm extends ArmSpec {
@@ -192,6 +197,17 @@ const SWITCH_MARGIN = 0.05;
 const RUN_ENDED_MARGIN = 1;
 
 /**
+ * A round's measured time counts for at most this many times what the measured costs predict for it (its verify
+ * call's width on the curve and its own model calls). A pause that has nothing to do with the arm (garbage
+ * collection, V8 compiling, another process) lands on whichever round it falls in, and one arm's estimate rests on
+ * few rounds at first and after a revisit: tracing auto on wasm in Node, one 17.6 ms round among the two that tried
+ * the draft model's chain (its rounds take 6-7 ms, predicted 7.5) put it at 159 tok/s against plain decoding's 260,
+ * and its next revisit, 12 rounds on, met another (17.7 ms): plain decoding ran on where the chain brought 370.
+ * Rounds of 1.5x to 2.5x the typical time came every ten rounds or so, in every arm.
+ */
+const PAUSE_CAP = 2;
+
+/**
  * How far ahead of the chosen arm's throughput (a share) a copy in progress must be predicted to take the round.
  * Prompt lookup's prediction comes from its measured acceptance per agreement length and the verify-cost curve; the
  * arm's from its real rounds, overhead included, so the prediction is held to a margin.
@@ -316,6 +332,29 @@ export class AutoDrafter implements Drafter {
     await this.saving;
   }
 
+  /**
+   * Arms whose round the measured costs predict (plain decoding: one token for one single-token call), neither
+   * measured nor remembered yet, start from that prediction, as settled as a remembered estimate: they are not tried
+   * first but revisited by how far behind they look. Trying plain decoding cost 3 rounds and its revisits every 12
+   * rounds until it had 6 more: in a CLI run of about 40 rounds, or a WebGPU run on SwiftShader of 44 (2 prompts),
+   * about 7 rounds at plain decoding's speed where the chosen arm ran 1.5-2.5x faster. Its prediction errs slow on
+   * wasm in Node (5.04 ms a call against 4.79 ms per token) and fast on SwiftShader (946 against 1081 ms), and either
+   * way its first revisit measures it.
+   */
+  private predict(): void {
+    const costs = this.costs();
+    if (!costs) return;
+    for (const arm of this.arms) {
+      if (!arm.prior || arm.samples > 0 || arm.cost > 0) continue;
+      const round = arm.prior(costs, this.measure);
+      if (!round || !(round.tokens > 0 && round.cost > 0 && Number.isFinite(round.tokens / round.cost))) continue;
+      arm.cost = REMEMBERED_ROUNDS * round.cost;
+      arm.tokens = REMEMBERED_ROUNDS * round.tokens;
+      arm.samples = SETTLED_SAMPLES;
+      arm.roundCost = round.cost;
+    }
+  }
+
   /** Model calls the arms made while drafting (counted per round: arms may share one draft model). */
   get calls(): number {
     return this.draftCalls;
@@ -403,6 +442,7 @@ export class AutoDrafter implements Drafter {
       this.measure = measure;
     }
     if (measure === 'time' && this.memory) await this.restore(this.memory);
+    this.predict();
     this.current = this.choose(req);
     if (this.ended) this.why += `; ${this.ended}'s run ended: its latest rounds are its record`;
     this.ended = null;
@@ -466,10 +506,9 @@ export class AutoDrafter implements Drafter {
     // the verification call's width on the measured curve plus the arm's own model calls.
     const costs = this.costs();
     const width = tree.tokens.length + (tree.aux?.tokens.length ?? 0);
+    const modelled = costs ? relativeCost(costs.curve, width) + (arm.drafter.draftCost?.(costs) ?? 0) : Number.NaN;
     const cost =
-      this.measure === 'model' && costs
-        ? relativeCost(costs.curve, width) + (arm.drafter.draftCost?.(costs) ?? 0)
-        : (this.clock() - this.started - (arm.drafter.catchUpMs?.() ?? 0)) / 1000;
+      this.measure === 'model' && costs ? modelled : this.timed(arm, modelled * (costs ? singleCallMs(costs) : 0));
     for (const a of this.arms) {
       a.cost *= DECAY;
       a.tokens *= DECAY;
@@ -508,6 +547,15 @@ export class AutoDrafter implements Drafter {
     arm.remembered = false;
     arm.staleSessions = 0;
     if (this.measure === 'time' && this.memory && this.round % SAVE_EVERY === 0) this.save(this.memory);
+  }
+
+  /**
+   * A round's real seconds (less a draft cache's catching up), at most PAUSE_CAP times what the measured costs
+   * predict for it (`predictedMs`; not a number: no cap).
+   */
+  private timed(arm: Arm, predictedMs: number): number {
+    const ms = this.clock() - this.started - (arm.drafter.catchUpMs?.() ?? 0);
+    return (predictedMs > 0 ? Math.min(ms, PAUSE_CAP * predictedMs) : ms) / 1000;
   }
 
   learned(): unknown {
@@ -549,6 +597,18 @@ export class AutoDrafter implements Drafter {
  */
 const NEARLY_FREE_WIDTH_8 = 1.5;
 
+/** Milliseconds of one single-token verify call on the measured curve (0: not measured). */
+function singleCallMs(costs: CostModel): number {
+  return costs.curve.points.find((p) => p.q === 1)?.ms ?? 0;
+}
+
+/** Plain decoding's round from the measured costs: one token for one single-token verify call. */
+export function plainRound(costs: CostModel, measure: 'model' | 'time'): { tokens: number; cost: number } | null {
+  if (measure === 'model') return { tokens: 1, cost: relativeCost(costs.curve, 1) };
+  const ms = singleCallMs(costs);
+  return ms > 0 ? { tokens: 1, cost: ms / 1000 } : null;
+}
+
 /** Whether the measured verify-cost curve makes width nearly free (no curve yet: no). */
 export function widthNearlyFree(costs: CostModel | null): boolean {
   return costs !== null && costs.curve.points.length > 0 && relativeCost(costs.curve, 8) <= NEARLY_FREE_WIDTH_8;
@@ -570,7 +630,7 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
   // matches).
   const arms: ArmSpec[] = r.draft
     ? [
-        { name: 'plain', drafter: new NoDrafter() },
+        { name: 'plain', drafter: new NoDrafter(), prior: plainRound },
         {
           name: 'lookup',
           drafter: new LookupDrafter(r.costs),
@@ -580,7 +640,7 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
         },
       ]
     : [
-        { name: 'plain', drafter: new NoDrafter() },
+        { name: 'plain', drafter: new NoDrafter(), prior: plainRound },
         { name: 'lookup', drafter: new LookupDrafter(r.costs), copier: true },
       ];
   if (r.draft) {
