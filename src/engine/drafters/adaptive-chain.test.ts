@@ -127,6 +127,85 @@ describe('the adaptive chain with measured costs', () => {
     expect(drafter.overhead).toBeLessThanOrEqual(2);
   });
 
+  it('measures what its draft calls cost in the rounds: dearer than calibrated, it drafts shorter chains', async () => {
+    const clock = { now: 0 };
+    /** A draft whose every call takes `ms` on the test's clock. */
+    class Timed extends ToyLM {
+      constructor(private readonly ms: number) {
+        super(V, confidentUntil(PROMPT.length + 400));
+      }
+      override async forward(input: Parameters<ToyLM['forward']>[0]): Promise<Float32Array> {
+        clock.now += this.ms;
+        return super.forward(input);
+      }
+    }
+    // T(1) = 1 ms, a token more 0.1 of a call; calibrated, a draft call costs 0.05 of a target call.
+    const curve = curveOf((q) => 1 + 0.1 * (q - 1));
+    const run = async (ms: number) => {
+      const drafter = new AdaptiveChainDrafter(
+        new Timed(ms),
+        () => costsOf(curve),
+        undefined,
+        () => clock.now,
+      );
+      const committed = [...PROMPT];
+      const lengths: number[] = [];
+      for (let r = 0; r < 60; r++) {
+        const tree = await drafter.propose(request(committed));
+        lengths.push(tree.tokens.length - 1);
+        // The target accepts the first half of the chain.
+        const keep = Math.floor((tree.tokens.length - 1) / 2);
+        const path = Array.from({ length: keep + 1 }, (_, i) => i);
+        drafter.accept(tree, { path, token: 0, kind: 'correction', status: [] });
+        committed.push(...path.slice(1).map((i) => tree.tokens[i] as number), 0);
+      }
+      return { drafter, last: lengths.slice(-10) };
+    };
+    // Calls as cheap as calibrated: the scale stays near 1.
+    const honest = await run(0.05);
+    expect(honest.drafter.draftCostScale).toBeGreaterThan(0.8);
+    expect(honest.drafter.draftCostScale).toBeLessThan(1.25);
+    // Calls 3x dearer than calibrated (0.15 ms): measured, and the chains are shorter.
+    const dear = await run(0.15);
+    expect(dear.drafter.draftCostScale).toBeGreaterThan(2.5);
+    expect(Math.max(...dear.last)).toBeLessThan(Math.min(...honest.last));
+  });
+
+  it('measures the acceptance by the confidence of the token: an unsure draft right most of the time is trusted', async () => {
+    // The draft alternates sure tokens (p 0.95, always accepted) and unsure ones (p 0.15, accepted three times in four):
+    // one scale on the confidence, the measured acceptance over the mean confidence, says 0.15 x 1.6 = 0.24 for those.
+    const row = (sure: boolean) => {
+      const r = new Float32Array(V);
+      r[3] = sure ? Math.log((0.95 * (V - 1)) / 0.05) : Math.log((0.15 * (V - 1)) / 0.85);
+      return r;
+    };
+    const draft = new ToyLM(V, (context) => row(context.length % 2 === 0));
+    const drafter = new AdaptiveChainDrafter(draft, () => costsOf(curveOf((q) => 1 + 0.02 * (q - 1))));
+    const committed = [...PROMPT];
+    let unsure = 0;
+    for (let r = 0; r < 40; r++) {
+      const tree = await drafter.propose(request(committed));
+      const path = [0];
+      for (let i = 1; i < tree.tokens.length; i++) {
+        const sure = (committed.length + i - 1) % 2 === 0;
+        if (!sure && ++unsure % 4 === 0) break;
+        path.push(i);
+      }
+      drafter.accept(tree, { path, token: 5, kind: 'correction', status: [] });
+      committed.push(...path.slice(1).map((i) => tree.tokens[i] as number), 5);
+    }
+    expect(drafter.acceptanceOf(0.15)).toBeGreaterThan(0.65);
+    expect(drafter.acceptanceOf(0.15)).toBeLessThan(0.85);
+    expect(0.15 * drafter.calibration).toBeLessThan(0.35);
+    expect(drafter.acceptanceOf(0.95)).toBeGreaterThan(0.95);
+    // Remembered between sessions with the rest of what it learned.
+    const resumed = new AdaptiveChainDrafter(new ToyLM(V, () => row(true)), () => null);
+    resumed.relearn(drafter.learned());
+    expect(resumed.acceptanceOf(0.15)).toBeCloseTo(drafter.acceptanceOf(0.15), 9);
+    resumed.relearn({ ...(drafter.learned() as object), byConfidence: { offered: [1], accepted: [2] } });
+    expect(resumed.acceptanceOf(0.15)).toBeCloseTo(drafter.acceptanceOf(0.15), 9); // a table that does not fit: kept
+  });
+
   it('calibrates the confidence by the acceptance it measures: a draft sure and wrong drafts shorter', async () => {
     const draft = new ToyLM(V, confidentUntil(PROMPT.length + 40));
     // A curve where a token costs a tenth of a call: a sure draft pays for long chains, a wrong one does not.

@@ -41,6 +41,21 @@ export class AdaptiveChainDrafter extends ChainDrafter {
   /** Per-round time besides the model calls, relative to T(1), measured (smoothed); and this round's start. */
   private overheadRelative = 0;
   private roundStarted: number | null = null;
+  /**
+   * The draft's measured cost per call over the calibrated one (smoothed, greedy rounds with costs): its calls' time
+   * in the rounds, catching up left out, against the draft curve's prediction for them.
+   */
+  private draftScale = 1;
+  private draftMs = 0;
+  /**
+   * Greedy acceptance by the draft's confidence in the token (buckets of 0.1): tokens offered and accepted, the
+   * calibrated confidence counting as two more (acceptanceOf). The relation is far from linear: over the bench prompts on wasm the bundled
+   * draft's tokens at confidence 0.0-0.1 were accepted 42% of the time, 0.1-0.2 58%, 0.2-0.3 75%, 0.3-0.4 92%, above
+   * 0.4 96-100%, where confidence x calibration (2.2) said 11%, 33%, 55%, 77%: its chains stopped at 2.1 tokens a
+   * round where the fixed chain of 4 ran faster.
+   */
+  private offered = new Array<number>(BUCKETS).fill(0);
+  private acceptedIn = new Array<number>(BUCKETS).fill(0);
 
   constructor(
     draft: DraftModelState['lm'] | DraftModelState,
@@ -64,9 +79,26 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     return this.overheadRelative;
   }
 
+  /** The draft's measured cost per call over what calibration said (1 until measured). */
+  get draftCostScale(): number {
+    return this.draftScale;
+  }
+
   override async propose(req: DraftRequest): Promise<DraftTree> {
-    this.roundStarted = this.clock();
-    return super.propose(req);
+    const started = this.clock();
+    this.roundStarted = started;
+    const tree = await super.propose(req);
+    this.draftMs = this.clock() - started - this.state.catchUpMs();
+    return tree;
+  }
+
+  /**
+   * A greedy token's estimated acceptance from the draft's confidence q in it: the acceptance measured in q's bucket,
+   * with q times the calibration counting as two tokens (before any are measured, that alone).
+   */
+  acceptanceOf(q: number): number {
+    const b = bucketOf(q);
+    return ((this.acceptedIn[b] as number) + 2 * Math.min(1, q * this.calibration)) / ((this.offered[b] as number) + 2);
   }
 
   /** Acceptance measured over the draft's mean confidence on the same tokens (1 before any evidence). */
@@ -88,9 +120,9 @@ export class AdaptiveChainDrafter extends ChainDrafter {
       // time, and a seed must give the same text for the same measured costs (the tree shape changes the draws).
       return worthExtending(new Array<number>(d).fill(this.acceptance), costs.curve, costs.draftRelative);
     }
-    const scale = this.calibration;
-    const accept = tokenProbs(tree, d).map((q) => Math.min(1, q * scale));
-    return worthExtending(accept, costs.curve, costs.draftRelative, this.overheadRelative, LOOKAHEAD);
+    const accept = tokenProbs(tree, d).map((q) => this.acceptanceOf(q));
+    const draftRelative = costs.draftRelative * this.draftScale;
+    return worthExtending(accept, costs.curve, draftRelative, this.overheadRelative, LOOKAHEAD);
   }
 
   override accept(tree: DraftTree, result: VerifyResult): void {
@@ -101,7 +133,14 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     const triedNow = acceptedNow + (acceptedNow < drafted ? 1 : 0);
     this.accepted = 0.95 * this.accepted + acceptedNow;
     this.tried = 0.95 * this.tried + triedNow;
-    this.confidence = 0.95 * this.confidence + tokenProbs(tree, triedNow).reduce((a, b) => a + b, 0);
+    const probs = tokenProbs(tree, triedNow);
+    this.confidence = 0.95 * this.confidence + probs.reduce((a, b) => a + b, 0);
+    if (!tree.draftProbs[0])
+      probs.forEach((q, i) => {
+        const b = bucketOf(q);
+        this.offered[b] = (this.offered[b] as number) + 1;
+        if (i < acceptedNow) this.acceptedIn[b] = (this.acceptedIn[b] as number) + 1;
+      });
     // With measured costs the expected-gain rule sizes each chain; the heuristic's length is for rounds without them.
     if (this.costs()) return;
     const allAccepted = acceptedNow === drafted && drafted >= this.current;
@@ -119,20 +158,41 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     this.roundStarted = null;
     const oneCall = costs?.curve.points.find((p) => p.q === 1)?.ms;
     if (!costs || started === null || !oneCall) return;
+    // Greedy rounds: how much the draft's calls (with the work on their results: softmaxes, the tree) cost against
+    // the calibrated draft curve. A draft call timed at calibration is one sample among a few (Chromium's wasm: the
+    // draft at 0.125-0.201 of a target call over four calibrations in one session), and a dear one cut every chain:
+    // the fixed chain of 4 ran 1.59x where the adaptive chain, at 1.5 tokens a round, ran 1.49x.
+    const calibrated = this.state.roundCost(costs);
+    if (!tree.draftProbs[0] && calibrated > 0) {
+      const sample = Math.min(4, Math.max(0.25, this.draftMs / oneCall / calibrated));
+      this.draftScale = 0.9 * this.draftScale + 0.1 * sample;
+    }
     // The draft's catching up on text it did not see is timed apart (draft-model.ts), as in the round's cost.
-    const predicted = relativeCost(costs.curve, tree.tokens.length) + this.state.roundCost(costs);
+    const predicted = relativeCost(costs.curve, tree.tokens.length) + calibrated * this.draftScale;
     const measured = (this.clock() - started - this.state.catchUpMs()) / oneCall;
     const sample = Math.min(2, Math.max(0, measured - predicted));
     this.overheadRelative = 0.9 * this.overheadRelative + 0.1 * sample;
   }
 
   learned(): unknown {
-    return { current: this.current, accepted: this.accepted, tried: this.tried, confidence: this.confidence };
+    return {
+      current: this.current,
+      accepted: this.accepted,
+      tried: this.tried,
+      confidence: this.confidence,
+      byConfidence: { offered: [...this.offered], accepted: [...this.acceptedIn] },
+    };
   }
 
   relearn(state: unknown): void {
-    const s = state as { current?: unknown; accepted?: unknown; tried?: unknown; confidence?: unknown } | null;
-    const { current, accepted, tried, confidence } = s ?? {};
+    const s = state as {
+      current?: unknown;
+      accepted?: unknown;
+      tried?: unknown;
+      confidence?: unknown;
+      byConfidence?: unknown;
+    } | null;
+    const { current, accepted, tried, confidence, byConfidence } = s ?? {};
     if (!Number.isInteger(current) || (current as number) < 1 || (current as number) > this.adaptive.maxGamma) return;
     if (!countLike(accepted) || !countLike(tried) || accepted > tried) return;
     this.current = current as number;
@@ -140,6 +200,15 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     this.tried = tried;
     // Records from before the calibration was kept: the draft's confidence taken as the measured acceptance.
     this.confidence = countLike(confidence) && confidence <= tried ? confidence : accepted;
+    // The acceptance by confidence, where it fits (records from before it was kept have none).
+    const table = byConfidence as { offered?: unknown; accepted?: unknown } | undefined;
+    const fits = (a: unknown): a is number[] => Array.isArray(a) && a.length === BUCKETS && a.every(countLike);
+    const offered = table?.offered;
+    const acceptedIn = table?.accepted;
+    if (fits(offered) && fits(acceptedIn) && acceptedIn.every((a, i) => a <= (offered[i] as number))) {
+      this.offered = [...offered];
+      this.acceptedIn = [...acceptedIn];
+    }
   }
 
   override reset(keepLearned = false): void {
@@ -151,7 +220,16 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     this.tried = 0;
     this.confidence = 0;
     this.overheadRelative = 0;
+    this.draftScale = 1;
+    this.offered.fill(0);
+    this.acceptedIn.fill(0);
   }
+}
+
+/** Buckets of the draft's confidence for the measured greedy acceptance: [0, 0.1), [0.1, 0.2), ... [0.9, 1]. */
+const BUCKETS = 10;
+function bucketOf(q: number): number {
+  return Math.min(BUCKETS - 1, Math.max(0, Math.floor(q * BUCKETS)));
 }
 
 /** The draft's probability of each of the first n drafted tokens of a chain (from its path values). */
