@@ -125,13 +125,35 @@ export function bestGamma(
 
 /**
  * The expected-gain stopping rule of a chain being drafted (EAGLE-2's "expand while it pays", on this hardware's
- * measured costs): given the estimated acceptance of each token drafted so far, whether drafting on raises the
- * round's expected tokens per unit time, the tokens to come predicted to be accepted like the last one. A round of k
- * drafted tokens yields 1 + sum of the path probabilities in expectation and costs T(k+1) + k draft calls (relative to
- * a single-token target call), as in bestGamma. Unlike bestGamma's one average acceptance, it reads this round's own
- * confidences, so it drafts on through text the draft is sure of and stops where it wavers. With `lookahead` > 1 it
- * drafts on when any of the next `lookahead` lengths pays, not only the next one: a measured curve is not convex
- * (wasm: T(2) 1.07, T(4) 1.47, T(8) 2.11), so one token more can lose where two or three more win.
+ * costs): given the estimated acceptance of each token drafted so far, whether drafting on raises the round's
+ * expected tokens per unit time, the tokens to come predicted to be accepted like the last one. A round of k drafted
+ * tokens yields 1 + sum of the path probabilities in expectation and costs `roundCost(k)` (any unit). Unlike
+ * bestGamma's one average acceptance, it reads this round's own confidences, so it drafts on through text the draft
+ * is sure of and stops where it wavers. With `lookahead` > 1 it drafts on when any of the next `lookahead` lengths
+ * pays, not only the next one: a measured curve is not convex (wasm: T(2) 1.07, T(4) 1.47, T(8) 2.11), so one token
+ * more can lose where two or three more win.
+ */
+export function paysToExtend(accept: readonly number[], roundCost: (k: number) => number, lookahead = 1): boolean {
+  const k = accept.length;
+  let expected = 1;
+  let path = 1;
+  for (const a of accept) {
+    path *= a;
+    expected += path;
+  }
+  const next = accept[k - 1] ?? 0;
+  const now = expected / roundCost(k);
+  for (let j = 1; j <= lookahead; j++) {
+    path *= next;
+    expected += path;
+    if (expected / roundCost(k + j) > now) return true;
+  }
+  return false;
+}
+
+/**
+ * paysToExtend on the calibrated costs: a round of k drafted tokens costs T(k+1) + k draft calls (relative to a
+ * single-token target call), as in bestGamma, plus a fixed per-round overhead.
  */
 export function worthExtending(
   accept: readonly number[],
@@ -141,19 +163,5 @@ export function worthExtending(
   overhead = 0,
   lookahead = 1,
 ): boolean {
-  const k = accept.length;
-  let expected = 1;
-  let path = 1;
-  for (const a of accept) {
-    path *= a;
-    expected += path;
-  }
-  const next = accept[k - 1] ?? 0;
-  const now = expected / (relativeCost(curve, k + 1) + k * draftRelative + overhead);
-  for (let j = 1; j <= lookahead; j++) {
-    path *= next;
-    expected += path;
-    if (expected / (relativeCost(curve, k + 1 + j) + (k + j) * draftRelative + overhead) > now) return true;
-  }
-  return false;
+  return paysToExtend(accept, (k) => relativeCost(curve, k + 1) + k * draftRelative + overhead, lookahead);
 }

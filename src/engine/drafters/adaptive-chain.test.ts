@@ -100,75 +100,73 @@ describe('the adaptive chain with measured costs', () => {
     expect(await drafted(null, PROMPT.length + 2)).toBe(3);
   });
 
-  it('measures what a round costs besides its model calls, on its clock', async () => {
-    let now = 0;
-    const curve = curveOf((q) => 1 + 0.3 * (q - 1)); // T(1) = 1 ms
-    const drafter = new AdaptiveChainDrafter(
-      new ToyLM(V, confidentUntil(PROMPT.length + 80)),
-      () => costsOf(curve),
-      undefined,
-      () => now,
-    );
-    const committed = [...PROMPT];
-    const round = async (ms: number) => {
-      const tree = await drafter.propose(request(committed));
-      now += ms;
-      const token = ((tree.tokens[1] as number) + 1) % V;
-      drafter.accept(tree, { path: [0], token, kind: 'correction', status: [] });
-      committed.push(token);
-    };
-    // Rounds as fast as their model calls: nothing beside them.
-    for (let r = 0; r < 5; r++) await round(0);
-    expect(drafter.overhead).toBe(0);
-    // Rounds that take 12 ms where their calls explain at most 6.1 (a 16-token chain): the overhead grows towards
-    // its cap of two target calls.
-    for (let r = 0; r < 40; r++) await round(12);
-    expect(drafter.overhead).toBeGreaterThan(1.9);
-    expect(drafter.overhead).toBeLessThanOrEqual(2);
-  });
-
-  it('measures what its draft calls cost in the rounds: dearer than calibrated, it drafts shorter chains', async () => {
+  /**
+   * Greedy rounds on the test's clock: a draft call takes `draftMs`, the verify call `verifyMs(width)`, the time
+   * between rounds `gapMs`; the target accepts the first half of each chain. Calibrated: T(q) = `calibrated(q)` ms,
+   * a draft call 0.05 of a target call.
+   */
+  async function timedRounds(o: {
+    draftMs: number;
+    verifyMs: (width: number) => number;
+    gapMs: number;
+    calibrated: (q: number) => number;
+    rounds: number;
+  }): Promise<{ drafter: AdaptiveChainDrafter; last: number[] }> {
     const clock = { now: 0 };
-    /** A draft whose every call takes `ms` on the test's clock. */
     class Timed extends ToyLM {
-      constructor(private readonly ms: number) {
-        super(V, confidentUntil(PROMPT.length + 400));
-      }
       override async forward(input: Parameters<ToyLM['forward']>[0]): Promise<Float32Array> {
-        clock.now += this.ms;
+        clock.now += o.draftMs;
         return super.forward(input);
       }
     }
-    // T(1) = 1 ms, a token more 0.1 of a call; calibrated, a draft call costs 0.05 of a target call.
-    const curve = curveOf((q) => 1 + 0.1 * (q - 1));
-    const run = async (ms: number) => {
-      const drafter = new AdaptiveChainDrafter(
-        new Timed(ms),
-        () => costsOf(curve),
-        undefined,
-        () => clock.now,
-      );
-      const committed = [...PROMPT];
-      const lengths: number[] = [];
-      for (let r = 0; r < 60; r++) {
-        const tree = await drafter.propose(request(committed));
-        lengths.push(tree.tokens.length - 1);
-        // The target accepts the first half of the chain.
-        const keep = Math.floor((tree.tokens.length - 1) / 2);
-        const path = Array.from({ length: keep + 1 }, (_, i) => i);
-        drafter.accept(tree, { path, token: 0, kind: 'correction', status: [] });
-        committed.push(...path.slice(1).map((i) => tree.tokens[i] as number), 0);
-      }
-      return { drafter, last: lengths.slice(-10) };
-    };
-    // Calls as cheap as calibrated: the scale stays near 1.
-    const honest = await run(0.05);
-    expect(honest.drafter.draftCostScale).toBeGreaterThan(0.8);
-    expect(honest.drafter.draftCostScale).toBeLessThan(1.25);
-    // Calls 3x dearer than calibrated (0.15 ms): measured, and the chains are shorter.
-    const dear = await run(0.15);
-    expect(dear.drafter.draftCostScale).toBeGreaterThan(2.5);
+    const drafter = new AdaptiveChainDrafter(
+      new Timed(V, confidentUntil(PROMPT.length + 4000)),
+      () => costsOf(curveOf(o.calibrated)),
+      undefined,
+      () => clock.now,
+    );
+    const committed = [...PROMPT];
+    const lengths: number[] = [];
+    for (let r = 0; r < o.rounds; r++) {
+      const tree = await drafter.propose(request(committed));
+      lengths.push(tree.tokens.length - 1);
+      clock.now += o.verifyMs(tree.tokens.length);
+      const keep = Math.floor((tree.tokens.length - 1) / 2);
+      const path = Array.from({ length: keep + 1 }, (_, i) => i);
+      drafter.accept(tree, { path, token: 0, kind: 'correction', status: [] });
+      committed.push(...path.slice(1).map((i) => tree.tokens[i] as number), 0);
+      clock.now += o.gapMs;
+    }
+    return { drafter, last: lengths.slice(-10) };
+  }
+
+  it('measures what its rounds cost: the verify call per width, a draft call, the time between rounds', async () => {
+    const { drafter } = await timedRounds({
+      draftMs: 0.3,
+      verifyMs: (w) => 2 + 0.5 * w,
+      gapMs: 0.7,
+      calibrated: (q) => 1 + 0.1 * (q - 1),
+      rounds: 80,
+    });
+    const costs = drafter.roundCosts;
+    expect(costs.draftCallMs()).toBeCloseTo(0.3, 1);
+    expect(costs.betweenMs()).toBeGreaterThan(0.6);
+    expect(costs.betweenMs()).toBeLessThan(0.7);
+    // Widths it verified read their measured time; the others the calibration, moved by how the measured compare.
+    for (let w = 2; w <= 17; w++) expect(costs.verifyMs(w)).toBeGreaterThan(1.5 * (1 + 0.1 * (w - 1)));
+  });
+
+  it('drafts by what its rounds cost, not by the calibration: dearer draft calls, shorter chains; a flatter verify, longer ones', async () => {
+    const steady = { gapMs: 0, calibrated: (q: number) => 1 + 0.1 * (q - 1), rounds: 60 };
+    // Calls as calibrated (0.05 ms), then 4x dearer (0.2 ms).
+    const honest = await timedRounds({ ...steady, draftMs: 0.05, verifyMs: (w) => 1 + 0.1 * (w - 1) });
+    const dear = await timedRounds({ ...steady, draftMs: 0.2, verifyMs: (w) => 1 + 0.1 * (w - 1) });
     expect(Math.max(...dear.last)).toBeLessThan(Math.min(...honest.last));
+    // Calibrated steep (each token half a call) where verifying costs the same at any width.
+    const steep = { ...steady, draftMs: 0.05, calibrated: (q: number) => 1 + 0.5 * (q - 1) };
+    const asCalibrated = await timedRounds({ ...steep, verifyMs: (w) => 1 + 0.5 * (w - 1) });
+    const flatter = await timedRounds({ ...steep, verifyMs: () => 1 });
+    expect(Math.min(...flatter.last)).toBeGreaterThan(Math.max(...asCalibrated.last));
   });
 
   it('measures the acceptance by the confidence of the token: an unsure draft right most of the time is trusted', async () => {
@@ -180,11 +178,20 @@ describe('the adaptive chain with measured costs', () => {
       return r;
     };
     const draft = new ToyLM(V, (context) => row(context.length % 2 === 0));
-    const drafter = new AdaptiveChainDrafter(draft, () => costsOf(curveOf((q) => 1 + 0.02 * (q - 1))));
+    // Verifying takes 1 ms at any width on the test's clock, drafting nothing: chains run long.
+    const clock = { now: 0 };
+    const curve = curveOf((q) => 1 + 0.02 * (q - 1));
+    const drafter = new AdaptiveChainDrafter(
+      draft,
+      () => costsOf(curve),
+      undefined,
+      () => clock.now,
+    );
     const committed = [...PROMPT];
     let unsure = 0;
     for (let r = 0; r < 40; r++) {
       const tree = await drafter.propose(request(committed));
+      clock.now += 1;
       const path = [0];
       for (let i = 1; i < tree.tokens.length; i++) {
         const sure = (committed.length + i - 1) % 2 === 0;

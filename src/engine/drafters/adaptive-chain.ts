@@ -3,16 +3,16 @@
  * accepted draft, -1 otherwise (between 1 and maxGamma), and the draft stops early when its confidence in its own
  * token drops below a threshold (0.4, transformers' assistant_confidence_threshold).
  *
- * With a cost model (the measured verify-cost curve of this hardware and the draft's cost per call, see
- * calibrate.ts) it is hardware-aware: token by token it drafts on while one more token raises the round's expected
- * tokens per unit time (calibrate.ts worthExtending, EAGLE-2's expected-gain rule on Sequoia's measured costs). Each
- * token's acceptance is estimated from the draft's own probability, calibrated by the ratio of the acceptance
- * measured so far to the draft's mean confidence on the same tokens, so an over- or under-confident draft is
- * corrected. The rule replaces the 0.4 confidence threshold and the +2/-1 length, which cut chains the hardware
- * would pay for.
- */
+ * With a cost model it is hardware-aware: token by token it drafts on while more tokens raise the round's expected
+ * tokens per unit time (calibrate.ts paysToExtend, EAGLE-2's expected-gain rule on Sequoia's measured costs). Under
+ * greedy decoding the costs are the rounds' own, measured (round-costs.ts: the verify call per width, a draft call,
+ * the time between rounds, starting from the calibration), and each token's acceptance is measured per bucket of the
+ * draft's confidence in it. Under sampling (a seed must give the same text again) the calibrated costs decide, and
+ * each token counts at the measured acceptance. The rule replaces the 0.4 confidence threshold and the +2/-1 length,
+ * which cut chains the hardware would pay for. */
 import { countLike } from '../budget';
-import { relativeCost, worthExtending } from '../calibrate';
+import { paysToExtend, worthExtending } from '../calibrate';
+import { RoundCosts } from '../round-costs';
 import type { VerifyResult } from '../verify';
 import { ChainDrafter } from './chain';
 import type { DraftModelState } from './draft-model';
@@ -38,15 +38,11 @@ export class AdaptiveChainDrafter extends ChainDrafter {
   private tried = 0;
   /** Discounted sum of the draft's probabilities of the tokens counted in `tried`. */
   private confidence = 0;
-  /** Per-round time besides the model calls, relative to T(1), measured (smoothed); and this round's start. */
-  private overheadRelative = 0;
-  private roundStarted: number | null = null;
-  /**
-   * The draft's measured cost per call over the calibrated one (smoothed, greedy rounds with costs): its calls' time
-   * in the rounds, catching up left out, against the draft curve's prediction for them.
-   */
-  private draftScale = 1;
-  private draftMs = 0;
+  /** Greedy rounds' costs as measured in the rounds (round-costs.ts), and this round's times. */
+  private readonly measured: RoundCosts;
+  private drafting: { started: number; ended: number; ms: number } | null = null;
+  /** When the previous round of this text ended (its accept()); null at a new text. */
+  private lastEnded: number | null = null;
   /**
    * Greedy acceptance by the draft's confidence in the token (buckets of 0.1): tokens offered and accepted, the
    * calibrated confidence counting as two more (acceptanceOf). The relation is far from linear: over the bench prompts on wasm the bundled
@@ -67,6 +63,7 @@ export class AdaptiveChainDrafter extends ChainDrafter {
   ) {
     super(draft, { gamma: adaptive.initialGamma, confidence: adaptive.confidence });
     this.current = adaptive.initialGamma;
+    this.measured = new RoundCosts(costs);
   }
 
   /** Per-token acceptance measured so far (a prior of 0.6 before any evidence). */
@@ -74,21 +71,16 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     return (this.accepted + 0.6 * 2) / (this.tried + 2);
   }
 
-  /** What a round costs besides its model calls, relative to a single-token target call (measured). */
-  get overhead(): number {
-    return this.overheadRelative;
-  }
-
-  /** The draft's measured cost per call over what calibration said (1 until measured). */
-  get draftCostScale(): number {
-    return this.draftScale;
+  /** What greedy rounds were measured to cost (milliseconds). */
+  get roundCosts(): RoundCosts {
+    return this.measured;
   }
 
   override async propose(req: DraftRequest): Promise<DraftTree> {
     const started = this.clock();
-    this.roundStarted = started;
     const tree = await super.propose(req);
-    this.draftMs = this.clock() - started - this.state.catchUpMs();
+    const ended = this.clock();
+    this.drafting = { started, ended, ms: ended - started - this.state.catchUpMs() };
     return tree;
   }
 
@@ -116,17 +108,18 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     if (!costs) return super.continueAfter(tree, d, p);
     if (tree.draftProbs[0]) {
       // Sampling. A sampled token's draft probability says little of its acceptance (min(1, p_target/p_draft)), so
-      // each token is estimated by the measured acceptance. The per-round overhead is left out: it is wall-clock
-      // time, and a seed must give the same text for the same measured costs (the tree shape changes the draws).
+      // each token is estimated by the measured acceptance. On the calibrated costs alone: times measured in the
+      // rounds are wall-clock, and a seed must give the same text for the same calibration (the tree shape changes
+      // the draws).
       return worthExtending(new Array<number>(d).fill(this.acceptance), costs.curve, costs.draftRelative);
     }
+    // Greedy: the text is the same however long the chains, so the rounds' own measured times decide.
     const accept = tokenProbs(tree, d).map((q) => this.acceptanceOf(q));
-    const draftRelative = costs.draftRelative * this.draftScale;
-    return worthExtending(accept, costs.curve, draftRelative, this.overheadRelative, LOOKAHEAD);
+    return paysToExtend(accept, (k) => this.measured.chainRoundMs(k), LOOKAHEAD);
   }
 
   override accept(tree: DraftTree, result: VerifyResult): void {
-    this.measureOverhead(tree);
+    this.measure(tree);
     super.accept(tree, result);
     const drafted = tree.tokens.length - 1;
     const acceptedNow = result.path.length - 1;
@@ -148,30 +141,29 @@ export class AdaptiveChainDrafter extends ChainDrafter {
   }
 
   /**
-   * The round's time from propose to accept (drafting, the verify call, verification) less what its model calls cost
-   * on the measured curves: JavaScript work (softmaxes, trees, cache bookkeeping) and calls dearer than calibrated.
-   * A fixed cost per round favours longer chains. Clamped to [0, 2] target calls; smoothed over rounds.
+   * Another drafter's round (auto's other arms): the time until this one's next round is not a gap between rounds of
+   * its own. Counted as one, it put other arms' rounds in this chain's fixed cost per round and drew its chains long
+   * (auto on wasm: 3.4 tokens a round at 2.75 ms a token, the chain alone 3.2 at 2.57).
    */
-  private measureOverhead(tree: DraftTree): void {
-    const costs = this.costs();
-    const started = this.roundStarted;
-    this.roundStarted = null;
-    const oneCall = costs?.curve.points.find((p) => p.q === 1)?.ms;
-    if (!costs || started === null || !oneCall) return;
-    // Greedy rounds: how much the draft's calls (with the work on their results: softmaxes, the tree) cost against
-    // the calibrated draft curve. A draft call timed at calibration is one sample among a few (Chromium's wasm: the
-    // draft at 0.125-0.201 of a target call over four calibrations in one session), and a dear one cut every chain:
-    // the fixed chain of 4 ran 1.59x where the adaptive chain, at 1.5 tokens a round, ran 1.49x.
-    const calibrated = this.state.roundCost(costs);
-    if (!tree.draftProbs[0] && calibrated > 0) {
-      const sample = Math.min(4, Math.max(0.25, this.draftMs / oneCall / calibrated));
-      this.draftScale = 0.9 * this.draftScale + 0.1 * sample;
-    }
-    // The draft's catching up on text it did not see is timed apart (draft-model.ts), as in the round's cost.
-    const predicted = relativeCost(costs.curve, tree.tokens.length) + calibrated * this.draftScale;
-    const measured = (this.clock() - started - this.state.catchUpMs()) / oneCall;
-    const sample = Math.min(2, Math.max(0, measured - predicted));
-    this.overheadRelative = 0.9 * this.overheadRelative + 0.1 * sample;
+  observe(): void {
+    this.lastEnded = null;
+  }
+
+  /** A greedy round's measured times, with costs known (RoundCosts). */
+  private measure(tree: DraftTree): void {
+    const drafting = this.drafting;
+    this.drafting = null;
+    const now = this.clock();
+    const gapMs = this.lastEnded === null || drafting === null ? null : drafting.started - this.lastEnded;
+    this.lastEnded = now;
+    if (!this.costs() || drafting === null || tree.draftProbs[0]) return;
+    this.measured.record({
+      width: tree.tokens.length,
+      draftCalls: tree.tokens.length - 1,
+      draftMs: drafting.ms,
+      verifyMs: now - drafting.ended,
+      gapMs,
+    });
   }
 
   learned(): unknown {
@@ -213,14 +205,14 @@ export class AdaptiveChainDrafter extends ChainDrafter {
 
   override reset(keepLearned = false): void {
     super.reset();
-    this.roundStarted = null;
+    this.drafting = null;
+    this.lastEnded = null;
     if (keepLearned) return;
     this.current = this.adaptive.initialGamma;
     this.accepted = 0;
     this.tried = 0;
     this.confidence = 0;
-    this.overheadRelative = 0;
-    this.draftScale = 1;
+    this.measured.clear();
     this.offered.fill(0);
     this.acceptedIn.fill(0);
   }

@@ -1,0 +1,67 @@
+/**
+ * RoundCosts: a chain's round costs measured in the rounds, from the calibration until rounds are measured.
+ */
+import { describe, expect, it } from 'vitest';
+import type { CostModel } from './drafters/method';
+import { RoundCosts } from './round-costs';
+
+/** Calibrated: T(q) = 2 + q ms (T(1) = 3 ms), a draft call 0.1 of a target call (0.3 ms). */
+const CALIBRATED: CostModel = {
+  curve: { context: 64, points: [1, 2, 4, 8, 16].map((q) => ({ q, ms: 2 + q, relative: (2 + q) / 3 })) },
+  draftRelative: 0.1,
+  draftCurve: { context: 64, points: [] },
+};
+
+const round = (width: number, verifyMs: number, o: { draftMs?: number; gapMs?: number | null } = {}) => ({
+  width,
+  draftCalls: width - 1,
+  draftMs: o.draftMs ?? 0.3 * (width - 1),
+  verifyMs,
+  gapMs: o.gapMs ?? null,
+});
+
+describe('round costs measured in the rounds', () => {
+  it('start from the calibration', () => {
+    const costs = new RoundCosts(() => CALIBRATED);
+    expect(costs.verifyMs(4)).toBeCloseTo(6, 9);
+    expect(costs.draftCallMs()).toBeCloseTo(0.3, 9);
+    expect(costs.betweenMs()).toBe(0);
+    expect(costs.chainRoundMs(3)).toBeCloseTo(6 + 0.9, 9);
+  });
+
+  it('follow the measured rounds: a width verified reads its own time, a draft call and the time between rounds theirs', () => {
+    const costs = new RoundCosts(() => CALIBRATED);
+    for (let r = 0; r < 60; r++) costs.record(round(3, 10, { draftMs: 2, gapMs: 1.5 }));
+    expect(costs.verifyMs(3)).toBeGreaterThan(9.9);
+    expect(costs.draftCallMs()).toBeGreaterThan(0.95);
+    expect(costs.betweenMs()).toBeGreaterThan(1.3); // 0 before any were measured, counting as two rounds
+    // Until a second width is measured, the others follow the calibrated shape, moved as width 3 moved (5 -> 10).
+    expect(costs.verifyMs(5)).toBeGreaterThan(13.9);
+    expect(costs.verifyMs(5)).toBeLessThan(14.1);
+  });
+
+  it('extend a line through the measured widths to the others, never falling with width', () => {
+    // Verifying costs 4 ms at any width here, where the calibration said 2 + q: the widths not yet tried are as cheap.
+    const flat = new RoundCosts(() => CALIBRATED);
+    for (let r = 0; r < 30; r++) flat.record(round(2 + (r % 2), 4));
+    expect(flat.verifyMs(12)).toBeCloseTo(4, 1);
+    // Measured falling with width (noise): taken as flat, not as cheaper the wider.
+    const noisy = new RoundCosts(() => CALIBRATED);
+    for (let r = 0; r < 30; r++) noisy.record(round(2 + (r % 2), r % 2 ? 4 : 5));
+    expect(noisy.verifyMs(12)).toBeGreaterThan(4.4);
+    expect(noisy.verifyMs(12)).toBeLessThan(4.6);
+    // Steeper than calibrated: 1 ms more per token.
+    const steep = new RoundCosts(() => CALIBRATED);
+    for (let r = 0; r < 30; r++) steep.record(round(2 + (r % 3), 2 * (2 + (r % 3))));
+    expect(steep.verifyMs(10)).toBeCloseTo(20, 1);
+  });
+
+  it('leave out a pause between rounds (a caller away, a new prompt), and start afresh when cleared', () => {
+    const costs = new RoundCosts(() => CALIBRATED);
+    for (let r = 0; r < 20; r++) costs.record(round(3, 5, { gapMs: r === 10 ? 5000 : 1 }));
+    expect(costs.betweenMs()).toBeLessThan(1);
+    costs.clear();
+    expect(costs.verifyMs(4)).toBeCloseTo(6, 9);
+    expect(costs.betweenMs()).toBe(0);
+  });
+});
