@@ -19,7 +19,7 @@ import type { DraftModelState } from './draft-model';
 import type { DraftRequest, DraftTree } from './drafter';
 import { type CostModel, draftOf, type MethodSpec } from './method';
 
-/** Chain lengths beyond the current one the stopping rule looks at (calibrate.ts worthExtending). */
+/** Chain lengths beyond the current one the stopping rule looks at (calibrate.ts paysToExtend). */
 const LOOKAHEAD = 3;
 
 export interface AdaptiveChainOptions {
@@ -45,10 +45,10 @@ export class AdaptiveChainDrafter extends ChainDrafter {
   private lastEnded: number | null = null;
   /**
    * Greedy acceptance by the draft's confidence in the token (buckets of 0.1): tokens offered and accepted, the
-   * calibrated confidence counting as two more (acceptanceOf). The relation is far from linear: over the bench prompts on wasm the bundled
-   * draft's tokens at confidence 0.0-0.1 were accepted 42% of the time, 0.1-0.2 58%, 0.2-0.3 75%, 0.3-0.4 92%, above
-   * 0.4 96-100%, where confidence x calibration (2.2) said 11%, 33%, 55%, 77%: its chains stopped at 2.1 tokens a
-   * round where the fixed chain of 4 ran faster.
+   * calibrated confidence counting as two more (acceptanceOf). The relation is far from linear: over the bench
+   * prompts on wasm the bundled draft's tokens at confidence 0.0-0.1 were accepted 42% of the time, 0.1-0.2 58%,
+   * 0.2-0.3 75%, 0.3-0.4 92%, above 0.4 96-100%, where confidence x calibration (2.2) said 11%, 33%, 55%, 77%: its
+   * chains stopped at 2.1 tokens a round where the fixed chain of 4 ran faster.
    */
   private offered = new Array<number>(BUCKETS).fill(0);
   private acceptedIn = new Array<number>(BUCKETS).fill(0);
@@ -238,7 +238,7 @@ function tokenProbs(tree: DraftTree, n: number): number[] {
 export const adaptive = {
   name: 'adaptive',
   description:
-    'draft model, chain drafted while one more token pays on the measured costs (before calibration: +2/-1 and a 0.4 confidence stop)',
+    "draft model, chain drafted while more tokens pay on the measured costs (greedy: the rounds' own; before calibration: +2/-1 and a 0.4 confidence stop)",
   needs: ['draft-model'],
   lossless: true,
   usesCostModel: true,

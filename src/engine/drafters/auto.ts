@@ -655,7 +655,7 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
     // holds only as often as the target samples it (depth-1 acceptance of lookup 0.13 on the bench prompts at
     // temperature 0.8, 0.69 greedy), so there the chain is the draft model's only arm on a steep curve.
     const draft = new DraftModelState(r.draft);
-    // The chain runs on every curve: since it drafts on while one more token pays (adaptive-chain.ts), on a nearly
+    // The chain runs on every curve: since it drafts on while more tokens pay (adaptive-chain.ts), on a nearly
     // flat curve it drafts long chains through confident text with width-1 draft calls, where the tree's calls are
     // wider (Chromium's WebGPU on SwiftShader, greedy, 2 prompts: the adaptive chain 2.69x, tau 3.88, against auto
     // without it 2.07x).
