@@ -123,6 +123,11 @@ export function bestGamma(
   return best;
 }
 
+/** Milliseconds of a single-token call on a measured curve (0: the curve has no such point). */
+export function singleCallMs(curve: CostCurve): number {
+  return curve.points.find((p) => p.q === 1)?.ms ?? 0;
+}
+
 /**
  * The expected-gain stopping rule of a chain being drafted (EAGLE-2's "expand while it pays", on this hardware's
  * costs): given the estimated acceptance of each token drafted so far, whether drafting on raises the round's

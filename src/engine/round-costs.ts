@@ -10,7 +10,7 @@
  * same prompts. In Chromium's wasm a calibration put the draft at 0.19 of a target call where its calls in the rounds
  * cost 0.13, and chains stopped at 1.5 tokens while a fixed chain of 4 ran faster.
  */
-import { relativeCost } from './calibrate';
+import { relativeCost, singleCallMs } from './calibrate';
 import type { CostModel } from './drafters/method';
 
 /** Discount per round of the measured sums (a window of about 20 rounds). */
@@ -44,20 +44,22 @@ export class RoundCosts {
   private draftCallSum = 0;
   private gapMsSum = 0;
   private gapRounds = 0;
+  /**
+   * The line through the measured widths (verifyMs), fitted when first asked for after a round is recorded: the rule
+   * asks for several widths per drafted token. Undefined: not fitted since the last round; null: fewer than two widths.
+   */
+  private line: { width: number; ms: number; slope: number } | null | undefined;
 
   constructor(private readonly calibrated: () => CostModel | null) {}
-
-  private oneCallMs(): number {
-    return this.calibrated()?.curve.points.find((p) => p.q === 1)?.ms ?? 0;
-  }
 
   /** The calibrated milliseconds of a verify call of this width (0: no calibration). */
   private calibratedVerifyMs(width: number): number {
     const costs = this.calibrated();
-    return costs ? relativeCost(costs.curve, width) * this.oneCallMs() : 0;
+    return costs ? relativeCost(costs.curve, width) * singleCallMs(costs.curve) : 0;
   }
 
   record(round: MeasuredRound): void {
+    this.line = undefined;
     for (const v of this.verify.values()) {
       v.ms *= DECAY;
       v.n *= DECAY;
@@ -98,6 +100,14 @@ export class RoundCosts {
   }
 
   private expectedVerifyMs(width: number): number {
+    if (this.line === undefined) this.line = this.fitLine();
+    if (this.line) return Math.max(0, this.line.ms + this.line.slope * (width - this.line.width));
+    const scale = this.calibratedAll > 0 ? this.measuredAll / this.calibratedAll : 1;
+    return this.calibratedVerifyMs(width) * scale;
+  }
+
+  /** Least squares through the measured widths' mean times, weighted by their rounds (null: under two widths). */
+  private fitLine(): { width: number; ms: number; slope: number } | null {
     let n = 0;
     let sw = 0;
     let sm = 0;
@@ -115,17 +125,14 @@ export class RoundCosts {
       swm += v.n * w * mean;
     }
     const spread = sww - (sw * sw) / (n || 1);
-    if (widths >= 2 && spread > 0) {
-      const slope = Math.max(0, (swm - (sw * sm) / n) / spread);
-      return Math.max(0, sm / n + slope * (width - sw / n));
-    }
-    const scale = this.calibratedAll > 0 ? this.measuredAll / this.calibratedAll : 1;
-    return this.calibratedVerifyMs(width) * scale;
+    if (widths < 2 || !(spread > 0)) return null;
+    return { width: sw / n, ms: sm / n, slope: Math.max(0, (swm - (sw * sm) / n) / spread) };
   }
 
   /** Milliseconds of one draft call with the work on its result. */
   draftCallMs(): number {
-    const prior = (this.calibrated()?.draftRelative ?? 0) * this.oneCallMs();
+    const costs = this.calibrated();
+    const prior = costs ? costs.draftRelative * singleCallMs(costs.curve) : 0;
     return (this.draftMsSum + PRIOR_ROUNDS * prior) / (this.draftCallSum + PRIOR_ROUNDS);
   }
 
@@ -140,6 +147,7 @@ export class RoundCosts {
   }
 
   clear(): void {
+    this.line = undefined;
     this.verify.clear();
     this.measuredAll = 0;
     this.calibratedAll = 0;

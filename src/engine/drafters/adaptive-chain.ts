@@ -9,7 +9,8 @@
  * the time between rounds, starting from the calibration), and each token's acceptance is measured per bucket of the
  * draft's confidence in it. Under sampling (a seed must give the same text again) the calibrated costs decide, and
  * each token counts at the measured acceptance. The rule replaces the 0.4 confidence threshold and the +2/-1 length,
- * which cut chains the hardware would pay for. */
+ * which cut chains the hardware would pay for.
+ */
 import { countLike } from '../budget';
 import { paysToExtend, worthExtending } from '../calibrate';
 import { RoundCosts } from '../round-costs';

@@ -30,7 +30,7 @@
  * the best-first rerank over them is optimal for any node budget when values never grow along a path, and the
  * measured curve then picks the budget.
  */
-import { relativeCost } from '../calibrate';
+import { relativeCost, singleCallMs } from '../calibrate';
 import { hasHiddenStates, isLayerSkipping } from '../lm';
 import { isGreedy } from '../sampling';
 import { type KeyValueStore, safeGet, safeSet } from '../store';
@@ -472,7 +472,7 @@ export class AutoDrafter implements Drafter {
     const arm = this.current;
     const copier = this.arms.find((a) => a.copier);
     const curve = this.costs()?.curve;
-    const t1 = curve?.points.find((p) => p.q === 1)?.ms;
+    const t1 = curve ? singleCallMs(curve) : 0;
     if (!copier || !curve || !t1 || arm === copier || arm.copies || !(copier.when?.(req) ?? true)) return null;
     const armSpeedup = (this.throughput(arm) * t1) / 1000;
     if (!(armSpeedup > 0) || arm.samples < WARMUP_SAMPLES) return null;
@@ -508,7 +508,9 @@ export class AutoDrafter implements Drafter {
     const width = tree.tokens.length + (tree.aux?.tokens.length ?? 0);
     const modelled = costs ? relativeCost(costs.curve, width) + (arm.drafter.draftCost?.(costs) ?? 0) : Number.NaN;
     const cost =
-      this.measure === 'model' && costs ? modelled : this.timed(arm, modelled * (costs ? singleCallMs(costs) : 0));
+      this.measure === 'model' && costs
+        ? modelled
+        : this.timed(arm, modelled * (costs ? singleCallMs(costs.curve) : 0));
     for (const a of this.arms) {
       a.cost *= DECAY;
       a.tokens *= DECAY;
@@ -597,15 +599,10 @@ export class AutoDrafter implements Drafter {
  */
 const NEARLY_FREE_WIDTH_8 = 1.5;
 
-/** Milliseconds of one single-token verify call on the measured curve (0: not measured). */
-function singleCallMs(costs: CostModel): number {
-  return costs.curve.points.find((p) => p.q === 1)?.ms ?? 0;
-}
-
 /** Plain decoding's round from the measured costs: one token for one single-token verify call. */
 export function plainRound(costs: CostModel, measure: 'model' | 'time'): { tokens: number; cost: number } | null {
   if (measure === 'model') return { tokens: 1, cost: relativeCost(costs.curve, 1) };
-  const ms = singleCallMs(costs);
+  const ms = singleCallMs(costs.curve);
   return ms > 0 ? { tokens: 1, cost: ms / 1000 } : null;
 }
 
