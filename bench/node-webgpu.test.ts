@@ -38,6 +38,7 @@ describe('the verify-cost curve table', () => {
           asked: 'fp32/fused',
           weightBytes: 538.1e6,
           curve: curve(76, 87.5),
+          cpuOverWall: 0.934,
         },
         {
           model: 'gpu-kit/models/smollm2-135m',
@@ -51,11 +52,11 @@ describe('the verify-cost curve table', () => {
     );
     expect(rows[0]).toContain('after 64 cached tokens');
     expect(rows[0]).toContain('Liftoff only');
-    expect(rows[2]).toBe('| model | precision | graph | weights MB | GB/s at q=1 | q=1 | q=64 |');
+    expect(rows[2]).toBe('| model | precision | graph | weights MB | GB/s at q=1 | CPU/wall | q=1 | q=64 |');
     // 538.1 MB read in 76 ms: 7.1 GB/s.
-    expect(rows[4]).toBe('| smollm2-135m | fp32 | fused | 538.1 | 7.1 | 76.00 (1.00x) | 87.50 (1.15x) |');
+    expect(rows[4]).toBe('| smollm2-135m | fp32 | fused | 538.1 | 7.1 | 0.93 | 76.00 (1.00x) | 87.50 (1.15x) |');
     expect(rows[5]).toBe(
-      '| smollm2-135m | int4 | fused | 0.0 | - | error: the fused graph computes wrong results |  |',
+      '| smollm2-135m | int4 | fused | 0.0 | - | - | error: the fused graph computes wrong results |  |',
     );
   });
 });

@@ -78,6 +78,11 @@ export interface PrecisionCurve {
   /** Bytes of weights one call reads in this precision. */
   weightBytes: number;
   curve?: CostCurve;
+  /**
+   * The process's CPU time (user + system, all threads) over the wall time of the curve's calibration: near 1 or
+   * more, the calls wait on the CPU side (onnxruntime's dispatching, Dawn's encoding); near 0, on the GPU or driver.
+   */
+  cpuOverWall?: number;
   error?: string;
 }
 
@@ -153,7 +158,11 @@ async function precisionCurve(
       graph: variant.graph,
     });
     const t = engine.target;
+    const wall0 = performance.now();
+    const cpu0 = process.cpuUsage();
     const { curve } = await engine.calibrate(qs, reps);
+    const cpu = process.cpuUsage(cpu0);
+    const cpuOverWall = (cpu.user + cpu.system) / 1000 / (performance.now() - wall0);
     return {
       model,
       compute: t.compute,
@@ -162,6 +171,7 @@ async function precisionCurve(
       asked,
       weightBytes: t.computeWeightBytes,
       curve,
+      cpuOverWall,
     };
   } catch (e) {
     const compute: ComputeType = variant.precision === 'fp16' ? 'fp16' : 'fp32';
@@ -383,13 +393,14 @@ export function curveTable(curves: PrecisionCurve[], wasmTierUp: boolean): strin
     const [askedPrecision, askedGraph] = c.asked?.split('/') ?? [];
     const what = `${c.precision ?? askedPrecision ?? c.compute} | ${c.graph ?? askedGraph ?? 'auto'}`;
     const body = c.error ? [`error: ${c.error}`, ...qs.slice(1).map(() => '')].join(' | ') : cells.join(' | ');
-    return `| ${name} | ${what} | ${(c.weightBytes / 1e6).toFixed(1)} | ${gbs} | ${body} |`;
+    const cpu = c.cpuOverWall === undefined ? '-' : c.cpuOverWall.toFixed(2);
+    return `| ${name} | ${what} | ${(c.weightBytes / 1e6).toFixed(1)} | ${gbs} | ${cpu} | ${body} |`;
   });
   return [
-    `Verify-cost curves (ms per call after ${curves.find((c) => c.curve)?.curve?.context ?? 64} cached tokens, T(q)/T(1) in brackets; GB/s: weight bytes over the one-token call's time; ORT's wasm ${wasmTierUp ? 'tiered up by V8' : 'run by Liftoff only'}):`,
+    `Verify-cost curves (ms per call after ${curves.find((c) => c.curve)?.curve?.context ?? 64} cached tokens, T(q)/T(1) in brackets; GB/s: weight bytes over the one-token call's time; CPU/wall: the process's CPU time over the wall time of the calls; ORT's wasm ${wasmTierUp ? 'tiered up by V8' : 'run by Liftoff only'}):`,
     '',
-    `| model | precision | graph | weights MB | GB/s at q=1 | ${qs.map((q) => `q=${q}`).join(' | ')} |`,
-    `| --- | --- | --- | --- | --- | ${qs.map(() => '---').join(' | ')} |`,
+    `| model | precision | graph | weights MB | GB/s at q=1 | CPU/wall | ${qs.map((q) => `q=${q}`).join(' | ')} |`,
+    `| --- | --- | --- | --- | --- | --- | ${qs.map(() => '---').join(' | ')} |`,
     ...rows,
   ];
 }
