@@ -211,6 +211,42 @@ describe('SpecEngine', () => {
     }
   });
 
+  it('auto on a flat curve runs lookahead decoding on the real target: its window rows come back in greedy rounds that otherwise fetch token ids only', async () => {
+    // Calibrate on wasm, then flatten the remembered curve (each width at the one-token time): an engine loaded on
+    // that record takes it for a GPU's, where auto has a lookahead arm.
+    const keys = new Set<string>();
+    const store = new (class extends MemoryStore {
+      override async set(key: string, value: unknown): Promise<void> {
+        keys.add(key);
+        await super.set(key, value);
+      }
+    })();
+    const load = () =>
+      SpecEngine.load(ortForNode(), { target: 'public/models/austen-target', device: 'wasm', store, warmup: false });
+    const prompt = 'It is a truth universally acknowledged';
+    const first = await load();
+    let plain: GenerationResult;
+    try {
+      plain = await finish(first, prompt, 'ar', GREEDY, 24);
+      await finish(first, prompt, 'lookup', GREEDY, 2); // a method on the cost model: the engine calibrates
+    } finally {
+      await first.release();
+    }
+    const key = [...keys].find((k) => k.startsWith('costs:')) as string;
+    const record = (await store.get(key)) as { costs: { curve: { points: { ms: number; relative: number }[] } } };
+    const t1 = record.costs.curve.points[0]?.ms as number;
+    for (const p of record.costs.curve.points) Object.assign(p, { ms: t1, relative: 1 });
+    await store.set(key, record);
+    const engine = await load();
+    try {
+      const result = await finish(engine, prompt, 'auto', GREEDY, 24);
+      expect(result.tokens).toEqual(plain.tokens);
+      expect(result.stats.arms?.find((a) => a.name === 'lookahead')?.rounds).toBeGreaterThan(0);
+    } finally {
+      await engine.release();
+    }
+  });
+
   it('cancelled at 50 random points, it stays usable and the next run equals an uncancelled run', async () => {
     const prompt = 'Anne recollected with pleasure the next morning her promise';
     const sampled: SamplingParams = { temperature: 0.8, topK: 40, topP: 0.95, seed: 7 };

@@ -238,6 +238,27 @@ describe('engine behaviour', () => {
     expect(changed).toEqual(expect.arrayContaining(['lookup', 'merged', 'adaptive-tree', 'eagle', 'medusa']));
   });
 
+  it('auto on a flat curve under greedy decoding runs lookahead decoding among its arms, its window read from the target, and still gives plain greedy decoding', async () => {
+    const { target, draft } = pair(50, 1.5);
+    // Every width costs one call of 0.01 ms: lookahead's predicted round leads, so it runs from the first round.
+    const flat = [1, 2, 4, 8, 16, 32, 64].map((q) => ({ q, ms: 0.01, relative: 1 }));
+    const costs = { curve: { context: 0, points: flat }, draftRelative: 0.6, draftCurve: { context: 0, points: flat } };
+    const drafter = createDrafter('auto', { target, draft, costs: () => costs });
+    const events: RoundEvent[] = [];
+    const prompt = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5];
+    const result = await generateAll(
+      { target, drafter, tokenizer },
+      prompt,
+      { maxNewTokens: 60, sampling: GREEDY },
+      (e) => events.push(e),
+    );
+    const plain = await run('ar', prompt, { maxNewTokens: 60, sampling: GREEDY });
+    expect(result.tokens).toEqual(plain.result.tokens);
+    const lookahead = events.filter((e) => e.note?.fields?.arm === 'lookahead');
+    expect(lookahead.length).toBeGreaterThan(0);
+    expect(lookahead.every((e) => (e.tree.aux?.tokens.length ?? 0) > 0)).toBe(true);
+  });
+
   it('cancellation stops between rounds and leaves the engine reusable', async () => {
     const { target, draft } = pair(50, 1.5);
     const drafter = makeDrafter('tree', target, draft);

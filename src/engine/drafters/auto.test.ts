@@ -7,7 +7,7 @@ import { GREEDY, Rng, type SamplingParams } from '../sampling';
 import { MemoryStore } from '../store';
 import { hashedLogits, ToyLM } from '../testing/toy-lm';
 import type { VerifyResult } from '../verify';
-import { AutoDrafter, autoArms, plainRound, revisitAfter } from './auto';
+import { AutoDrafter, autoArms, lookaheadRound, plainRound, revisitAfter } from './auto';
 import type { Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
 import { LookupDrafter } from './lookup';
 import type { CostModel } from './method';
@@ -516,6 +516,67 @@ describe('auto between arms', () => {
     expect((await run(sampled.auto, sampled.arms, 1)).why[0]).toContain('trying good');
   });
 
+  it('lookahead decoding is tried where its predicted round would lead, not where it would trail: its one call as wide as its widest round', async () => {
+    const curve = (ms: number, at32: number): CostModel => ({
+      ...FLAT,
+      curve: {
+        context: 64,
+        points: [1, 8, 32].map((q) => ({ q, ms: ms * (q === 1 ? 1 : at32), relative: q === 1 ? 1 : at32 })),
+      },
+    });
+    // 1.5 tokens for one call of 27 nodes: on the cost model its relative cost, under real time its seconds.
+    const h100 = curve(24, 1);
+    expect(lookaheadRound(h100, 'model')).toEqual({ tokens: 1.5, cost: 1 });
+    expect(lookaheadRound(h100, 'time')?.cost).toBeCloseTo(0.024, 6);
+    const swiftshader = curve(1000, 1.3);
+    expect(lookaheadRound(swiftshader, 'time')?.cost).toBeGreaterThan(1.25);
+    // Against a tree arm of 2.8 tokens in 56 ms (an H100's 50 tok/s), lookahead (62 tok/s predicted) takes over once
+    // the tree's trial rounds are done, and its own rounds then measure it (here 2 tokens in 24 ms: it stays);
+    // against a tree of 2 tok/s on SwiftShader (1.15 predicted), it waits for a revisit.
+    const make = (costs: CostModel, treeMs: number) => {
+      const tree = new Arm('tree', 3, 1.8, { calls: 0 }, treeMs);
+      const lookahead = new Arm('lookahead', 2, 1, { calls: 0 }, costs.curve.points[0]?.ms);
+      const auto = timedAuto(
+        [
+          { name: 'tree', drafter: tree },
+          { name: 'lookahead', drafter: lookahead, prior: lookaheadRound },
+        ],
+        () => costs,
+      );
+      return { auto, arms: [tree, lookahead] };
+    };
+    const gpu = make(h100, 56);
+    const ran = (await run(gpu.auto, gpu.arms, 20, GREEDY)).why;
+    expect(ran.slice(0, 3).every((w) => w.includes('trying tree'))).toBe(true);
+    expect(ran[3]).toMatch(/^auto: lookahead \(best: /);
+    expect(ran.slice(3).filter((w) => w.startsWith('auto: lookahead')).length).toBeGreaterThanOrEqual(15);
+    const soft = make(swiftshader, 1400);
+    const { why } = await run(soft.auto, soft.arms, 20, GREEDY);
+    expect(why[0]).toContain('trying tree');
+    expect(why.filter((w) => w.startsWith('auto: lookahead')).length).toBeLessThanOrEqual(1);
+  });
+
+  it("reads the target's logits in the rounds of an arm that reads them, and only there", async () => {
+    const reader = Object.assign(new Arm('reader', 2, 1, { calls: 0 }), { readsTargetLogits: true });
+    const other = new Arm('other', 2, 1, { calls: 0 });
+    const auto = timedAuto([
+      { name: 'reader', drafter: reader },
+      { name: 'other', drafter: other },
+    ]);
+    const seen: boolean[] = [];
+    const req = { committed: [1], maxNodes: 8, maxDepth: 8, sampling: GREEDY, rng: new Rng(1), eos: new Set<number>() };
+    for (let r = 0; r < 12; r++) {
+      await auto.propose(req);
+      seen.push((auto.note()?.fields?.arm === 'reader') === auto.readsTargetLogits);
+      auto.accept(
+        { tokens: [1], parents: [-1], draftProbs: [null] },
+        { path: [0], token: 0, kind: 'correction', status: [] },
+        OUTPUTS,
+      );
+    }
+    expect(seen.every(Boolean)).toBe(true);
+  });
+
   it('runs an arm only while its condition holds', async () => {
     let open = false;
     const arms = [new Arm('plain', 0, 0, { calls: 0 }), new Arm('wide', 4, 3, { calls: 0 })];
@@ -541,20 +602,26 @@ describe('auto between arms', () => {
     });
     let costs: CostModel | null = null;
     const arms = autoArms({ target: lm(), draft: lm(), costs: () => costs });
-    expect(arms.map((a) => a.name)).toEqual(['plain', 'lookup', 'chain', 'tree']);
+    expect(arms.map((a) => a.name)).toEqual(['plain', 'lookup', 'chain', 'tree', 'lookahead']);
     const req = (sampling: SamplingParams): DraftRequest =>
       ({ committed: [1], maxNodes: 8, maxDepth: 8, sampling, rng: new Rng(1), eos: new Set() }) as DraftRequest;
     const runs = (name: string, sampling = GREEDY) => arms.find((a) => a.name === name)?.when?.(req(sampling)) ?? true;
     expect(runs('tree')).toBe(false); // nothing measured yet
+    expect(runs('lookahead')).toBe(false);
     expect(runs('chain')).toBe(true);
     costs = curve(2.1); // wasm
     expect(runs('tree')).toBe(false);
+    expect(runs('lookahead')).toBe(false);
     expect(runs('chain')).toBe(true);
     expect(runs('chain', SAMPLED)).toBe(true);
-    costs = curve(1.1); // a GPU: the tree too, and the chain (it sizes itself on the measured costs)
+    costs = curve(1.1); // a GPU: the tree and lookahead decoding too, and the chain (it sizes itself on the costs)
     expect(runs('tree')).toBe(true);
+    expect(runs('lookahead')).toBe(true);
+    expect(runs('lookahead', SAMPLED)).toBe(false); // its n-grams hold only as often as the target samples them
     expect(runs('chain')).toBe(true);
     expect(runs('chain', SAMPLED)).toBe(true);
+    // Without a draft model: plain decoding, prompt lookup as an arm of its own, and lookahead decoding.
+    expect(autoArms({ target: lm(), costs: () => costs }).map((a) => a.name)).toEqual(['plain', 'lookup', 'lookahead']);
     // Plain decoding always; prompt lookup under greedy decoding, and there for copy rounds only (not an arm: its
     // bursts would make its record), over every arm that does not propose its matches itself.
     expect(runs('plain')).toBe(true);

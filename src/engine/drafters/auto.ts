@@ -4,7 +4,8 @@
  * - arms: plain decoding (the arm that drafts least) and, with what is loaded: prompt lookup beside it (without a
  *   draft model), the draft model's adaptive chain where verifying costs grow steeply with width (wasm) and under
  *   sampling, its cost-sized tree merged with prompt lookup where width is nearly free (one draft cache between them;
- *   an arm may run only under a condition, ArmSpec.when), self-speculation by layer skipping, and draft heads
+ *   an arm may run only under a condition, ArmSpec.when), lookahead decoding where width is nearly free under
+ *   greedy decoding (its window rides along in the verify call), self-speculation by layer skipping, and draft heads
  *   (EAGLE-3, Medusa; the arms not chosen in a round observe it, so the heads' view of the target's states stays
  *   current). Within an arm the tree is sized on the measured verify-cost curve: candidates carry calibrated
  *   acceptance values and are kept best-first as long as expected tokens per unit of time grow (budget.ts;
@@ -40,6 +41,7 @@ import { DraftModelState } from './draft-model';
 import type { Drafter, DrafterNote, DraftRequest, DraftTree, TargetOutputs } from './drafter';
 import { DYNAMIC_DEFAULTS, DynamicTreeDrafter } from './dynamic-tree';
 import { EAGLE_DEFAULTS, Eagle3State, EagleDrafter } from './eagle';
+import { LOOKAHEAD_DEFAULTS, LookaheadDrafter, lookaheadWidth } from './lookahead';
 import { LOOKUP_DEFAULTS, LookupDrafter } from './lookup';
 import { MedusaDrafter } from './medusa';
 import { MergedDrafter } from './merged';
@@ -488,6 +490,11 @@ export class AutoDrafter implements Drafter {
     return tree;
   }
 
+  /** Whether this round's arm reads the target's logits (lookahead's window): read after propose(). */
+  get readsTargetLogits(): boolean {
+    return this.current.drafter.readsTargetLogits === true;
+  }
+
   /** Whether an arm runs on draft heads (the round loop then asks the target for its hidden states). */
   get readsTargetHidden(): boolean {
     return this.arms.some((a) => a.drafter.readsTargetHidden === true);
@@ -606,6 +613,26 @@ export function plainRound(costs: CostModel, measure: 'model' | 'time'): { token
   return ms > 0 ? { tokens: 1, cost: ms / 1000 } : null;
 }
 
+/**
+ * Tokens a round of lookahead decoding is taken to bring before it has run: below what it brought on every category
+ * of the bench prompts with the bundled pair (1.68-2.0 on an H100, 1.5-1.9 on wasm), so that it is tried only where
+ * even that would lead, and its first rounds measure it.
+ */
+const LOOKAHEAD_PRIOR_TOKENS = 1.5;
+
+/**
+ * Lookahead decoding's round predicted from the measured costs: LOOKAHEAD_PRIOR_TOKENS for one call as wide as its
+ * widest round. On an H100 (every width costs one call: 24 ms) that is ahead of the draft model's tree (2.8 tokens in
+ * 56 ms), so it is tried at once; on SwiftShader (a 27-token call about 1.3 s: 1.2 tok/s predicted, where auto ran
+ * at about 2 tok/s) far behind, so it costs a revisit now and then.
+ */
+export function lookaheadRound(costs: CostModel, measure: 'model' | 'time'): { tokens: number; cost: number } | null {
+  const relative = relativeCost(costs.curve, lookaheadWidth(LOOKAHEAD_DEFAULTS));
+  if (measure === 'model') return { tokens: LOOKAHEAD_PRIOR_TOKENS, cost: relative };
+  const ms = singleCallMs(costs.curve);
+  return ms > 0 ? { tokens: LOOKAHEAD_PRIOR_TOKENS, cost: (ms * relative) / 1000 } : null;
+}
+
 /** Whether the measured verify-cost curve makes width nearly free (no curve yet: no). */
 export function widthNearlyFree(costs: CostModel | null): boolean {
   return costs !== null && costs.curve.points.length > 0 && relativeCost(costs.curve, 8) <= NEARLY_FREE_WIDTH_8;
@@ -673,6 +700,17 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
       when: () => widthNearlyFree(r.costs()),
     });
   }
+  // Lookahead decoding where width is nearly free, under greedy decoding: its Jacobi window rides along in the verify
+  // call (about 20 nodes), so it costs no model call of its own. On an H100 it was the best method on the bundled
+  // pair (2.04x, 10 prompts), ahead of auto without it (1.76x, on the draft model's tree 216 rounds in 231): there a
+  // draft-model call costs 0.6x a target call. Under sampling its n-grams are deterministic proposals, which hold
+  // only as often as the target samples them (as prompt lookup's).
+  arms.push({
+    name: 'lookahead',
+    drafter: new LookaheadDrafter(LOOKAHEAD_DEFAULTS),
+    prior: lookaheadRound,
+    when: (req) => isGreedy(req.sampling) && widthNearlyFree(r.costs()),
+  });
   if (isLayerSkipping(r.target)) arms.push({ name: 'swift', drafter: new SwiftDrafter(r.target, r.costs, r.store) });
   if (r.heads?.eagle3 && hasHiddenStates(r.target)) {
     const state = new Eagle3State(r.heads.eagle3, r.target.config.vocabSize, r.heads.relativeCost);

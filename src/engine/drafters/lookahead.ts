@@ -45,6 +45,14 @@ export interface LookaheadOptions {
  */
 export const LOOKAHEAD_DEFAULTS: LookaheadOptions = { window: 5, ngram: 4, guesses: 4, poolFromContext: true };
 
+/**
+ * The widest target call a round of lookahead decoding makes: the root, the lookahead branch (W - 1 + (N - 2) W
+ * nodes) and G pool n-grams of N - 1 tokens (fewer where they share prefixes).
+ */
+export function lookaheadWidth(o: LookaheadOptions): number {
+  return 1 + o.window - 1 + (o.ngram - 2) * o.window + o.guesses * (o.ngram - 1);
+}
+
 /** Where each lookahead-branch node sits and what it sees (pure; property-tested against the paper's mask). */
 export interface WindowLayout {
   /** Per auxiliary node: its level, column, and position offset from the root. */
