@@ -13,6 +13,7 @@
  */
 import type { TargetOutputs } from './drafters';
 import { type CausalLM, checkLogits, type ForwardInput, type HiddenStatesLM } from './lm';
+import { argmax } from './sampling';
 import type { VerifyRule } from './verify';
 
 /** What the round needs back: argmax ids (greedy), each row's k largest logits (sampling with top-k), or all. */
@@ -72,7 +73,13 @@ export async function callTarget(
   if (read.kind === 'ids' && target.forwardArgmax) {
     const ids = await target.forwardArgmax(input);
     return {
-      outputs: { logits: missing('token ids'), auxLogits: missing('token ids'), ...hiddenOf() },
+      outputs: {
+        logits: missing('token ids'),
+        auxLogits: missing('token ids'),
+        argmax: (node) => ids[node] as number,
+        auxArgmax: (i) => ids[treeSize + i] as number,
+        ...hiddenOf(),
+      },
       best: (node) => ids[node] as number,
       bytes: (target.bytesRead ?? 0) - before,
     };
@@ -93,7 +100,13 @@ export async function callTarget(
       return r;
     };
     return {
-      outputs: { logits: row, auxLogits: missing(`each row's top ${read.k}`), ...hiddenOf() },
+      outputs: {
+        logits: row,
+        auxLogits: missing(`each row's top ${read.k}`),
+        argmax: (node) => argmax(row(node)),
+        auxArgmax: (i) => argmax(row(treeSize + i)),
+        ...hiddenOf(),
+      },
       best: null,
       bytes: (target.bytesRead ?? 0) - before,
     };
@@ -103,7 +116,13 @@ export async function callTarget(
   checkLogits(logits, vocab, 'the target model');
   const row = (i: number) => logits.subarray(i * vocab, (i + 1) * vocab);
   return {
-    outputs: { logits: row, auxLogits: (i) => row(treeSize + i), ...hiddenOf() },
+    outputs: {
+      logits: row,
+      auxLogits: (i) => row(treeSize + i),
+      argmax: (node) => argmax(row(node)),
+      auxArgmax: (i) => argmax(row(treeSize + i)),
+      ...hiddenOf(),
+    },
     best: null,
     bytes: (target.bytesRead ?? 0) - before,
   };

@@ -556,6 +556,41 @@ describe('auto between arms', () => {
     expect(why.filter((w) => w.startsWith('auto: lookahead')).length).toBeLessThanOrEqual(1);
   });
 
+  it('an arm that rebuilds its state at the start of each run is judged on the rounds after: its warm rounds are left out, and a visit lasts as many more', async () => {
+    // window: 1 token a round in the first 3 rounds of each run (a Jacobi window filling), then 3, in 10 ms; tree:
+    // 2 tokens a round in 10 ms.
+    class Warming extends Arm {
+      private run = 0;
+      private last = -2;
+      override async propose(req: DraftRequest): Promise<DraftTree> {
+        this.run = this.round === this.last + 1 ? this.run + 1 : 0;
+        this.last = this.round;
+        this.accepted = this.run < 3 ? 0 : 2;
+        return super.propose(req);
+      }
+    }
+    const make = (warmRounds?: number) => {
+      const tree = new Arm('tree', 3, 1, { calls: 0 }, 10);
+      const window = new Warming('window', 3, 0, { calls: 0 }, 10);
+      const auto = timedAuto(
+        [
+          { name: 'tree', drafter: tree },
+          { name: 'window', drafter: window, ...(warmRounds ? { warmRounds } : {}) },
+        ],
+        () => GPU,
+      );
+      return { auto, arms: [tree, window] };
+    };
+    // Judged on its warm rounds, it never gets past them: the tree leads, and the window only sees revisits.
+    const cold = make();
+    const judged = await run(cold.auto, cold.arms, 100, GREEDY);
+    expect(judged.chosen.get('window') ?? 0).toBeLessThan(25);
+    // Its warm rounds left out, it is measured at 3 tokens a round and leads.
+    const warm = make(3);
+    const fair = await run(warm.auto, warm.arms, 100, GREEDY);
+    expect(fair.chosen.get('window')).toBeGreaterThan(75);
+  });
+
   it("reads the target's logits in the rounds of an arm that reads them, and only there", async () => {
     const reader = Object.assign(new Arm('reader', 2, 1, { calls: 0 }), { readsTargetLogits: true });
     const other = new Arm('other', 2, 1, { calls: 0 });

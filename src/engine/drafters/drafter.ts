@@ -74,6 +74,12 @@ export interface TargetOutputs {
   logits(node: number): Float32Array;
   /** The target's logits at auxiliary row i (AuxNodes.rows[i]). */
   auxLogits(i: number): Float32Array;
+  /**
+   * The target's argmax at tree node i, and at auxiliary row i: whatever came back (a greedy round's token ids alone,
+   * each row's top k, or the logits), so a drafter that needs no more (lookahead's Jacobi update) reads no logits.
+   */
+  argmax?(node: number): number;
+  auxArgmax?(i: number): number;
   /** The target's hidden state at tree node i (a target built with hidden states, for draft heads). */
   hidden?(node: number): Float32Array;
 }

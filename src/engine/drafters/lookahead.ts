@@ -110,8 +110,6 @@ class NgramPool {
 export class LookaheadDrafter implements Drafter {
   readonly name = 'lookahead';
   readonly calls = 0;
-  /** accept() reads the target's argmax at the root and the Jacobi rows. */
-  readonly readsTargetLogits = true;
   private readonly pool: NgramPool;
   /** levels[0]: W - 1 guesses after the root; levels[1..N-2]: W guesses each. Empty before the first round. */
   private levels: number[][] = [];
@@ -205,9 +203,11 @@ export class LookaheadDrafter implements Drafter {
     const last = this.levelCount - 1;
     // Column c's next guess: the argmax at the last level, whose rows were asked for column by column (with one
     // level, column 0 is the root: its row is the tree's own row 0).
+    // Only the argmax is read: in a greedy round the token ids that came back are enough.
+    const aux = (i: number) => outputs.auxArgmax?.(i) ?? argmax(outputs.auxLogits(i));
     const next = Array.from({ length: W }, (_, c) => {
-      if (last > 0) return argmax(outputs.auxLogits(c));
-      return argmax(c === 0 ? outputs.logits(0) : outputs.auxLogits(c - 1));
+      if (last > 0) return aux(c);
+      return c === 0 ? (outputs.argmax?.(0) ?? argmax(outputs.logits(0))) : aux(c - 1);
     });
     // Each column's trajectory is an N-gram: level 0 (the root for column 0), levels 1.., then the new guess.
     for (let c = 0; c < W; c++) {

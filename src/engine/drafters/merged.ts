@@ -481,6 +481,17 @@ export class MergedDrafter implements Drafter {
             return outputs.logits(m);
           },
           auxLogits: (i) => outputs.auxLogits(i),
+          ...(outputs.argmax
+            ? {
+                argmax: (node: number) => {
+                  const m = back.get(node);
+                  if (m === undefined)
+                    throw new Error(`merged: ${source.label} node ${node} was not in the verified tree`);
+                  return (outputs.argmax as (n: number) => number)(m);
+                },
+              }
+            : {}),
+          ...(outputs.auxArgmax ? { auxArgmax: outputs.auxArgmax } : {}),
         },
       );
       // Calibration: every node of this source that the target got to judge (its parent on the accepted path)
