@@ -211,7 +211,7 @@ describe('SpecEngine', () => {
     }
   });
 
-  it('auto on a flat curve runs lookahead decoding on the real target: its window rows come back in greedy rounds that otherwise fetch token ids only', async () => {
+  it('auto on a flat curve runs lookahead decoding on the real target, its window read from the token ids a greedy round fetches, and gives plain greedy decoding', async () => {
     // Calibrate on wasm, then flatten the remembered curve (each width at the one-token time): an engine loaded on
     // that record takes it for a GPU's, where auto has a lookahead arm.
     const keys = new Set<string>();

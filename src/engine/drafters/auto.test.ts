@@ -8,7 +8,7 @@ import { MemoryStore } from '../store';
 import { hashedLogits, ToyLM } from '../testing/toy-lm';
 import type { VerifyResult } from '../verify';
 import { AutoDrafter, autoArms, lookaheadRound, plainRound, revisitAfter } from './auto';
-import type { Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
+import type { AuxNodes, Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
 import { LookupDrafter } from './lookup';
 import type { CostModel } from './method';
 
@@ -556,39 +556,61 @@ describe('auto between arms', () => {
     expect(why.filter((w) => w.startsWith('auto: lookahead')).length).toBeLessThanOrEqual(1);
   });
 
-  it('an arm that rebuilds its state at the start of each run is judged on the rounds after: its warm rounds are left out, and a visit lasts as many more', async () => {
-    // window: 1 token a round in the first 3 rounds of each run (a Jacobi window filling), then 3, in 10 ms; tree:
-    // 2 tokens a round in 10 ms.
-    class Warming extends Arm {
-      private run = 0;
-      private last = -2;
-      override async propose(req: DraftRequest): Promise<DraftTree> {
-        this.run = this.round === this.last + 1 ? this.run + 1 : 0;
-        this.last = this.round;
-        this.accepted = this.run < 3 ? 0 : 2;
-        return super.propose(req);
+  it("a riding arm's auxiliary nodes ride along in the other arms' rounds where it may run, and it observes their outputs", async () => {
+    // The rider's window: two auxiliary nodes; it counts the rounds it rode along in and saw come back.
+    class Rider extends Arm {
+      rides = 0;
+      seen = 0;
+      private given: AuxNodes | null = null;
+      ride(_req: DraftRequest, room: number): AuxNodes | null {
+        if (room < 2) return null;
+        this.rides++;
+        this.given = {
+          tokens: [7, 8],
+          positions: [1, 2],
+          sees: [
+            { tree: [0], aux: [] },
+            { tree: [0], aux: [0] },
+          ],
+          rows: [1],
+        };
+        return this.given;
+      }
+      observe(tree: DraftTree): void {
+        if (tree.aux && tree.aux === this.given) this.seen++;
       }
     }
-    const make = (warmRounds?: number) => {
-      const tree = new Arm('tree', 3, 1, { calls: 0 }, 10);
-      const window = new Warming('window', 3, 0, { calls: 0 }, 10);
-      const auto = timedAuto(
-        [
-          { name: 'tree', drafter: tree },
-          { name: 'window', drafter: window, ...(warmRounds ? { warmRounds } : {}) },
-        ],
-        () => GPU,
-      );
-      return { auto, arms: [tree, window] };
-    };
-    // Judged on its warm rounds, it never gets past them: the tree leads, and the window only sees revisits.
-    const cold = make();
-    const judged = await run(cold.auto, cold.arms, 100, GREEDY);
-    expect(judged.chosen.get('window') ?? 0).toBeLessThan(25);
-    // Its warm rounds left out, it is measured at 3 tokens a round and leads.
-    const warm = make(3);
-    const fair = await run(warm.auto, warm.arms, 100, GREEDY);
-    expect(fair.chosen.get('window')).toBeGreaterThan(75);
+    let open = true;
+    const tree = new Arm('tree', 3, 3, { calls: 0 }, 10);
+    const rider = new Rider('rider', 1, 0, { calls: 0 }, 10);
+    const auto = timedAuto(
+      [
+        { name: 'tree', drafter: tree },
+        { name: 'rider', drafter: rider, rides: true, when: () => open },
+      ],
+      () => GPU,
+    );
+    const { chosen } = await run(auto, [tree, rider], 30, GREEDY);
+    const treeRounds = chosen.get('tree') ?? 0;
+    expect(treeRounds).toBeGreaterThan(20);
+    // Every round of the tree carried the window (the rider's own rounds carry their own tree), and it saw each.
+    expect(rider.rides).toBe(treeRounds);
+    expect(rider.seen).toBe(treeRounds);
+    // Where the rider may not run, it does not ride either.
+    open = false;
+    await run(auto, [tree, rider], 10, GREEDY);
+    expect(rider.rides).toBe(treeRounds);
+    // Nor where the tree leaves no room for the window.
+    open = true;
+    const cramped = await auto.propose({
+      committed: [1],
+      maxNodes: 4,
+      maxDepth: 4,
+      sampling: GREEDY,
+      rng: new Rng(1),
+      eos: new Set(),
+    });
+    expect(cramped.aux).toBeUndefined();
   });
 
   it("reads the target's logits in the rounds of an arm that reads them, and only there", async () => {

@@ -74,12 +74,13 @@ export interface ArmSpec {
    */
   prior?: (costs: CostModel, measure: 'model' | 'time') => { tokens: number; cost: number } | null;
   /**
-   * Rounds at the start of each run of the arm (a round after another arm's) that its record leaves out, a visit
-   * lasting as many rounds more: the arm rebuilds its state from the target's outputs over them. Lookahead's Jacobi
-   * window takes N - 1 rounds to yield n-grams again; judged on them, it brought 1.0 tokens a round in auto on an H100
-   * (7 rounds, 10 prompts) where it brought 1.88 as a method of its own, and auto stayed on the draft model's tree.
+   * Where the arm may run (ArmSpec.when), its drafter's auxiliary nodes ride along in the other arms' rounds
+   * (Drafter.ride), so that state it builds from the target's outputs is ready when it is chosen. Lookahead's pool
+   * grows from its Jacobi window round by round: on the bundled pair its rounds bring 1 token each for the first 20 or
+   * so, then 2-4. Run only in its own rounds, lookahead brought 1.0 tokens a round in auto on an H100 (13 rounds over
+   * 10 prompts) where it brought 1.88 as a method of its own, and auto stayed on the draft model's tree.
    */
-  warmRounds?: number;
+  rides?: true;
 }
 
 interface Arm extends ArmSpec {
@@ -109,8 +110,6 @@ interface Arm extends ArmSpec {
   warmed: boolean;
   /** Round index this arm last ran in. */
   lastRound: number;
-  /** Rounds of its current run still left out of its record (ArmSpec.warmRounds). */
-  warming: number;
   /** Cost of its latest round (for the weight of a remembered estimate). */
   roundCost: number;
   /** Whether its estimate comes from memory only (no round of its own measured by this drafter yet). */
@@ -256,8 +255,6 @@ export class AutoDrafter implements Drafter {
   private ended: string | null = null;
   /** Whether this round is a copy round (prompt lookup over the chosen arm; counted in no arm's record). */
   private copying = false;
-  /** The arm that drafted the latest round (a copy round's: the copier). */
-  private lastRan: Arm | null = null;
 
   constructor(
     arms: ArmSpec[],
@@ -277,7 +274,6 @@ export class AutoDrafter implements Drafter {
       samples: 0,
       warmed: false,
       lastRound: -1,
-      warming: 0,
       roundCost: 0,
       remembered: false,
       staleSessions: 0,
@@ -462,16 +458,23 @@ export class AutoDrafter implements Drafter {
     this.ended = null;
     const copy = measure === 'time' ? await this.copyRound(req) : null;
     this.copying = copy !== null;
-    if (copy) return copy;
+    if (copy) return this.withRider(copy, req);
     this.current.gap = this.round - this.current.lastRound;
-    // A new run of the arm (copy rounds between its rounds count: its state did not follow them).
-    if (this.lastRan !== this.current) this.current.warming = this.current.warmRounds ?? 0;
     this.current.lastRound = this.round;
     this.started = this.clock();
     const before = this.current.drafter.calls;
     const tree = await this.current.drafter.propose(req);
     this.draftCalls += this.current.drafter.calls - before;
     tree.sources ??= tree.tokens.map((_, i) => (i === 0 ? '' : this.current.name));
+    return this.withRider(tree, req);
+  }
+
+  /** A riding arm's auxiliary nodes on another arm's tree, where the riding arm may run (ArmSpec.rides). */
+  private withRider(tree: DraftTree, req: DraftRequest): DraftTree {
+    if (tree.aux) return tree;
+    const rider = this.arms.find((a) => a.rides && a !== this.current && (a.when?.(req) ?? true));
+    const aux = rider?.drafter.ride?.(req, req.maxNodes - (tree.tokens.length - 1));
+    if (aux) tree.aux = aux;
     return tree;
   }
 
@@ -520,7 +523,6 @@ export class AutoDrafter implements Drafter {
 
   accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
     const arm = this.current;
-    this.lastRan = arm;
     arm.drafter.accept(tree, result, outputs);
     for (const a of this.arms) if (a !== arm) a.drafter.observe?.(tree, result, outputs);
     if (this.copying) return;
@@ -538,14 +540,11 @@ export class AutoDrafter implements Drafter {
       a.tokens *= DECAY;
     }
     this.round++;
-    const warming = arm.warming > 0;
-    if (warming) arm.warming--;
     if (this.measure === 'time' && !arm.warmed) {
       arm.warmed = true;
       if (this.visit?.arm !== arm) this.visit = { arm, left: 1 };
       return;
     }
-    if (warming) return;
     arm.cost += cost;
     arm.tokens += result.path.length;
     const keep = arm.gap > RECENT_GAP ? 0 : RECENT_DECAY;
@@ -602,7 +601,6 @@ export class AutoDrafter implements Drafter {
     // prompt began to repeat itself (two rounds of 8-9 tokens), led the next prompt through 11 rounds without a
     // match, at half the EAGLE head's tokens per second.
     for (const a of this.arms) Object.assign(a, { recentTokens: 0, recentCost: 0, recentRounds: 0 });
-    this.lastRan = null; // the drafters start afresh: each arm's next run warms up again
   }
 
   note(): DrafterNote | null {
@@ -728,7 +726,7 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
     name: 'lookahead',
     drafter: new LookaheadDrafter(LOOKAHEAD_DEFAULTS),
     prior: lookaheadRound,
-    warmRounds: LOOKAHEAD_DEFAULTS.ngram - 1,
+    rides: true,
     when: (req) => isGreedy(req.sampling) && widthNearlyFree(r.costs()),
   });
   if (isLayerSkipping(r.target)) arms.push({ name: 'swift', drafter: new SwiftDrafter(r.target, r.costs, r.store) });

@@ -115,6 +115,12 @@ export interface Drafter {
    */
   observe?(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void;
   /**
+   * Auxiliary nodes of this drafter's to ride along in another drafter's round (auto, where width is nearly free),
+   * within `room` nodes (null: none this round); observe() then reads their outputs. Lookahead's window: its n-gram
+   * pool grows in every round, not only in the rounds it drafts.
+   */
+  ride?(req: DraftRequest, room: number): AuxNodes | null;
+  /**
    * A new prompt: forget the text's state. With `keepLearned` (the new generation is greedy, so its text cannot depend
    * on it) what the drafter measured about its own guesses (acceptance per bucket, chain length, back-off) carries
    * over from the generations before; without it (sampling: a seed then reproduces its text) that is forgotten too.

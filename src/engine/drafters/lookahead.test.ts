@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { generateAll } from '../generate';
 import { MASKED } from '../lm';
-import { GREEDY } from '../sampling';
+import { GREEDY, Rng } from '../sampling';
 import { hashedLogits, ToyLM } from '../testing/toy-lm';
 import { positionIds, roundBias } from '../tree';
+import { type Drafter, type DraftRequest, type DraftTree, rootOnly } from './drafter';
 import { LOOKAHEAD_DEFAULTS, LookaheadDrafter, windowLayout } from './lookahead';
 import { NoDrafter } from './none';
 
@@ -68,5 +69,38 @@ describe('lookahead decoding', () => {
     expect(r.tokens).toEqual(plain.tokens);
     expect(r.stats.tau).toBeGreaterThan(1.5);
     expect(r.stats.meanCallWidth).toBeGreaterThan(r.stats.meanTreeSize); // the window rode along
+  });
+
+  it("its window rides along in another drafter's rounds (auto) and its pool grows there as in its own rounds", async () => {
+    const fn = hashedLogits(40, 7, 1, 4);
+    const target = new ToyLM(40, fn);
+    const options = { ...LOOKAHEAD_DEFAULTS, poolFromContext: false };
+    const rider = new LookaheadDrafter(options);
+    // Plain decoding's rounds carrying the window, as auto carries it on the arms it did not choose.
+    const host: Drafter = {
+      name: 'host',
+      calls: 0,
+      async propose(req: DraftRequest): Promise<DraftTree> {
+        const tree = rootOnly(req.committed);
+        const aux = rider.ride(req, req.maxNodes);
+        if (aux) tree.aux = aux;
+        return tree;
+      },
+      accept: (tree, result, outputs) => rider.observe(tree, result, outputs),
+      reset: () => {},
+    };
+    const r = await generateAll({ target, drafter: host, tokenizer }, [3, 5], { maxNewTokens: 30, sampling: GREEDY });
+    expect(r.stats.meanCallWidth).toBeGreaterThan(r.stats.meanTreeSize);
+    const req = {
+      committed: [3, 5, ...r.tokens],
+      maxNodes: 64,
+      maxDepth: 8,
+      sampling: GREEDY,
+      rng: new Rng(1),
+      eos: new Set<number>(),
+    };
+    // Its first round of its own verifies pool n-grams; a drafter that did not ride has none.
+    expect((await rider.propose(req)).tokens.length).toBeGreaterThan(1);
+    expect((await new LookaheadDrafter(options).propose(req)).tokens.length).toBe(1);
   });
 });

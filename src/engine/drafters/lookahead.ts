@@ -117,6 +117,8 @@ export class LookaheadDrafter implements Drafter {
   private pooled = 0;
   private layout: WindowLayout | null = null;
   private lastNote: DrafterNote | null = null;
+  /** The window it gave to ride along in another drafter's round (ride()), until that round is observed. */
+  private riding: AuxNodes | null = null;
 
   constructor(private readonly options: LookaheadOptions = LOOKAHEAD_DEFAULTS) {
     if (options.window < 2 || options.ngram < 2 || options.guesses < 0)
@@ -133,9 +135,10 @@ export class LookaheadDrafter implements Drafter {
     return this.options.window - 1 + (this.levelCount - 1) * this.options.window;
   }
 
-  async propose(req: DraftRequest): Promise<DraftTree> {
+  /** Adds the context's new n-grams to the pool (poolFromContext) and starts the window if it has not started. */
+  private prepare(req: DraftRequest): void {
     const seq = req.committed;
-    const { window: W, ngram: N, guesses: G } = this.options;
+    const { window: W, ngram: N } = this.options;
     if (this.options.poolFromContext) {
       for (let i = Math.max(0, this.pooled - N + 1); i + N <= seq.length; i++) {
         this.pool.add(seq[i] as number, seq.slice(i + 1, i + N));
@@ -150,6 +153,13 @@ export class LookaheadDrafter implements Drafter {
       );
       this.layout = windowLayout(W, this.levelCount);
     }
+  }
+
+  async propose(req: DraftRequest): Promise<DraftTree> {
+    const seq = req.committed;
+    const { window: W, ngram: N, guesses: G } = this.options;
+    this.prepare(req);
+    this.riding = null;
     const tree = rootOnly(seq);
     const root = seq[seq.length - 1] as number;
     // Verification branch: pool n-grams keyed by the root, as a trie, within depth and room (the window needs its
@@ -197,6 +207,17 @@ export class LookaheadDrafter implements Drafter {
     };
   }
 
+  ride(req: DraftRequest, room: number): AuxNodes | null {
+    this.prepare(req);
+    this.riding = room >= this.windowSize && this.layout ? this.auxNodes(this.layout, req.committed.length - 1) : null;
+    return this.riding;
+  }
+
+  observe(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
+    if (this.riding && tree.aux === this.riding) this.accept(tree, result, outputs);
+    this.riding = null;
+  }
+
   accept(tree: DraftTree, _result: VerifyResult, outputs: TargetOutputs): void {
     if (!tree.aux || !this.layout) return;
     const W = this.options.window;
@@ -222,6 +243,7 @@ export class LookaheadDrafter implements Drafter {
 
   reset(): void {
     this.pool.clear();
+    this.riding = null;
     this.levels = [];
     this.pooled = 0;
     this.lastNote = null;
