@@ -111,6 +111,8 @@ describe('the adaptive chain with measured costs', () => {
     gapMs: number;
     calibrated: (q: number) => number;
     rounds: number;
+    /** Auxiliary nodes riding along in each round's call (auto's lookahead window). */
+    aux?: number;
   }): Promise<{ drafter: AdaptiveChainDrafter; last: number[] }> {
     const clock = { now: 0 };
     class Timed extends ToyLM {
@@ -130,7 +132,12 @@ describe('the adaptive chain with measured costs', () => {
     for (let r = 0; r < o.rounds; r++) {
       const tree = await drafter.propose(request(committed));
       lengths.push(tree.tokens.length - 1);
-      clock.now += o.verifyMs(tree.tokens.length);
+      const aux = o.aux ?? 0;
+      if (aux > 0) {
+        const nodes = Array.from({ length: aux }, (_, i) => i);
+        tree.aux = { tokens: nodes, positions: nodes, sees: nodes.map(() => ({ tree: [0], aux: [] })), rows: [] };
+      }
+      clock.now += o.verifyMs(tree.tokens.length + aux);
       const keep = Math.floor((tree.tokens.length - 1) / 2);
       const path = Array.from({ length: keep + 1 }, (_, i) => i);
       drafter.accept(tree, { path, token: 0, kind: 'correction', status: [] });
@@ -154,6 +161,20 @@ describe('the adaptive chain with measured costs', () => {
     expect(costs.betweenMs()).toBeLessThan(0.7);
     // Widths it verified read their measured time; the others the calibration, moved by how the measured compare.
     for (let w = 2; w <= 17; w++) expect(costs.verifyMs(w)).toBeGreaterThan(1.5 * (1 + 0.1 * (w - 1)));
+  });
+
+  it('records a round under the width of its call, auxiliary nodes riding along included', async () => {
+    const { drafter } = await timedRounds({
+      draftMs: 0.3,
+      verifyMs: (w) => 2 + 0.5 * w,
+      gapMs: 0,
+      calibrated: (q) => 1 + 0.1 * (q - 1),
+      rounds: 80,
+      aux: 10,
+    });
+    // Its calls were 10 nodes wider than its chains: each width reads what a call of that width took (2 + 0.5 w),
+    // not what a call 10 nodes wider did (5 ms more).
+    for (const w of [13, 15, 17]) expect(Math.abs(drafter.roundCosts.verifyMs(w) - (2 + 0.5 * w))).toBeLessThan(1);
   });
 
   it('drafts by what its rounds cost, not by the calibration: dearer draft calls, shorter chains; a flatter verify, longer ones', async () => {

@@ -159,7 +159,8 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     this.lastEnded = now;
     if (!this.costs() || drafting === null || tree.draftProbs[0]) return;
     this.measured.record({
-      width: tree.tokens.length,
+      // The call's width: auxiliary nodes riding along (auto's lookahead window) are verified in the same call.
+      width: tree.tokens.length + (tree.aux?.tokens.length ?? 0),
       draftCalls: tree.tokens.length - 1,
       draftMs: drafting.ms,
       verifyMs: now - drafting.ended,

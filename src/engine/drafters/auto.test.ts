@@ -611,6 +611,32 @@ describe('auto between arms', () => {
       eos: new Set(),
     });
     expect(cramped.aux).toBeUndefined();
+    // Nor where the measured curve charges for the wider call (T(6) 1.25 against T(4) 1.15: 9% more).
+    const steep: CostModel = {
+      ...FLAT,
+      curve: {
+        context: 64,
+        points: [1, 2, 4, 8].map((q) => ({ q, ms: 1 + 0.05 * (q - 1), relative: 1 + 0.05 * (q - 1) })),
+      },
+    };
+    const before = rider.rides;
+    const dear = timedAuto(
+      [
+        { name: 'tree', drafter: tree },
+        { name: 'rider', drafter: rider, rides: true },
+      ],
+      () => steep,
+    );
+    const ridden = await dear.propose({
+      committed: [1],
+      maxNodes: 32,
+      maxDepth: 32,
+      sampling: GREEDY,
+      rng: new Rng(1),
+      eos: new Set(),
+    });
+    expect(ridden.aux).toBeUndefined();
+    expect(rider.rides).toBe(before + 1); // asked, and left behind
   });
 
   it("reads the target's logits in the rounds of an arm that reads them, and only there", async () => {

@@ -197,6 +197,14 @@ const VISIT_ROUNDS = 3;
 const RECENT_DECAY = 0.8;
 const RECENT_ROUNDS = 3;
 const RECENT_GAP = 8;
+/**
+ * How much dearer (a share, on the measured curve) the call may get for a riding arm's auxiliary nodes. On an H100
+ * lookahead's 14-node window costs nothing (T(64)/T(1) = 1.00-1.03); on SwiftShader (T(8) 1.05, T(22) about 1.25)
+ * it made every round of auto's arms about a fifth dearer, and auto fell from 99% of the adaptive chain to 79%
+ * (2 prompts).
+ */
+const RIDE_MARGIN = 0.05;
+
 /** How far ahead (a share of its throughput) an arm must be to displace the arm in use. */
 const SWITCH_MARGIN = 0.05;
 /**
@@ -469,12 +477,18 @@ export class AutoDrafter implements Drafter {
     return this.withRider(tree, req);
   }
 
-  /** A riding arm's auxiliary nodes on another arm's tree, where the riding arm may run (ArmSpec.rides). */
+  /**
+   * A riding arm's auxiliary nodes on another arm's tree, where the riding arm may run (ArmSpec.rides) and the
+   * measured curve says the wider call costs at most RIDE_MARGIN more.
+   */
   private withRider(tree: DraftTree, req: DraftRequest): DraftTree {
-    if (tree.aux) return tree;
+    const curve = this.costs()?.curve;
+    if (tree.aux || !curve) return tree;
     const rider = this.arms.find((a) => a.rides && a !== this.current && (a.when?.(req) ?? true));
     const aux = rider?.drafter.ride?.(req, req.maxNodes - (tree.tokens.length - 1));
-    if (aux) tree.aux = aux;
+    const width = tree.tokens.length;
+    if (aux && relativeCost(curve, width + aux.tokens.length) <= relativeCost(curve, width) * (1 + RIDE_MARGIN))
+      tree.aux = aux;
     return tree;
   }
 
