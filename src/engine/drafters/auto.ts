@@ -81,6 +81,15 @@ export interface ArmSpec {
    * 10 prompts) where it brought 1.88 as a method of its own, and auto stayed on the draft model's tree.
    */
   rides?: true;
+  /**
+   * Its rounds come in runs: copies of a text that repeats itself (prompt lookup, a tree merged with it, lookahead's
+   * pool). Where its latest rounds fall far below its record, the run has ended and they become its record
+   * (RUN_ENDED_MARGIN). Other arms' records only fade (DECAY): a draft model's chain through a few hard sentences is
+   * not a regime that ended. With the rule on every arm, the chain's record was replaced after 3 rounds of 1 token
+   * each, plain decoding took over until its next revisit, and auto spent 254 of 1477 rounds on plain decoding
+   * where the adaptive chain alone brought 1.61x (wasm in Node, 20 prompts x 2; auto 1.47x).
+   */
+  runs?: true;
 }
 
 interface Arm extends ArmSpec {
@@ -185,7 +194,8 @@ const REVISIT_MAX = 256;
  */
 const VISIT_ROUNDS = 3;
 /**
- * Discount per round of its own of an arm's recent record (a window of about 5 rounds). An arm in steady use (no
+ * Discount per round of its own of an arm's recent record (a window of about 5 rounds). An arm whose rounds come in
+ * runs (ArmSpec.runs) in steady use (no
  * pause longer than RECENT_GAP rounds, RECENT_ROUNDS of the window's 5 filled) whose recent throughput fell to less
  * than 1 / (1 + RUN_ENDED_MARGIN) of its record has its record replaced by the recent one: the rounds before were
  * another regime (a run of matches that ended), and its record would otherwise hold it in front, and schedule the
@@ -566,13 +576,14 @@ export class AutoDrafter implements Drafter {
     arm.recentTokens = keep * arm.recentTokens + result.path.length;
     arm.recentRounds = keep * arm.recentRounds + 1;
     arm.samples++;
-    // A run that has ended: the record is the recent rounds from here on. Resting on a few rounds, it is not settled
+    // A run that has ended (an arm whose rounds come in runs): the record is the recent rounds from here on. Resting on a few rounds, it is not settled
     // (revisited after REVISIT_MIN rounds, however far behind it looks, until it is again): a stretch of bad rounds
     // can look like a run's end too, and then the arm's record says less than it did. At the opening of a prompt on
     // wasm, five rounds of one token each where the merged chain brings 2.1 a round put its record at 150 tok/s
     // against 323, and with a revisit scheduled by how far behind that put it (after about 100 rounds), auto stayed on
     // prompt lookup, at plain decoding's speed, for 130 rounds over three prompts.
     if (
+      arm.runs &&
       arm.samples >= SETTLED_SAMPLES &&
       arm.recentRounds >= RECENT_ROUNDS &&
       (arm.recentTokens / arm.recentCost) * (1 + RUN_ENDED_MARGIN) < this.throughput(arm)
@@ -696,7 +707,7 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
       ]
     : [
         { name: 'plain', drafter: new NoDrafter(), prior: plainRound },
-        { name: 'lookup', drafter: new LookupDrafter(r.costs), copier: true },
+        { name: 'lookup', drafter: new LookupDrafter(r.costs), copier: true, runs: true },
       ];
   if (r.draft) {
     // Arms on the draft model, one cache between them: its adaptive chain, and its cost-sized tree merged with prompt
@@ -718,6 +729,7 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
     arms.push({
       name: 'tree',
       copies: true,
+      runs: true,
       drafter: new MergedDrafter(
         [
           { label: 'lookup', drafter: new LookupDrafter(r.costs, { ...LOOKUP_DEFAULTS, selfBudget: false }) },
@@ -741,6 +753,7 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
     drafter: new LookaheadDrafter(LOOKAHEAD_DEFAULTS),
     prior: lookaheadRound,
     rides: true,
+    runs: true,
     when: (req) => isGreedy(req.sampling) && widthNearlyFree(r.costs()),
   });
   if (isLayerSkipping(r.target)) arms.push({ name: 'swift', drafter: new SwiftDrafter(r.target, r.costs, r.store) });
