@@ -142,9 +142,10 @@ interface AutoRecord {
   version: 1;
   /**
    * Per arm: tokens per second, the seconds of its latest round, the rounds auto has run since the arm last ran one
-   * (its revisit clock) and the sessions since it last did (both absent in older records).
+   * (its revisit clock), the sessions since it last did, and how many measured rounds the estimate rests on (up to
+   * SETTLED_SAMPLES; the last three absent in older records).
    */
-  arms: Record<string, { throughput: number; roundCost: number; idle?: number; sessions?: number }>;
+  arms: Record<string, { throughput: number; roundCost: number; idle?: number; sessions?: number; samples?: number }>;
 }
 
 /** A remembered estimate counts as this many rounds of the arm's own (fresh rounds soon outweigh it). */
@@ -306,14 +307,20 @@ export class AutoDrafter implements Drafter {
       if (record?.version !== 1 || typeof record.arms !== 'object' || record.arms === null) return;
       for (const arm of this.arms) {
         const r = (record.arms as Record<string, unknown>)[arm.name] as Partial<AutoRecord['arms'][string]> | undefined;
-        const { throughput, roundCost, idle, sessions } = r ?? {};
+        const { throughput, roundCost, idle, sessions, samples } = r ?? {};
         if (arm.samples > 0 || typeof throughput !== 'number' || typeof roundCost !== 'number') continue;
         if (!(throughput >= 0 && Number.isFinite(throughput) && roundCost > 0 && Number.isFinite(roundCost))) continue;
         arm.cost = REMEMBERED_ROUNDS * roundCost;
         arm.tokens = throughput * arm.cost;
         // Settled: revisited by how far behind it is, not every REVISIT_MIN rounds. A CLI run is about 40 rounds, and
-        // the revisits every 12 rounds a fresh estimate gets went mostly to plain decoding.
-        arm.samples = SETTLED_SAMPLES;
+        // the revisits every 12 rounds a fresh estimate gets went mostly to plain decoding. But an estimate that rests
+        // on fewer measured rounds than SETTLED_SAMPLES is no more settled for having been remembered, unless the
+        // calibration predicts the arm's round (plain decoding): a draft model's chain tried in the first rounds of
+        // a generation on SwiftShader (2 rounds of 1 token where it brings 3.7) was remembered as settled, and the
+        // next generation never revisited it (auto 1.88-2.28x where the adaptive chain made 2.46-2.68x).
+        const measured =
+          typeof samples === 'number' && Number.isFinite(samples) ? Math.round(samples) : SETTLED_SAMPLES;
+        arm.samples = arm.prior ? SETTLED_SAMPLES : Math.min(SETTLED_SAMPLES, Math.max(WARMUP_SAMPLES, measured));
         arm.roundCost = roundCost;
         arm.remembered = true;
         // The revisit clock goes on from where the last session left it. Restarted with every session, an arm
@@ -342,6 +349,7 @@ export class AutoDrafter implements Drafter {
           roundCost: a.roundCost,
           idle: this.round - a.lastRound,
           sessions: a.staleSessions,
+          samples: Math.min(a.samples, SETTLED_SAMPLES),
         };
     }
     this.saving = safeSet(memory.store, memory.key, { version: 1, arms } satisfies AutoRecord).finally(() => {
