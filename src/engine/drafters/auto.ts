@@ -87,7 +87,7 @@ export interface ArmSpec {
    * (RUN_ENDED_MARGIN). Other arms' records only fade (DECAY): a draft model's chain through a few hard sentences is
    * not a regime that ended. With the rule on every arm, the chain's record was replaced after 3 rounds of 1 token
    * each, plain decoding took over until its next revisit, and auto spent 254 of 1477 rounds on plain decoding
-   * where the adaptive chain alone brought 1.61x (wasm in Node, 20 prompts x 2; auto 1.47x).
+   * where the adaptive chain alone brought 1.61x (wasm in Node, 36 prompts x 2; auto 1.47x).
    */
   runs?: true;
 }
@@ -196,8 +196,8 @@ const REVISIT_MAX = 256;
 const VISIT_ROUNDS = 3;
 /**
  * Discount per round of its own of an arm's recent record (a window of about 5 rounds). An arm whose rounds come in
- * runs (ArmSpec.runs) in steady use (no
- * pause longer than RECENT_GAP rounds, RECENT_ROUNDS of the window's 5 filled) whose recent throughput fell to less
+ * runs (ArmSpec.runs), in steady use (no pause longer than RECENT_GAP rounds, RECENT_ROUNDS of the window's 5
+ * filled), whose recent throughput fell to less
  * than 1 / (1 + RUN_ENDED_MARGIN) of its record has its record replaced by the recent one: the rounds before were
  * another regime (a run of matches that ended), and its record would otherwise hold it in front, and schedule the
  * other arms' revisits, until it faded. Measured on lavapipe with the EAGLE head, before this: prompt lookup's run
@@ -539,7 +539,7 @@ export class AutoDrafter implements Drafter {
     return tree;
   }
 
-  /** Whether this round's arm reads the target's logits (lookahead's window): read after propose(). */
+  /** Whether this round's arm reads the target's logits (read after propose(): only its rounds fetch them). */
   get readsTargetLogits(): boolean {
     return this.current.drafter.readsTargetLogits === true;
   }
@@ -584,12 +584,12 @@ export class AutoDrafter implements Drafter {
     arm.recentTokens = keep * arm.recentTokens + result.path.length;
     arm.recentRounds = keep * arm.recentRounds + 1;
     arm.samples++;
-    // A run that has ended (an arm whose rounds come in runs): the record is the recent rounds from here on. Resting on a few rounds, it is not settled
-    // (revisited after REVISIT_MIN rounds, however far behind it looks, until it is again): a stretch of bad rounds
-    // can look like a run's end too, and then the arm's record says less than it did. At the opening of a prompt on
-    // wasm, five rounds of one token each where the merged chain brings 2.1 a round put its record at 150 tok/s
-    // against 323, and with a revisit scheduled by how far behind that put it (after about 100 rounds), auto stayed on
-    // prompt lookup, at plain decoding's speed, for 130 rounds over three prompts.
+    // A run that has ended (an arm whose rounds come in runs): the record is the recent rounds from here on. Resting
+    // on a few rounds, it is not settled (revisited after REVISIT_MIN rounds, however far behind it looks, until it
+    // is again): a stretch of bad rounds can look like a run's end too, and then the arm's record says less than it
+    // did. At the opening of a prompt on wasm, five rounds of one token each where the merged chain brings 2.1 a round
+    // put its record at 150 tok/s against 323, and with a revisit scheduled by how far behind that put it (after about
+    // 100 rounds), auto stayed on prompt lookup, at plain decoding's speed, for 130 rounds over three prompts.
     if (
       arm.runs &&
       arm.samples >= SETTLED_SAMPLES &&
