@@ -72,15 +72,16 @@ export async function callTarget(
   };
   if (read.kind === 'ids' && target.forwardArgmax) {
     const ids = await target.forwardArgmax(input);
+    const best = (node: number) => ids[node] as number;
     return {
       outputs: {
         logits: missing('token ids'),
         auxLogits: missing('token ids'),
-        argmax: (node) => ids[node] as number,
-        auxArgmax: (i) => ids[treeSize + i] as number,
+        argmax: best,
+        auxArgmax: (i) => best(treeSize + i),
         ...hiddenOf(),
       },
-      best: (node) => ids[node] as number,
+      best,
       bytes: (target.bytesRead ?? 0) - before,
     };
   }

@@ -45,12 +45,17 @@ export interface LookaheadOptions {
  */
 export const LOOKAHEAD_DEFAULTS: LookaheadOptions = { window: 5, ngram: 4, guesses: 4, poolFromContext: true };
 
+/** Nodes of the lookahead branch: W - 1 level-0 guesses plus W per further level (N - 1 levels). */
+function windowSize(o: LookaheadOptions): number {
+  return o.window - 1 + (o.ngram - 2) * o.window;
+}
+
 /**
- * The widest target call a round of lookahead decoding makes: the root, the lookahead branch (W - 1 + (N - 2) W
- * nodes) and G pool n-grams of N - 1 tokens (fewer where they share prefixes).
+ * The widest target call a round of lookahead decoding makes: the root, the lookahead branch and G pool n-grams of
+ * N - 1 tokens (fewer where they share prefixes).
  */
 export function lookaheadWidth(o: LookaheadOptions): number {
-  return 1 + o.window - 1 + (o.ngram - 2) * o.window + o.guesses * (o.ngram - 1);
+  return 1 + windowSize(o) + o.guesses * (o.ngram - 1);
 }
 
 /** Where each lookahead-branch node sits and what it sees (pure; property-tested against the paper's mask). */
@@ -132,7 +137,7 @@ export class LookaheadDrafter implements Drafter {
 
   /** Size of the lookahead branch: W - 1 level-0 guesses plus W per further level. */
   private get windowSize(): number {
-    return this.options.window - 1 + (this.levelCount - 1) * this.options.window;
+    return windowSize(this.options);
   }
 
   /** Adds the context's new n-grams to the pool (poolFromContext) and starts the window if it has not started. */

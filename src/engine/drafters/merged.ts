@@ -471,27 +471,21 @@ export class MergedDrafter implements Drafter {
       status[0] = 'root';
       for (const n of path.slice(1)) status[n] = 'accepted';
       const back = new Map(map.map((mine, merged) => [mine, merged] as const).filter(([mine]) => mine >= 0));
+      /** The merged tree's node for this source's node. */
+      const inMerged = (node: number): number => {
+        const m = back.get(node);
+        if (m === undefined) throw new Error(`merged: ${source.label} node ${node} was not in the verified tree`);
+        return m;
+      };
+      const { argmax, auxArgmax } = outputs;
       source.drafter.accept(
         own,
         { ...result, path, status },
         {
-          logits: (node) => {
-            const m = back.get(node);
-            if (m === undefined) throw new Error(`merged: ${source.label} node ${node} was not in the verified tree`);
-            return outputs.logits(m);
-          },
+          logits: (node) => outputs.logits(inMerged(node)),
           auxLogits: (i) => outputs.auxLogits(i),
-          ...(outputs.argmax
-            ? {
-                argmax: (node: number) => {
-                  const m = back.get(node);
-                  if (m === undefined)
-                    throw new Error(`merged: ${source.label} node ${node} was not in the verified tree`);
-                  return (outputs.argmax as (n: number) => number)(m);
-                },
-              }
-            : {}),
-          ...(outputs.auxArgmax ? { auxArgmax: outputs.auxArgmax } : {}),
+          ...(argmax ? { argmax: (node: number) => argmax(inMerged(node)) } : {}),
+          ...(auxArgmax ? { auxArgmax } : {}),
         },
       );
       // Calibration: every node of this source that the target got to judge (its parent on the accepted path)
