@@ -7,6 +7,7 @@
  */
 import { defaultHeads, headsNeeded, type Method, methodSpec } from '../src/engine/drafters/index';
 import type { SpecEngine } from '../src/engine/engine';
+import type { GraphVariant } from '../src/model/graph/llama';
 import type { Precision } from '../src/model/precision';
 
 export type HeadsFolders = Partial<Record<'medusa' | 'eagle3', string>>;
@@ -43,17 +44,25 @@ export interface EngineExtras {
   draft?: true;
   heads?: string;
   layerSwitches?: true;
+  /**
+   * The target's graph variant. Graph 'auto' picks a variant by timing, so two engines loaded in one process can run
+   * different graphs (on WebGPU, plain for one and hybrid for the other); their last bits differ, a near-tie then
+   * falls the other way, and a method on the second engine no longer gives the pair's plain greedy text. The
+   * benchmark loads every further engine with the pair's variant.
+   */
+  graph?: GraphVariant;
 }
 
 /** The load options an engine's extras stand for, with the draft model's folder (Node path or browser URL). */
 export function extrasOptions(
   extras: EngineExtras,
   draft: string,
-): { draft?: string; heads?: string; layerSwitches?: true } {
+): { draft?: string; heads?: string; layerSwitches?: true; graph?: GraphVariant } {
   return {
     ...(extras.draft ? { draft } : {}),
     ...(extras.heads ? { heads: extras.heads } : {}),
     ...(extras.layerSwitches ? { layerSwitches: true } : {}),
+    ...(extras.graph ? { graph: extras.graph } : {}),
   };
 }
 
@@ -69,15 +78,22 @@ export async function benchEngines(
   log: (line: string) => void,
   device: 'wasm' | 'webgpu' = 'wasm',
 ): Promise<{ engine: SpecEngine; engineFor: (m: Method) => SpecEngine; release: () => Promise<void> }> {
-  const engine = await load({ draft: true });
+  // The draft model only where a method uses it, so a run of methods that need none (plain decoding, lookup,
+  // lookahead, the heads) goes without one: the GPU kit then carries the EAGLE head in its place.
+  const usesDraft = methods.some((m) => {
+    const spec = methodSpec(m);
+    return [...spec.needs, ...(spec.optional ?? [])].includes('draft-model');
+  });
+  const engine = await load(usesDraft ? { draft: true } : {});
+  const graph = engine.target.graph.variant;
   const headsEngines = await loadHeadsEngines(
     methods,
     heads,
-    (h, withDraft) => load({ heads: h, ...(withDraft ? { draft: true as const } : {}) }),
+    (h, withDraft) => load({ heads: h, graph, ...(withDraft ? { draft: true as const } : {}) }),
     log,
     device,
   );
-  const swiftEngine = methods.includes('swift') ? await load({ layerSwitches: true }) : null;
+  const swiftEngine = methods.includes('swift') ? await load({ layerSwitches: true, graph }) : null;
   return {
     engine,
     engineFor: (m) => (m === 'swift' && swiftEngine ? swiftEngine : (headsEngines.get(m) ?? engine)),

@@ -19,7 +19,7 @@ import { ortForNodeWebGpu } from '../src/runtime/ort-node-webgpu';
 import { type AdapterReport, describeAdapter } from '../src/runtime/webgpu';
 import { median } from '../src/util/median';
 import { type BenchOptions, type BenchPrompt, type BenchReport, markdown, runBench } from './harness';
-import { type HeadsFolders, loadHeadsEngines, releaseAll } from './heads-engines';
+import { benchEngines, extrasOptions, type HeadsFolders } from './heads-engines';
 import { type BenchCli, plannedMethods, selectPrompts } from './options';
 
 export type PlanName = 'smoke' | 'software' | 'gpu';
@@ -248,33 +248,26 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
   o.log(`round trips: ${roundTripLine(roundTrip)}`);
   const planName = o.plan ?? (gpu.adapter.isFallbackAdapter ? 'software' : 'gpu');
   const plan = NODE_WEBGPU_PLANS[planName];
-  const engine = await SpecEngine.load(gpu.ort, { target: o.target, draft: o.draft, device: 'webgpu' });
+  const methods = o.cli ? plannedMethods(plan.options.methods, o.cli) : plan.options.methods;
+  const { engine, engineFor, release } = await benchEngines(
+    methods,
+    o.heads ?? {},
+    (extras) => SpecEngine.load(gpu.ort, { target: o.target, device: 'webgpu', ...extrasOptions(extras, o.draft) }),
+    o.log,
+    'webgpu',
+  );
   const pairTarget = {
     compute: engine.target.compute,
     precision: engine.target.precision,
     graph: engine.target.graph.variant,
   };
-  const methods = o.cli ? plannedMethods(plan.options.methods, o.cli) : plan.options.methods;
-  const heads = await loadHeadsEngines(
-    methods,
-    o.heads ?? {},
-    (h, withDraft) =>
-      SpecEngine.load(gpu.ort, {
-        target: o.target,
-        heads: h,
-        ...(withDraft ? { draft: o.draft } : {}),
-        device: 'webgpu',
-      }),
-    o.log,
-    'webgpu',
-  );
   let bench: BenchReport;
   try {
     o.log(`plan ${planName}: harness on the pair (${engine.target.compute})`);
     const cli = o.cli;
     bench = await runBench(engine, {
       ...plan.options,
-      engineFor: (m) => heads.get(m) ?? engine,
+      engineFor,
       ...(cli?.maxNewTokens ? { maxNewTokens: cli.maxNewTokens } : {}),
       ...(cli?.repeats ? { repeats: cli.repeats } : {}),
       ...(cli?.sampling ? { sampling: cli.sampling } : {}),
@@ -287,8 +280,7 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
       log: o.log,
     });
   } finally {
-    await engine.release();
-    await releaseAll(heads);
+    await release();
   }
   const variants: CurveVariant[] =
     o.curveVariants ??

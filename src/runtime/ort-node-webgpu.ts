@@ -23,6 +23,11 @@ export interface NodeWebGpuOptions {
    * environment variable ('1'), else false.
    */
   wasmTierUp?: boolean;
+  /**
+   * Further flags for Dawn's `create()`, e.g. 'enable-dawn-features=skip_validation' (Dawn's toggles; the npm
+   * webgpu README lists the flags). Default: the SPEC_DECODER_DAWN_FLAGS environment variable, space-separated.
+   */
+  dawnFlags?: string[];
 }
 
 export type NodeWebGpu =
@@ -109,7 +114,8 @@ async function install(options: NodeWebGpuOptions): Promise<NodeWebGpu> {
     return { ok: false, reason: `${NO_ADAPTER}: Dawn's bindings (npm webgpu) did not load: ${(e as Error).message}` };
   }
   const adapterName = options.adapter ?? process.env.WEBGPU_ADAPTER;
-  const gpu = dawn.create(adapterName ? [`adapter=${adapterName}`] : []);
+  const extra = options.dawnFlags ?? (process.env.SPEC_DECODER_DAWN_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  const gpu = dawn.create([...(adapterName ? [`adapter=${adapterName}`] : []), ...extra]);
   const probe = await probeWebGpu(gpu);
   if (!probe.ok) return { ok: false, reason: noAdapterReason(probe.reason, adapterName) };
   // ORT reads the WebGPU constants (GPUBufferUsage, GPUMapMode, …) as globals and the GPU as navigator.gpu.
