@@ -16,6 +16,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { DEFAULT_HEADS } from '../src/cli/args';
 import {
   benchNodeWebGpu,
   type CurveVariant,
@@ -108,6 +109,8 @@ function write(report: NodeWebGpuReport, complete: boolean): string {
 const report = await benchNodeWebGpu({
   target: 'public/models/austen-target',
   draft: 'public/models/austen-draft',
+  // The heads methods (and auto's EAGLE arm) where their folders travelled with the tree; skipped where not.
+  heads: DEFAULT_HEADS,
   prompts,
   curveModels: String(values.models).split(',').filter(Boolean),
   ...(plan ? { plan: plan as PlanName } : {}),
