@@ -77,7 +77,21 @@ export function buildMedusaGraph(heads: LoadedHeads, compute: 'fp32' | 'fp16'): 
   return { model: g.toBytes(), externalData: store.externalData(), compute: T === 'float16' ? 'fp16' : 'fp32' };
 }
 
-export function buildEagle3Graph(heads: LoadedHeads, compute: 'fp32' | 'fp16'): BuiltHeadsGraph {
+/**
+ * The head's two forms. 'plain': standard ONNX ops only. 'fused' (the default): its four RMSNorms as onnxruntime's
+ * SimplifiedLayerNormalization (the post-attention one with the residual add, SkipSimplifiedLayerNormalization) and
+ * RoPE as RotaryEmbedding, the contrib ops the target's hybrid graph uses, which the wasm and WebGPU EPs both
+ * implement; attention stays MatMuls under the tree's bias. On WebGPU a call's time is mostly per-dispatch work on
+ * the CPU (README, "On a real GPU"), and the fused form dispatches about a third fewer kernels (counted on lavapipe:
+ * 91 against 47 a call).
+ */
+export type Eagle3Form = 'plain' | 'fused';
+
+export function buildEagle3Graph(
+  heads: LoadedHeads,
+  compute: 'fp32' | 'fp16',
+  form: Eagle3Form = 'fused',
+): BuiltHeadsGraph {
   const e = heads.eagle3;
   if (!e) throw new Error('buildEagle3Graph: not EAGLE-3 heads');
   const { g, store, T, cast, toT, toF32, gemm } = setup('eagle3_head', heads, compute);
@@ -95,21 +109,48 @@ export function buildEagle3Graph(heads: LoadedHeads, compute: 'fp32' | 'fp16'): 
   g.input(HEAD_INPUTS.pastValue, T, [1, kvh, 'past', hd]);
 
   const ops = plainOps(g, T, cast, (w) => store.float(w), { ...e, rmsNormEps: e.rmsNormEps });
+  const MS = 'com.microsoft';
+  const epsilon = { f: e.rmsNormEps };
+  const norm =
+    form === 'plain'
+      ? ops.rmsNorm
+      : (x: string, w: string) =>
+          g.op('SimplifiedLayerNormalization', [x, store.float(w)], { axis: -1, epsilon, stash_type: 1 });
   const m = 'midlayer';
   const gIn = g.op('Where', [real, gemm(features, 'fc.weight'), drafted]); // [q, d]
-  const attnIn = g.op(
-    'Concat',
-    [ops.rmsNorm(embeds, `${m}.input_layernorm.weight`), ops.rmsNorm(gIn, `${m}.hidden_norm.weight`)],
-    { axis: -1 },
-  ); // [q, 2d]: the embedding first
+  const attnIn = g.op('Concat', [norm(embeds, `${m}.input_layernorm.weight`), norm(gIn, `${m}.hidden_norm.weight`)], {
+    axis: -1,
+  }); // [q, 2d]: the embedding first
   const invFreq = Float32Array.from({ length: hd / 2 }, (_, i) => 1 / e.ropeTheta ** ((2 * i) / hd));
   const angles = g.op('Mul', [
     g.op('Reshape', [cast(positions, 'float32'), g.constInt64([-1, 1])]),
     g.constFloat32(invFreq, [1, hd / 2], 'inv_freq'),
-  ]);
-  const rope = ops.ropeFrom(angles);
-  const q = rope(ops.toHeads(gemm(attnIn, `${m}.self_attn.q_proj.weight`), nh));
-  const k = rope(ops.toHeads(gemm(attnIn, `${m}.self_attn.k_proj.weight`), kvh));
+  ]); // [q, hd / 2]
+  let rope: (x: string, heads: number) => string;
+  if (form === 'plain') {
+    const rotate = ops.ropeFrom(angles);
+    rope = (x, heads) => rotate(ops.toHeads(x, heads));
+  } else {
+    // RotaryEmbedding on [1, q, heads * hd] with per-call tables [q, hd / 2], indexed by each row's 0..q-1.
+    const cosTable = toT(g.op('Cos', [angles]));
+    const sinTable = toT(g.op('Sin', [angles]));
+    const scalar = (v: number) => g.constInt64([v], []);
+    const rowsQ = g.op('Gather', [g.op('Shape', [positions]), scalar(1)], { axis: 0 });
+    const local = g.op('Unsqueeze', [g.op('Range', [scalar(0), rowsQ, scalar(1)]), g.constInt64([0])]); // [1, q]
+    rope = (x, heads) => {
+      const [rotated] = g.node(
+        'RotaryEmbedding',
+        [g.op('Reshape', [x, g.constInt64([1, -1, heads * hd])]), local, cosTable, sinTable],
+        {
+          domain: MS,
+          attrs: { num_heads: heads, rotary_embedding_dim: hd, interleaved: 0 },
+        },
+      );
+      return ops.toHeads(g.op('Reshape', [rotated as string, g.constInt64([-1, heads * hd])]), heads);
+    };
+  }
+  const q = rope(gemm(attnIn, `${m}.self_attn.q_proj.weight`), nh);
+  const k = rope(gemm(attnIn, `${m}.self_attn.k_proj.weight`), kvh);
   const v = ops.toHeads(gemm(attnIn, `${m}.self_attn.v_proj.weight`), kvh);
   const keptK = g.op('Gather', [HEAD_INPUTS.pastKey, keep], { axis: 2 });
   const keptV = g.op('Gather', [HEAD_INPUTS.pastValue, keep], { axis: 2 });
@@ -124,8 +165,22 @@ export function buildEagle3Graph(heads: LoadedHeads, compute: 'fp32' | 'fp16'): 
   const attn = ops.attend(q, k, v, keptK, keptV, shared, [HEAD_OUTPUTS.presentKey, HEAD_OUTPUTS.presentValue]);
   g.output(HEAD_OUTPUTS.presentKey, T, [1, kvh, 'total', hd]);
   g.output(HEAD_OUTPUTS.presentValue, T, [1, kvh, 'total', hd]);
-  const x = g.op('Add', [gIn, gemm(attn.ctx, `${m}.self_attn.o_proj.weight`)]);
-  const n = ops.rmsNorm(x, `${m}.post_attention_layernorm.weight`);
+  const o = gemm(attn.ctx, `${m}.self_attn.o_proj.weight`);
+  let x: string;
+  let n: string;
+  if (form === 'plain') {
+    x = g.op('Add', [gIn, o]);
+    n = ops.rmsNorm(x, `${m}.post_attention_layernorm.weight`);
+  } else {
+    const w = `${m}.post_attention_layernorm.weight`;
+    const [normed, , , sum] = g.node('SkipSimplifiedLayerNormalization', [o, gIn, store.float(w)], {
+      domain: MS,
+      attrs: { epsilon },
+      outputs: [`${w}.normed`, '', '', `${w}.residual`],
+    });
+    x = sum as string;
+    n = normed as string;
+  }
   const mlp = gemm(
     ops.swiglu(gemm(n, `${m}.mlp.gate_proj.weight`), gemm(n, `${m}.mlp.up_proj.weight`)),
     `${m}.mlp.down_proj.weight`,
@@ -133,7 +188,7 @@ export function buildEagle3Graph(heads: LoadedHeads, compute: 'fp32' | 'fp16'): 
   const out = g.op('Add', [x, mlp]);
   g.op('Identity', [toF32(out)], {}, HEAD_OUTPUTS.out);
   g.output(HEAD_OUTPUTS.out, 'float32', ['q', d]);
-  const normed = ops.rmsNorm(g.op('Gather', [out, rows], { axis: 0 }), 'norm.weight');
+  const normed = norm(g.op('Gather', [out, rows], { axis: 0 }), 'norm.weight');
   g.op('Identity', [toF32(gemm(normed, 'lm_head.weight'))], {}, HEAD_OUTPUTS.logits);
   g.output(HEAD_OUTPUTS.logits, 'float32', ['rows', e.draftVocab]);
   return { model: g.toBytes(), externalData: store.externalData(), compute: T === 'float16' ? 'fp16' : 'fp32' };

@@ -75,42 +75,45 @@ describe('hidden states and heads against PyTorch (bundled target and heads, fp3
     }
   });
 
-  it('the EAGLE-3 head: a prefill of (feature, next token) rows, then two sibling rows fed by its own output', async () => {
-    const model = await loadModel(fx.target.model_dir, {});
-    const heads = await loadHeads(fx.eagle.model_dir, model.config);
-    const e = await Eagle3HeadRunner.create(ort, heads, model, 'wasm', 'fp32');
-    try {
-      const d = e.hiddenSize;
-      const p = fx.eagle.prefill;
-      const features = f32(fx.target.prefill.hidden_eagle3);
-      const P = p.input_ids.length;
-      const pre = await e.forward({
-        tokens: p.input_ids,
-        inputs: Array.from({ length: P }, (_, j) => ({ feature: features.slice(j * 3 * d, (j + 1) * 3 * d) })),
-        positions: p.position_ids,
-        bias: chainBias(0, P),
-        rows: [p.logits_row],
-      });
-      expect(maxDiff(pre.out, f32(p.out))).toBeLessThan(2e-3);
-      expect(maxDiff(pre.logits, f32(p.logits))).toBeLessThan(2e-3);
-      const t = fx.eagle.tree;
-      const parentOut = pre.out.slice((P - 1) * d, P * d);
-      const tree = await e.forward({
-        tokens: t.input_ids,
-        inputs: t.input_ids.map(() => ({ drafted: parentOut })),
-        positions: t.position_ids,
-        bias: visibleBias(t.attention_visible),
-        rows: [0, 1],
-      });
-      expect(maxDiff(tree.out, f32(t.out))).toBeLessThan(2e-3);
-      expect(maxDiff(tree.logits, f32(t.logits))).toBeLessThan(2e-3);
-      // The best five draft tokens of every row, mapped to the target's vocabulary by d2t, are PyTorch's.
-      const V = e.draftVocab;
-      const mapped = (row: Float32Array) => topK(row, 5).map((i) => e.targetToken(i));
-      expect(mapped(pre.logits)).toEqual(p.top5_target_ids);
-      expect([0, 1].map((r) => mapped(tree.logits.subarray(r * V, (r + 1) * V)))).toEqual(t.top5_target_ids);
-    } finally {
-      await e.release();
-    }
-  });
+  it.each(['fused', 'plain'] as const)(
+    'the EAGLE-3 head (%s graph): a prefill of (feature, next token) rows, then two sibling rows fed by its own output',
+    async (form) => {
+      const model = await loadModel(fx.target.model_dir, {});
+      const heads = await loadHeads(fx.eagle.model_dir, model.config);
+      const e = await Eagle3HeadRunner.create(ort, heads, model, 'wasm', 'fp32', form);
+      try {
+        const d = e.hiddenSize;
+        const p = fx.eagle.prefill;
+        const features = f32(fx.target.prefill.hidden_eagle3);
+        const P = p.input_ids.length;
+        const pre = await e.forward({
+          tokens: p.input_ids,
+          inputs: Array.from({ length: P }, (_, j) => ({ feature: features.slice(j * 3 * d, (j + 1) * 3 * d) })),
+          positions: p.position_ids,
+          bias: chainBias(0, P),
+          rows: [p.logits_row],
+        });
+        expect(maxDiff(pre.out, f32(p.out))).toBeLessThan(2e-3);
+        expect(maxDiff(pre.logits, f32(p.logits))).toBeLessThan(2e-3);
+        const t = fx.eagle.tree;
+        const parentOut = pre.out.slice((P - 1) * d, P * d);
+        const tree = await e.forward({
+          tokens: t.input_ids,
+          inputs: t.input_ids.map(() => ({ drafted: parentOut })),
+          positions: t.position_ids,
+          bias: visibleBias(t.attention_visible),
+          rows: [0, 1],
+        });
+        expect(maxDiff(tree.out, f32(t.out))).toBeLessThan(2e-3);
+        expect(maxDiff(tree.logits, f32(t.logits))).toBeLessThan(2e-3);
+        // The best five draft tokens of every row, mapped to the target's vocabulary by d2t, are PyTorch's.
+        const V = e.draftVocab;
+        const mapped = (row: Float32Array) => topK(row, 5).map((i) => e.targetToken(i));
+        expect(mapped(pre.logits)).toEqual(p.top5_target_ids);
+        expect([0, 1].map((r) => mapped(tree.logits.subarray(r * V, (r + 1) * V)))).toEqual(t.top5_target_ids);
+      } finally {
+        await e.release();
+      }
+    },
+  );
 });

@@ -7,7 +7,14 @@
 import type * as OrtModule from 'onnxruntime-common';
 import { toFloat32 } from '../convert';
 import { ModelLoadError } from '../errors';
-import { type BuiltHeadsGraph, buildEagle3Graph, buildMedusaGraph, HEAD_INPUTS, HEAD_OUTPUTS } from '../graph/heads';
+import {
+  type BuiltHeadsGraph,
+  buildEagle3Graph,
+  buildMedusaGraph,
+  type Eagle3Form,
+  HEAD_INPUTS,
+  HEAD_OUTPUTS,
+} from '../graph/heads';
 import type { LoadedModel } from '../load';
 import type { Device } from '../precision';
 import type { LoadedHeads } from './load';
@@ -119,9 +126,11 @@ export class Eagle3HeadRunner {
     target: LoadedModel,
     device: Device,
     compute: 'fp32' | 'fp16',
+    /** The head graph's form (graph/heads.ts; tests compare the two). */
+    form: Eagle3Form = 'fused',
   ): Promise<Eagle3HeadRunner> {
     if (!heads.eagle3) throw new ModelLoadError(`heads model ${heads.spec}: these are not EAGLE-3 heads`);
-    const built = buildEagle3Graph(heads, compute);
+    const built = buildEagle3Graph(heads, compute, form);
     return new Eagle3HeadRunner(ort, await session(ort, built, device, heads.spec), heads, target, compute);
   }
 
