@@ -82,7 +82,7 @@ export function buildMedusaGraph(heads: LoadedHeads, compute: 'fp32' | 'fp16'): 
  * SimplifiedLayerNormalization (the post-attention one with the residual add, SkipSimplifiedLayerNormalization) and
  * RoPE as RotaryEmbedding, the contrib ops the target's hybrid graph uses, which the wasm and WebGPU EPs both
  * implement; attention stays MatMuls under the tree's bias. On WebGPU a call's time is mostly per-dispatch work on
- * the CPU (README, "On a real GPU"), and the fused form dispatches about a third fewer kernels (counted on lavapipe:
+ * the CPU (README, "On a real GPU"), and the fused form dispatches about half the kernels (counted on lavapipe:
  * 91 against 47 a call).
  */
 export type Eagle3Form = 'plain' | 'fused';
