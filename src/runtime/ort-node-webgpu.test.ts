@@ -2,7 +2,7 @@
  * WebGPU in Node on Dawn: the adapter is the one expected (lavapipe unless EXPECT_NODE_ADAPTER says otherwise) and
  * has shader-f16; uploads from shared memory survive writeBuffer; a process ends by itself after releasing its
  * models; the CLI's --device webgpu names the adapter, and falls back to wasm with the reason when the adapter
- * asked for does not exist.
+ * asked for does not exist; SPEC_DECODER_DAWN_FLAGS reaches Dawn's create().
  */
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
@@ -82,6 +82,18 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('WebGPU in Node on Dawn'), () => {
     expect(r.stderr).toMatch(/^WebGPU adapter: .+/m);
     expect(r.stderr).not.toMatch(/falling back/);
     expect(JSON.parse(r.stdout).tokens).toHaveLength(4);
+  });
+
+  it("SPEC_DECODER_DAWN_FLAGS reaches Dawn's create(): a toggle runs, an adapter flag that matches nothing falls back", () => {
+    const toggled = cli(['--device', 'webgpu', '--method', 'ar'], {
+      SPEC_DECODER_DAWN_FLAGS: 'enable-dawn-features=skip_validation',
+    });
+    expect(toggled.status, toggled.stderr).toBe(0);
+    expect(toggled.stderr).toMatch(/^WebGPU adapter: .+/m);
+    const none = cli(['--device', 'webgpu', '--method', 'ar'], { SPEC_DECODER_DAWN_FLAGS: 'adapter=no-such-gpu' });
+    expect(none.status, none.stderr).toBe(0);
+    expect(none.stderr).toMatch(/WebGPU unavailable, falling back to wasm/);
+    expect(JSON.parse(none.stdout).tokens).toHaveLength(4);
   });
 
   it('the CLI falls back to wasm, saying why, when the adapter asked for does not exist', () => {
