@@ -46,8 +46,8 @@ export interface EngineExtras {
   layerSwitches?: true;
   /**
    * The target's graph variant. Graph 'auto' picks a variant by timing, so two engines loaded in one process can run
-   * different graphs (on WebGPU, plain for one and hybrid for the other); their last bits differ, a near-tie then
-   * falls the other way, and a method on the second engine no longer gives the pair's plain greedy text. The
+   * different graphs; their last bits differ, a near-tie then falls the other way, and a method on the second engine
+   * no longer gives the pair's plain greedy text (on lavapipe `eagle` and `medusa` did not, `…T1133-…`). The
    * benchmark loads every further engine with the pair's variant.
    */
   graph?: GraphVariant;
