@@ -220,6 +220,11 @@ describe('SpecEngine', () => {
         keys.add(key);
         await super.set(key, value);
       }
+      // Only the cost record is remembered: a retried load (below) starts auto afresh, not from the arms an earlier
+      // attempt measured on another curve.
+      override async get(key: string): Promise<unknown> {
+        return key.startsWith('costs:') ? super.get(key) : undefined;
+      }
     })();
     const load = () =>
       SpecEngine.load(ortForNode(), { target: 'public/models/austen-target', device: 'wasm', store, warmup: false });
@@ -233,18 +238,30 @@ describe('SpecEngine', () => {
       await first.release();
     }
     const key = [...keys].find((k) => k.startsWith('costs:')) as string;
-    const record = (await store.get(key)) as { costs: { curve: { points: { ms: number; relative: number }[] } } };
-    const t1 = record.costs.curve.points[0]?.ms as number;
-    for (const p of record.costs.curve.points) Object.assign(p, { ms: t1, relative: 1 });
-    await store.set(key, record);
-    const engine = await load();
-    try {
-      const result = await finish(engine, prompt, 'auto', GREEDY, 24);
-      expect(result.tokens).toEqual(plain.tokens);
-      expect(result.stats.arms?.find((a) => a.name === 'lookahead')?.rounds).toBeGreaterThan(0);
-    } finally {
-      await engine.release();
+    const flatten = async () => {
+      const record = (await store.get(key)) as { costs: { curve: { points: { ms: number; relative: number }[] } } };
+      const t1 = record.costs.curve.points[0]?.ms as number;
+      for (const p of record.costs.curve.points) Object.assign(p, { ms: t1, relative: 1 });
+      await store.set(key, record);
+    };
+    await flatten();
+    let result: GenerationResult | null = null;
+    for (let attempt = 1; !result; attempt++) {
+      const engine = await load();
+      try {
+        const run = await finish(engine, prompt, 'auto', GREEDY, 24);
+        expect(run.tokens).toEqual(plain.tokens);
+        if (engine.timings.calibration === 'remembered') result = run;
+      } finally {
+        await engine.release();
+      }
+      if (result) break;
+      // The load's spot check found one token's time moved 1.5x or more from the record (a loaded machine: CI runs
+      // test files side by side) and measured a fresh curve, wasm's steep one. Flatten that one and load again.
+      if (attempt === 5) throw new Error('the flattened record was never used: every spot check measured afresh');
+      await flatten();
     }
+    expect(result.stats.arms?.find((a) => a.name === 'lookahead')?.rounds ?? 0).toBeGreaterThan(0);
   });
 
   it('cancelled at 50 random points, it stays usable and the next run equals an uncancelled run', async () => {
