@@ -13,6 +13,7 @@
  *            x = g + o_proj(a); out = x + mlp(post_attention_layernorm(x)); logits = lm_head(norm(out)).
  */
 import type { LoadedHeads } from '../heads/load';
+import { fusedOps, localRows } from './fused-ops';
 import { DATA_TYPE_CODE, type OnnxDataType, OnnxGraph } from './onnx';
 import { attentionInputs, plainOps } from './plain-ops';
 import { WeightStore } from './weights';
@@ -109,13 +110,8 @@ export function buildEagle3Graph(
   g.input(HEAD_INPUTS.pastValue, T, [1, kvh, 'past', hd]);
 
   const ops = plainOps(g, T, cast, (w) => store.float(w), { ...e, rmsNormEps: e.rmsNormEps });
-  const MS = 'com.microsoft';
-  const epsilon = { f: e.rmsNormEps };
-  const norm =
-    form === 'plain'
-      ? ops.rmsNorm
-      : (x: string, w: string) =>
-          g.op('SimplifiedLayerNormalization', [x, store.float(w)], { axis: -1, epsilon, stash_type: 1 });
+  const fused = fusedOps(g, (w) => store.float(w), e.rmsNormEps, hd);
+  const norm = form === 'plain' ? ops.rmsNorm : fused.norm;
   const m = 'midlayer';
   const gIn = g.op('Where', [real, gemm(features, 'fc.weight'), drafted]); // [q, d]
   const attnIn = g.op('Concat', [norm(embeds, `${m}.input_layernorm.weight`), norm(gIn, `${m}.hidden_norm.weight`)], {
@@ -134,19 +130,16 @@ export function buildEagle3Graph(
     // RotaryEmbedding on [1, q, heads * hd] with per-call tables [q, hd / 2], indexed by each row's 0..q-1.
     const cosTable = toT(g.op('Cos', [angles]));
     const sinTable = toT(g.op('Sin', [angles]));
-    const scalar = (v: number) => g.constInt64([v], []);
-    const rowsQ = g.op('Gather', [g.op('Shape', [positions]), scalar(1)], { axis: 0 });
-    const local = g.op('Unsqueeze', [g.op('Range', [scalar(0), rowsQ, scalar(1)]), g.constInt64([0])]); // [1, q]
+    const { local } = localRows(g, positions, 1);
     rope = (x, heads) => {
-      const [rotated] = g.node(
-        'RotaryEmbedding',
-        [g.op('Reshape', [x, g.constInt64([1, -1, heads * hd])]), local, cosTable, sinTable],
-        {
-          domain: MS,
-          attrs: { num_heads: heads, rotary_embedding_dim: hd, interleaved: 0 },
-        },
+      const rotated = fused.rotary(
+        g.op('Reshape', [x, g.constInt64([1, -1, heads * hd])]),
+        heads,
+        local,
+        cosTable,
+        sinTable,
       );
-      return ops.toHeads(g.op('Reshape', [rotated as string, g.constInt64([-1, heads * hd])]), heads);
+      return ops.toHeads(g.op('Reshape', [rotated, g.constInt64([-1, heads * hd])]), heads);
     };
   }
   const q = rope(gemm(attnIn, `${m}.self_attn.q_proj.weight`), nh);
@@ -172,14 +165,7 @@ export function buildEagle3Graph(
     x = g.op('Add', [gIn, o]);
     n = ops.rmsNorm(x, `${m}.post_attention_layernorm.weight`);
   } else {
-    const w = `${m}.post_attention_layernorm.weight`;
-    const [normed, , , sum] = g.node('SkipSimplifiedLayerNormalization', [o, gIn, store.float(w)], {
-      domain: MS,
-      attrs: { epsilon },
-      outputs: [`${w}.normed`, '', '', `${w}.residual`],
-    });
-    x = sum as string;
-    n = normed as string;
+    ({ sum: x, normed: n } = fused.skipNorm(o, gIn, `${m}.post_attention_layernorm.weight`));
   }
   const mlp = gemm(
     ops.swiglu(gemm(n, `${m}.mlp.gate_proj.weight`), gemm(n, `${m}.mlp.up_proj.weight`)),

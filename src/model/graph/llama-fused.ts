@@ -15,6 +15,7 @@
  * about 15 nodes per layer against the plain body's 45. Returns the final-normed rows [rows, H].
  */
 
+import { fusedOps, localRows } from './fused-ops';
 import { layerCache } from './layer-cache';
 import type { GraphContext } from './llama';
 import { type AttentionInputs, attentionInputs, groupedAttention } from './plain-ops';
@@ -33,15 +34,13 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
   const nq = nh * hd;
   const nkv = kvh * hd;
   const { keepIndices, logitsRows } = inputs;
-  const epsilon = { f: cfg.rmsNormEps };
 
   // Per-call RoPE tables in the compute type, and the local row index 0..q-1 of each token.
   const angles = ctx.ropeAngles();
   const cosTable = toT(g.op('Cos', [angles]));
   const sinTable = toT(g.op('Sin', [angles]));
   const scalar = (v: number) => g.constInt64([v], []);
-  const q = g.op('Gather', [g.op('Shape', [inputs.inputIds]), scalar(1)], { axis: 0 });
-  const local = g.op('Unsqueeze', [g.op('Range', [scalar(0), q, scalar(1)]), g.constInt64([0])]); // [1, q]
+  const { q, local } = localRows(g, inputs.inputIds, 1); // local: [1, q]
 
   // GroupQueryAttention's lengths: total = kept + q (int32 scalar) and seqlens_k = total - 1 ([1] int32).
   let totalLength = '';
@@ -58,26 +57,14 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
   const shared =
     attention === 'gqa' ? null : attentionInputs(g, bias, () => toT(g.constFloat32([1], [])), cfg, ctx.rowInvariant);
 
-  const rotary = (x: string, heads: number) =>
-    g.node('RotaryEmbedding', [x, local, cosTable, sinTable], {
-      domain: MS,
-      attrs: { num_heads: heads, rotary_embedding_dim: hd, interleaved: 0 },
-    })[0] as string;
-  const skipNorm = (x: string, skip: string, w: string) => {
-    const [normed, , , sum] = g.node('SkipSimplifiedLayerNormalization', [x, skip, store.float(w)], {
-      domain: MS,
-      attrs: { epsilon },
-      outputs: [`${w}.normed`, '', '', `${w}.residual`],
-    });
-    return { normed: normed as string, sum: sum as string };
-  };
+  const fused = fusedOps(g, (w) => store.float(w), cfg.rmsNormEps, hd);
+  const rotary = (x: string, heads: number) => fused.rotary(x, heads, local, cosTable, sinTable);
+  const { skipNorm, norm } = fused;
   const qkvSplit = g.constInt64([nq, nkv, nkv]);
   const mlpSplit = g.constInt64([m, m]);
   const as3d = g.constInt64([1, -1, nq + 2 * nkv]);
   const as2d = g.constInt64([-1, nq]);
 
-  const norm = (x: string, w: string) =>
-    g.op('SimplifiedLayerNormalization', [x, store.float(w)], { axis: -1, epsilon, stash_type: 1 });
   const nextNorm = (i: number) =>
     i + 1 < ctx.layers ? `model.layers.${i + 1}.input_layernorm.weight` : 'model.norm.weight';
 
