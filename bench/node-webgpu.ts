@@ -19,6 +19,7 @@ import { ortForNodeWebGpu } from '../src/runtime/ort-node-webgpu';
 import { type AdapterReport, describeAdapter } from '../src/runtime/webgpu';
 import { median } from '../src/util/median';
 import { type BenchOptions, type BenchPrompt, type BenchReport, markdown, runBench } from './harness';
+import { eagleHeadCosts, type HeadCostRow, headCostsMarkdown } from './head-costs';
 import { benchEngines, extrasOptions, type HeadsFolders } from './heads-engines';
 import { type BenchCli, plannedMethods, selectPrompts } from './options';
 
@@ -117,6 +118,8 @@ export interface NodeWebGpuReport {
   bench: BenchReport;
   curves: PrecisionCurve[];
   exactChecks: ExactCheckReport[];
+  /** What one EAGLE head call costs, per graph form and KV-cache place (when a method ran on the head). */
+  headCosts?: HeadCostRow[] | { error: string };
 }
 
 export interface NodeWebGpuBenchOptions {
@@ -262,6 +265,7 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
     graph: engine.target.graph.variant,
   };
   let bench: BenchReport;
+  let headCosts: NodeWebGpuReport['headCosts'];
   try {
     o.log(`plan ${planName}: harness on the pair (${engine.target.compute})`);
     const cli = o.cli;
@@ -279,6 +283,7 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
       ),
       log: o.log,
     });
+    headCosts = await measureHeadCosts(gpu.ort, methods.map(engineFor), o.log);
   } finally {
     await release();
   }
@@ -300,6 +305,7 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
     bench,
     curves,
     exactChecks: exact,
+    ...(headCosts ? { headCosts } : {}),
   };
   o.progress?.(report);
   for (const model of [o.target, ...(o.curveModels ?? [])]) {
@@ -324,6 +330,22 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
     o.progress?.(report);
   });
   return report;
+}
+
+/** The EAGLE head's call costs, on the first engine that holds an EAGLE head (none: not measured). */
+async function measureHeadCosts(
+  ort: Parameters<typeof eagleHeadCosts>[0],
+  engines: readonly SpecEngine[],
+  log: (line: string) => void,
+): Promise<NodeWebGpuReport['headCosts']> {
+  const engine = engines.find((e) => e.heads?.eagle3);
+  if (!engine?.heads) return undefined;
+  log('EAGLE head call costs');
+  try {
+    return await eagleHeadCosts(ort, engine.heads.loaded, engine.target.model, 'webgpu', engine.target.compute);
+  } catch (e) {
+    return { error: (e as Error).message.split('\n')[0] ?? 'failed' };
+  }
 }
 
 /** The load check of exact decoding, per precision the adapter runs and graph that can be row-invariant. */
@@ -412,6 +434,14 @@ export function nodeWebGpuMarkdown(r: NodeWebGpuReport): string {
     '',
     ...curveTable(r.curves, r.wasmTierUp),
     '',
+    ...(r.headCosts
+      ? [
+          'error' in r.headCosts
+            ? `EAGLE head call: error: ${r.headCosts.error}`
+            : headCostsMarkdown(r.headCosts, r.bench.curve.points[0]?.ms ?? 0),
+          '',
+        ]
+      : []),
     "Exact decoding's load check on this adapter (the target built row-invariant: a five-node tree against one-token calls, bit for bit):",
     '',
     '| precision | graph | verify rows = one-token rows |',

@@ -25,13 +25,23 @@ type Tensor = OrtModule.Tensor;
 const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) =>
   new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
 
-async function session(ort: Ort, built: BuiltHeadsGraph, device: Device, spec: string) {
+async function session(
+  ort: Ort,
+  built: BuiltHeadsGraph,
+  device: Device,
+  spec: string,
+  /** Outputs left on the GPU (a KV cache fed back as the next call's past), on WebGPU. */
+  onGpu: readonly string[] = [],
+) {
   try {
     return await ort.InferenceSession.create(built.model, {
       executionProviders: [device],
       graphOptimizationLevel: 'all',
       logSeverityLevel: 3, // errors only (see runner.ts)
       externalData: built.externalData,
+      ...(device === 'webgpu' && onGpu.length > 0
+        ? { preferredOutputLocation: Object.fromEntries(onGpu.map((name) => [name, 'gpu-buffer' as const])) }
+        : {}),
     });
   } catch (e) {
     throw new ModelLoadError(`heads model ${spec}: could not create a ${device} session: ${(e as Error).message}`);
@@ -128,10 +138,16 @@ export class Eagle3HeadRunner {
     compute: 'fp32' | 'fp16',
     /** The head graph's form (graph/heads.ts; tests compare the two). */
     form: Eagle3Form = 'fused',
+    /**
+     * On WebGPU, keep the head's KV cache on the GPU between calls (default; as the target's). False downloads it
+     * after every call and uploads it again with the next, as before: kept for measuring what that cost.
+     */
+    cacheOnGpu = true,
   ): Promise<Eagle3HeadRunner> {
     if (!heads.eagle3) throw new ModelLoadError(`heads model ${heads.spec}: these are not EAGLE-3 heads`);
     const built = buildEagle3Graph(heads, compute, form);
-    return new Eagle3HeadRunner(ort, await session(ort, built, device, heads.spec), heads, target, compute);
+    const onGpu = cacheOnGpu ? [HEAD_OUTPUTS.presentKey, HEAD_OUTPUTS.presentValue] : [];
+    return new Eagle3HeadRunner(ort, await session(ort, built, device, heads.spec, onGpu), heads, target, compute);
   }
 
   get hiddenSize(): number {
@@ -146,6 +162,11 @@ export class Eagle3HeadRunner {
   /** Target token of a draft-vocabulary index. */
   targetToken(draftIndex: number): number {
     return (this.heads.eagle3 as NonNullable<LoadedHeads['eagle3']>).draftToTarget[draftIndex] as number;
+  }
+
+  /** Where the head's KV cache lives between calls ('gpu-buffer' on WebGPU unless asked otherwise). */
+  get cacheLocation(): string {
+    return (this.cache[0] as Tensor).location;
   }
 
   get length(): number {
