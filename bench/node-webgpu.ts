@@ -22,6 +22,7 @@ import { type BenchOptions, type BenchPrompt, type BenchReport, markdown, runBen
 import { eagleHeadCosts, type HeadCostRow, headCostsMarkdown } from './head-costs';
 import { benchEngines, extrasOptions, type HeadsFolders } from './heads-engines';
 import { type BenchCli, plannedMethods, selectPrompts } from './options';
+import { type TransferCost, transferCosts, transferCostsLine } from './transfer-costs';
 
 export type PlanName = 'smoke' | 'software' | 'gpu';
 
@@ -118,6 +119,8 @@ export interface NodeWebGpuReport {
   bench: BenchReport;
   curves: PrecisionCurve[];
   exactChecks: ExactCheckReport[];
+  /** What onnxruntime's WebGPU EP charges per input given and output read back (a tiny graph). */
+  transfers?: TransferCost[] | { error: string };
   /** What one EAGLE head call costs, per graph form and KV-cache place (when a method ran on the head). */
   headCosts?: HeadCostRow[] | { error: string };
 }
@@ -249,6 +252,10 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
   o.log(`adapter: ${adapterName}`);
   const roundTrip = await roundTripProbe();
   o.log(`round trips: ${roundTripLine(roundTrip)}`);
+  const transfers = await transferCosts(gpu.ort, 'webgpu').catch((e: Error) => ({
+    error: e.message.split('\n')[0] ?? 'failed',
+  }));
+  o.log('error' in transfers ? `transfers: error: ${transfers.error}` : transferCostsLine(transfers));
   const planName = o.plan ?? (gpu.adapter.isFallbackAdapter ? 'software' : 'gpu');
   const plan = NODE_WEBGPU_PLANS[planName];
   const methods = o.cli ? plannedMethods(plan.options.methods, o.cli) : plan.options.methods;
@@ -301,6 +308,7 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
     webgpuPackage: webgpuPackage.version,
     wasmTierUp: process.env.SPEC_DECODER_WASM_TIERUP === '1',
     roundTrip,
+    transfers,
     plan: planName,
     bench,
     curves,
@@ -432,6 +440,14 @@ export function nodeWebGpuMarkdown(r: NodeWebGpuReport): string {
     '',
     `Dawn's round trips on this adapter, without onnxruntime (median of 30): ${roundTripLine(r.roundTrip)}.`,
     '',
+    ...(r.transfers
+      ? [
+          'error' in r.transfers
+            ? `onnxruntime's transfers: error: ${r.transfers.error}`
+            : transferCostsLine(r.transfers),
+          '',
+        ]
+      : []),
     ...curveTable(r.curves, r.wasmTierUp),
     '',
     ...(r.headCosts

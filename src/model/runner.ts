@@ -22,6 +22,7 @@ import type { LlamaConfig } from './config';
 import { f16ToF32 } from './convert';
 import { ModelLoadError } from './errors';
 import { checkExact } from './exact';
+import { Feeds } from './gpu-feeds';
 import {
   type BuiltGraph,
   buildLlamaGraph,
@@ -109,8 +110,15 @@ export class SessionCreateError extends ModelLoadError {
   override name = 'SessionCreateError';
 }
 
-const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) =>
-  new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
+const int64s = (values: ArrayLike<number>) => BigInt64Array.from(Array.from(values, (v) => BigInt(v)));
+const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) => new ort.Tensor('int64', int64s(values), dims);
+
+/**
+ * The inputs that only GPU kernels read (the bias's Cast, the cache's and the rows' Gathers), written into GPU
+ * buffers on WebGPU (gpu-feeds.ts). Token ids, positions and top_k stay CPU tensors: CPU kernels read them first
+ * (a Reshape or Shape, a Cast, TopK's k), so a GPU buffer would be downloaded again.
+ */
+const GPU_FED = [GRAPH_INPUTS.attentionBias, GRAPH_INPUTS.keepIndices, GRAPH_INPUTS.logitsRows, HIDDEN_ROWS];
 
 export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLayers'> {
   private cache: Tensor[] = [];
@@ -133,6 +141,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     readonly graph: BuiltGraph,
     /** The load-time measurement behind graph 'auto' (empty when the variant was given). */
     readonly variantTimings: VariantTiming[],
+    private readonly feeds: Feeds,
   ) {
     this.reset();
   }
@@ -368,7 +377,16 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     }
     options.onProgress?.({ status: 'ready', name: model.spec });
     // The session has its own copy of the weights now; keep only the graph's metadata.
-    const runner = new ModelRunner(ort, session, model, options.device, { ...graph, externalData: [] }, variantTimings);
+    const feeds = await Feeds.open(ort, options.device, GPU_FED);
+    const runner = new ModelRunner(
+      ort,
+      session,
+      model,
+      options.device,
+      { ...graph, externalData: [] },
+      variantTimings,
+      feeds,
+    );
     runner.hiddenOutput = options.hidden ?? null;
     return runner;
   }
@@ -535,9 +553,18 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     const feeds: Record<string, Tensor> = {
       [GRAPH_INPUTS.inputIds]: int64(this.ort, input.tokens, [1, q]),
       [GRAPH_INPUTS.positionIds]: int64(this.ort, input.positions, [1, q]),
-      [GRAPH_INPUTS.attentionBias]: new this.ort.Tensor('float32', input.bias, [1, 1, q, total]),
-      [GRAPH_INPUTS.keepIndices]: int64(this.ort, keepList, [keepList.length]),
-      [GRAPH_INPUTS.logitsRows]: int64(this.ort, input.rows, [input.rows.length]),
+      [GRAPH_INPUTS.attentionBias]: this.feeds.tensor(GRAPH_INPUTS.attentionBias, 'float32', input.bias, [
+        1,
+        1,
+        q,
+        total,
+      ]),
+      [GRAPH_INPUTS.keepIndices]: this.feeds.tensor(GRAPH_INPUTS.keepIndices, 'int64', int64s(keepList), [
+        keepList.length,
+      ]),
+      [GRAPH_INPUTS.logitsRows]: this.feeds.tensor(GRAPH_INPUTS.logitsRows, 'int64', int64s(input.rows), [
+        input.rows.length,
+      ]),
       [GRAPH_INPUTS.topK]: int64(this.ort, [topK], [1]),
     };
     if (this.canSkipLayers) {
@@ -552,9 +579,8 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     const hiddenName =
       this.hiddenOutput === 'eagle3' ? GRAPH_OUTPUTS.hiddenEagle3 : this.hiddenOutput ? GRAPH_OUTPUTS.hidden : null;
     if (hiddenName) {
-      feeds[HIDDEN_ROWS] = int64(this.ort, input.hiddenRows ?? input.rows, [
-        Array.from(input.hiddenRows ?? input.rows).length,
-      ]);
+      const hiddenRows = int64s(input.hiddenRows ?? input.rows);
+      feeds[HIDDEN_ROWS] = this.feeds.tensor(HIDDEN_ROWS, 'int64', hiddenRows, [hiddenRows.length]);
       fetches.push(hiddenName);
     }
     for (let i = 0; i < this.config.numLayers; i++) {
@@ -602,6 +628,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     if (this.released) return;
     this.released = true;
     this.disposeCache();
+    this.feeds.dispose();
     await this.session.release();
   }
 }

@@ -11,6 +11,8 @@
 #   VK_DRIVER_FILES  the Vulkan driver's ICD json; default: NVIDIA's at /usr/local/nvidia/share/vulkan/icd.d/
 #   WEBGPU_ADAPTER   a substring of the adapter's name when several exist; default NVIDIA with that driver
 #   SPEC_DECODER_WASM_TIERUP=1  let V8 optimise ORT's wasm (see src/runtime/ort-node-webgpu.ts)
+#   KIT_NODE_FLAGS   flags for the kit's node itself, which NODE_OPTIONS does not take (e.g. '--cpu-prof
+#                    --cpu-prof-dir=DIR' for a CPU profile of the whole run)
 set -eu
 cd "$(dirname "$0")/../.."
 KIT=gpu-kit/kit
@@ -61,4 +63,5 @@ for shape in $(echo "${KIT_SHAPES-smollm2-135m,smollm2-360m,qwen2.5-0.5b}" | tr 
   MODELS="${MODELS:+$MODELS,}$dir"
 done
 
-exec "$NODE" "$KIT/app/gpu-kit.mjs" --models "$MODELS" "$@"
+# shellcheck disable=SC2086 # KIT_NODE_FLAGS holds several flags
+exec "$NODE" ${KIT_NODE_FLAGS:-} "$KIT/app/gpu-kit.mjs" --models "$MODELS" "$@"

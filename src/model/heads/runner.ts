@@ -7,6 +7,7 @@
 import type * as OrtModule from 'onnxruntime-common';
 import { toFloat32 } from '../convert';
 import { ModelLoadError } from '../errors';
+import { Feeds } from '../gpu-feeds';
 import {
   type BuiltHeadsGraph,
   buildEagle3Graph,
@@ -22,8 +23,21 @@ import type { LoadedHeads } from './load';
 type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>;
 type Tensor = OrtModule.Tensor;
 
-const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) =>
-  new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
+const int64s = (values: ArrayLike<number>) => BigInt64Array.from(Array.from(values, (v) => BigInt(v)));
+const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) => new ort.Tensor('int64', int64s(values), dims);
+
+/** The heads' inputs that only GPU kernels read, written into GPU buffers on WebGPU (gpu-feeds.ts); the positions go
+ * to a Cast and a Shape on the CPU, so they stay CPU tensors. */
+const GPU_FED = [
+  HEAD_INPUTS.hidden,
+  HEAD_INPUTS.tokenEmbeds,
+  HEAD_INPUTS.features,
+  HEAD_INPUTS.drafted,
+  HEAD_INPUTS.real,
+  HEAD_INPUTS.attentionBias,
+  HEAD_INPUTS.keepIndices,
+  HEAD_INPUTS.logitsRows,
+];
 
 async function session(
   ort: Ort,
@@ -66,12 +80,12 @@ export function embeddingRows(target: LoadedModel, tokens: readonly number[]): F
 export class MedusaHeadsRunner {
   calls = 0;
   private constructor(
-    private readonly ort: Ort,
     private readonly session: OrtModule.InferenceSession,
     readonly heads: LoadedHeads,
     readonly count: number,
     readonly vocab: number,
     readonly hidden: number,
+    private readonly feeds: Feeds,
   ) {}
 
   static async create(
@@ -85,20 +99,22 @@ export class MedusaHeadsRunner {
     const built = buildMedusaGraph(heads, compute);
     const s = await session(ort, built, device, heads.spec);
     const first = heads.weights.get(`0.${shape.layers}.weight`)?.shape as number[];
-    return new MedusaHeadsRunner(ort, s, heads, shape.heads, first[0] as number, first[1] as number);
+    const feeds = await Feeds.open(ort, device, GPU_FED);
+    return new MedusaHeadsRunner(s, heads, shape.heads, first[0] as number, first[1] as number, feeds);
   }
 
   /** Logits of every head for each hidden row: [K, rows, V] row-major. */
   async predict(hidden: Float32Array): Promise<Float32Array> {
     const rows = hidden.length / this.hidden;
     const out = await this.session.run({
-      [HEAD_INPUTS.hidden]: new this.ort.Tensor('float32', hidden, [rows, this.hidden]),
+      [HEAD_INPUTS.hidden]: this.feeds.tensor(HEAD_INPUTS.hidden, 'float32', hidden, [rows, this.hidden]),
     });
     this.calls++;
     return (await (out[HEAD_OUTPUTS.logits] as Tensor).getData()) as Float32Array;
   }
 
   async release(): Promise<void> {
+    this.feeds.dispose();
     await this.session.release();
   }
 }
@@ -126,6 +142,7 @@ export class Eagle3HeadRunner {
     readonly heads: LoadedHeads,
     private readonly target: LoadedModel,
     readonly compute: 'fp32' | 'fp16',
+    private readonly feeds: Feeds,
   ) {
     this.reset();
   }
@@ -147,7 +164,8 @@ export class Eagle3HeadRunner {
     if (!heads.eagle3) throw new ModelLoadError(`heads model ${heads.spec}: these are not EAGLE-3 heads`);
     const built = buildEagle3Graph(heads, compute, form);
     const onGpu = cacheOnGpu ? [HEAD_OUTPUTS.presentKey, HEAD_OUTPUTS.presentValue] : [];
-    return new Eagle3HeadRunner(ort, await session(ort, built, device, heads.spec, onGpu), heads, target, compute);
+    const s = await session(ort, built, device, heads.spec, onGpu);
+    return new Eagle3HeadRunner(ort, s, heads, target, compute, await Feeds.open(ort, device, GPU_FED));
   }
 
   get hiddenSize(): number {
@@ -208,15 +226,19 @@ export class Eagle3HeadRunner {
       } else drafted.set(row.drafted, i * d);
     });
     const keepList = this.pendingKeep ?? Array.from({ length: this.cacheLength }, (_, i) => i);
+    const feed = this.feeds.tensor.bind(this.feeds);
     const out = await this.session.run({
-      [HEAD_INPUTS.tokenEmbeds]: new this.ort.Tensor('float32', embeddingRows(this.target, input.tokens), [q, d]),
-      [HEAD_INPUTS.features]: new this.ort.Tensor('float32', features, [q, 3 * d]),
-      [HEAD_INPUTS.drafted]: new this.ort.Tensor('float32', drafted, [q, d]),
-      [HEAD_INPUTS.real]: new this.ort.Tensor('bool', real, [q, 1]),
+      [HEAD_INPUTS.tokenEmbeds]: feed(HEAD_INPUTS.tokenEmbeds, 'float32', embeddingRows(this.target, input.tokens), [
+        q,
+        d,
+      ]),
+      [HEAD_INPUTS.features]: feed(HEAD_INPUTS.features, 'float32', features, [q, 3 * d]),
+      [HEAD_INPUTS.drafted]: feed(HEAD_INPUTS.drafted, 'float32', drafted, [q, d]),
+      [HEAD_INPUTS.real]: feed(HEAD_INPUTS.real, 'bool', real, [q, 1]),
       [HEAD_INPUTS.positionIds]: int64(this.ort, input.positions, [1, q]),
-      [HEAD_INPUTS.attentionBias]: new this.ort.Tensor('float32', input.bias, [1, 1, q, total]),
-      [HEAD_INPUTS.keepIndices]: int64(this.ort, keepList, [keepList.length]),
-      [HEAD_INPUTS.logitsRows]: int64(this.ort, input.rows, [input.rows.length]),
+      [HEAD_INPUTS.attentionBias]: feed(HEAD_INPUTS.attentionBias, 'float32', input.bias, [1, 1, q, total]),
+      [HEAD_INPUTS.keepIndices]: feed(HEAD_INPUTS.keepIndices, 'int64', int64s(keepList), [keepList.length]),
+      [HEAD_INPUTS.logitsRows]: feed(HEAD_INPUTS.logitsRows, 'int64', int64s(input.rows), [input.rows.length]),
       [HEAD_INPUTS.pastKey]: this.cache[0] as Tensor,
       [HEAD_INPUTS.pastValue]: this.cache[1] as Tensor,
     });
@@ -233,6 +255,7 @@ export class Eagle3HeadRunner {
 
   async release(): Promise<void> {
     for (const t of this.cache) if (t.location === 'gpu-buffer') t.dispose();
+    this.feeds.dispose();
     await this.session.release();
   }
 }

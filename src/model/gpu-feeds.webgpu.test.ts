@@ -1,0 +1,89 @@
+/**
+ * Inputs written into GPU buffers (gpu-feeds.ts), on WebGPU in Node (Dawn; lavapipe here): a target's calls give
+ * the logits they give with every input from the CPU, compaction and growing buffers included, while onnxruntime
+ * makes no staging buffer for the inputs fed from the GPU and downloads nothing more.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { chainBias } from '../engine/tree';
+import { nodeWebGpu, webGpuOrt, webGpuTitle } from '../runtime/testing/node-webgpu';
+import { maxDiff } from '../util/max-diff';
+import { ModelRunner } from './runner';
+import { randomModel } from './testing/random-model';
+
+const model = randomModel({ max_position_embeddings: 256 }, 'F32', 3).model;
+
+/** Counts of Dawn calls made while `f` runs. */
+async function counting<T>(f: () => Promise<T>): Promise<{ result: T; counts: Record<string, number> }> {
+  const G = globalThis as unknown as Record<string, { prototype: Record<string, unknown> }>;
+  const counts: Record<string, number> = {};
+  const wrapped: [Record<string, unknown>, string, unknown][] = [];
+  for (const [cls, name] of [
+    ['GPUDevice', 'createBuffer'],
+    ['GPUBuffer', 'mapAsync'],
+    ['GPUQueue', 'submit'],
+  ] as const) {
+    const proto = (G[cls] as { prototype: Record<string, unknown> }).prototype;
+    const orig = proto[name] as (...a: unknown[]) => unknown;
+    wrapped.push([proto, name, orig]);
+    proto[name] = function (this: unknown, ...a: unknown[]) {
+      // The feeds' own buffers (made once, and again when one grows) are counted apart.
+      const ours = name === 'createBuffer' && (a[0] as GPUBufferDescriptor).label?.startsWith('feed ');
+      const key = ours ? 'feedBuffer' : name;
+      counts[key] = (counts[key] ?? 0) + 1;
+      return orig.apply(this, a);
+    };
+  }
+  try {
+    return { result: await f(), counts };
+  } finally {
+    for (const [proto, name, orig] of wrapped) proto[name] = orig;
+  }
+}
+
+/** A prompt, a three-token chain, compaction to two of its rows, then a longer chain (the buffers grow). */
+async function calls(runner: ModelRunner): Promise<{ logits: Float32Array[]; perCall: Record<string, number>[] }> {
+  const logits: Float32Array[] = [];
+  const perCall: Record<string, number>[] = [];
+  const step = async (tokens: number[]) => {
+    const length = runner.length;
+    const { result, counts } = await counting(() =>
+      runner.forward({
+        tokens,
+        positions: tokens.map((_, i) => length + i),
+        bias: chainBias(length, tokens.length),
+        rows: tokens.map((_, i) => i),
+      }),
+    );
+    logits.push(result);
+    perCall.push(counts);
+  };
+  await step([3, 17, 42, 8, 25]);
+  await step([9, 14, 2]);
+  runner.keep([0, 1, 2, 3, 4, 5, 7]);
+  await step(Array.from({ length: 40 }, (_, i) => (i * 7) % 60));
+  return { logits, perCall };
+}
+
+describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('inputs written into GPU buffers'), () => {
+  afterEach(() => {
+    delete process.env.SPEC_DECODER_GPU_FEEDS;
+  });
+
+  it('give the logits CPU inputs give, with no staging buffer for them and no more downloads', async () => {
+    const runs: Awaited<ReturnType<typeof calls>>[] = [];
+    for (const setting of ['0', '1']) {
+      process.env.SPEC_DECODER_GPU_FEEDS = setting;
+      const runner = await ModelRunner.create(webGpuOrt(), model, { device: 'webgpu', graph: 'plain' });
+      runs.push(await calls(runner));
+      await runner.release();
+    }
+    const [cpu, gpu] = runs as [Awaited<ReturnType<typeof calls>>, Awaited<ReturnType<typeof calls>>];
+    for (const [i, l] of gpu.logits.entries()) expect(maxDiff(l, cpu.logits[i] as Float32Array)).toBeLessThan(1e-5);
+    for (const [i, c] of gpu.perCall.entries()) {
+      const before = cpu.perCall[i] as Record<string, number>;
+      // The bias, the keep indices and the logits rows no longer pass through a staging buffer of their own.
+      expect(c.createBuffer ?? 0, `call ${i}`).toBeLessThanOrEqual((before.createBuffer ?? 0) - 3);
+      expect(c.mapAsync ?? 0, `call ${i}`).toBe(before.mapAsync ?? 0);
+    }
+  });
+});
