@@ -48,7 +48,8 @@ export class GpuFeeds {
     }
     if (padded > 0) {
       const view = new Uint8Array(data.buffer, data.byteOffset, bytes);
-      const source = padded === bytes && !(data.buffer instanceof SharedArrayBuffer) ? view : copyPadded(view, padded);
+      const shared = typeof SharedArrayBuffer !== 'undefined' && data.buffer instanceof SharedArrayBuffer;
+      const source = padded === bytes && !shared ? view : copyPadded(view, padded);
       this.device.queue.writeBuffer(buffer, 0, source.buffer, source.byteOffset, padded);
     }
     return this.ort.Tensor.fromGpuBuffer(buffer, { dataType: type, dims }) as OrtModule.Tensor;
