@@ -114,11 +114,17 @@ const int64s = (values: ArrayLike<number>) => BigInt64Array.from(Array.from(valu
 const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) => new ort.Tensor('int64', int64s(values), dims);
 
 /**
- * The inputs that only GPU kernels read (the bias's Cast, the cache's and the rows' Gathers), written into GPU
- * buffers on WebGPU (gpu-feeds.ts). Token ids, positions and top_k stay CPU tensors: CPU kernels read them first
- * (a Reshape or Shape, a Cast, TopK's k), so a GPU buffer would be downloaded again.
+ * The inputs that only GPU kernels read (the embedding's, the cache's and the rows' Gathers, the bias's Cast),
+ * written into GPU buffers on WebGPU (gpu-feeds.ts). Positions and top_k stay CPU tensors: CPU kernels read them
+ * first (a Cast and a Shape, TopK's k), so a GPU buffer would be downloaded again.
  */
-const GPU_FED = [GRAPH_INPUTS.attentionBias, GRAPH_INPUTS.keepIndices, GRAPH_INPUTS.logitsRows, HIDDEN_ROWS];
+const GPU_FED = [
+  GRAPH_INPUTS.inputIds,
+  GRAPH_INPUTS.attentionBias,
+  GRAPH_INPUTS.keepIndices,
+  GRAPH_INPUTS.logitsRows,
+  HIDDEN_ROWS,
+];
 
 export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLayers'> {
   private cache: Tensor[] = [];
@@ -551,7 +557,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     }
     const keepList = this.pendingKeep ?? Array.from({ length: this.cacheLength }, (_, i) => i);
     const feeds: Record<string, Tensor> = {
-      [GRAPH_INPUTS.inputIds]: int64(this.ort, input.tokens, [1, q]),
+      [GRAPH_INPUTS.inputIds]: this.feeds.tensor(GRAPH_INPUTS.inputIds, 'int64', int64s(input.tokens), [1, q]),
       [GRAPH_INPUTS.positionIds]: int64(this.ort, input.positions, [1, q]),
       [GRAPH_INPUTS.attentionBias]: this.feeds.tensor(GRAPH_INPUTS.attentionBias, 'float32', input.bias, [
         1,

@@ -39,8 +39,10 @@ export const HEAD_INPUTS = {
 } as const;
 
 export const HEAD_OUTPUTS = {
+  /** Medusa: every head's logits rows. */
   logits: 'logits',
-  out: 'out',
+  /** EAGLE-3: the logits rows [rows, draftVocab] then every row's out [q, d], flattened into one. */
+  logitsAndOut: 'logits_and_out',
   presentKey: 'present.0.key',
   presentValue: 'present.0.value',
 };
@@ -172,10 +174,11 @@ export function buildEagle3Graph(
     `${m}.mlp.down_proj.weight`,
   );
   const out = g.op('Add', [x, mlp]);
-  g.op('Identity', [toF32(out)], {}, HEAD_OUTPUTS.out);
-  g.output(HEAD_OUTPUTS.out, 'float32', ['q', d]);
   const normed = norm(g.op('Gather', [out, rows], { axis: 0 }), 'norm.weight');
-  g.op('Identity', [toF32(gemm(normed, 'lm_head.weight'))], {}, HEAD_OUTPUTS.logits);
-  g.output(HEAD_OUTPUTS.logits, 'float32', ['rows', e.draftVocab]);
+  // One output read back instead of two: each read back costs a round trip to the GPU (about 0.75 ms on an H100,
+  // bench/transfer-costs.ts). The logits rows [rows, draftVocab] come first, then every row's out [q, d].
+  const flat = (t: string) => g.op('Reshape', [toF32(t), g.constInt64([-1])]);
+  g.op('Concat', [flat(gemm(normed, 'lm_head.weight')), flat(out)], { axis: 0 }, HEAD_OUTPUTS.logitsAndOut);
+  g.output(HEAD_OUTPUTS.logitsAndOut, 'float32', ['rows_x_vocab_plus_q_x_d']);
   return { model: g.toBytes(), externalData: store.externalData(), compute: T === 'float16' ? 'fp16' : 'fp32' };
 }

@@ -40,7 +40,7 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
   const cosTable = toT(g.op('Cos', [angles]));
   const sinTable = toT(g.op('Sin', [angles]));
   const scalar = (v: number) => g.constInt64([v], []);
-  const { q, local } = localRows(g, inputs.inputIds, 1); // local: [1, q]
+  const { q, local } = localRows(g, inputs.positionIds, 1); // local: [1, q]
 
   // GroupQueryAttention's lengths: total = kept + q (int32 scalar) and seqlens_k = total - 1 ([1] int32).
   let totalLength = '';

@@ -241,7 +241,7 @@ export function buildLlamaGraph(
   const int8 = weightFormat === 'int8' ? int8Helpers(g) : null;
   // The per-row zero points of the layers' activations ([q] of 128), made here: a switched body's If branches read it.
   const layerZeroPoints = int8
-    ? int8.zeroPoints(g.op('Gather', [g.op('Shape', [inputs.inputIds]), g.constInt64([1])]))
+    ? int8.zeroPoints(g.op('Gather', [g.op('Shape', [inputs.positionIds]), g.constInt64([1])]))
     : '';
   const project = (
     x: string,
@@ -260,12 +260,17 @@ export function buildLlamaGraph(
   };
   const linear = (x: string, names: readonly string[], as: string, biases?: readonly string[]) =>
     project(x, names, as, biases, layerZeroPoints);
+  // The ids are gathered as they come ([1, q]) and the rows flattened after: the ids' only reader is then the Gather,
+  // a GPU kernel, so on WebGPU they can be fed from a GPU buffer (a Reshape of the ids would run on the CPU and make
+  // onnxruntime download them; model/gpu-feeds.ts). The graph's shape arithmetic reads the positions instead.
   const embed = (ids: string) => {
-    const flat = g.op('Reshape', [ids, g.constInt64([-1])]);
-    if (weightFormat === 'float') return g.op('Gather', [store.float('model.embed_tokens.weight'), flat], { axis: 0 });
+    const H = cfg.hiddenSize;
+    const flat = (rows: string) => g.op('Reshape', [rows, g.constInt64([-1, H])]);
+    if (weightFormat === 'float')
+      return flat(g.op('Gather', [store.float('model.embed_tokens.weight'), ids], { axis: 0 }));
     const type = options.embeddingType ?? 'float16';
     const table = store.float('model.embed_tokens.weight', type, `model.embed_tokens.weight.${type}`);
-    const rows = g.op('Gather', [table, flat], { axis: 0 });
+    const rows = flat(g.op('Gather', [table, ids], { axis: 0 }));
     return type === T ? rows : cast(rows, T);
   };
   let angles: string | null = null;

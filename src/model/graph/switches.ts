@@ -20,7 +20,7 @@ export function isSwitched(ctx: GraphContext, i: number): boolean {
  */
 export function zeroCacheSlots(ctx: GraphContext): string {
   const { g, cfg, T, inputs } = ctx;
-  const q = g.op('Slice', [g.op('Shape', [inputs.inputIds]), g.constInt64([1]), g.constInt64([2])]);
+  const q = g.op('Slice', [g.op('Shape', [inputs.positionIds]), g.constInt64([1]), g.constInt64([2])]);
   const shape = g.op('Concat', [g.constInt64([1, cfg.numKvHeads]), q, g.constInt64([cfg.headDim])], { axis: 0 });
   const zero = { name: 'zero', dataType: T, dims: [1], raw: new Uint8Array(T === 'float16' ? 2 : 4) };
   return g.op('ConstantOfShape', [shape], { value: zero });

@@ -247,10 +247,11 @@ export class Eagle3HeadRunner {
     this.cache = [out[HEAD_OUTPUTS.presentKey] as Tensor, out[HEAD_OUTPUTS.presentValue] as Tensor];
     this.cacheLength = total;
     this.pendingKeep = null;
-    return {
-      logits: (await (out[HEAD_OUTPUTS.logits] as Tensor).getData()) as Float32Array,
-      out: (await (out[HEAD_OUTPUTS.out] as Tensor).getData()) as Float32Array,
-    };
+    const both = (await (out[HEAD_OUTPUTS.logitsAndOut] as Tensor).getData()) as Float32Array;
+    const logits = input.rows.length * this.draftVocab;
+    if (both.length !== logits + q * d)
+      throw new Error(`eagle head: ${both.length} values back, expected ${logits} logits and ${q * d} outs`);
+    return { logits: both.subarray(0, logits), out: both.subarray(logits) };
   }
 
   async release(): Promise<void> {
