@@ -63,8 +63,9 @@ export class GpuFeeds {
 
 /**
  * A model's feeds: the inputs named at creation written into GPU buffers (on WebGPU, where onnxruntime's device is
- * known), every other input, or all of them elsewhere, as CPU tensors. SPEC_DECODER_GPU_FEEDS=0 (Node) gives every
- * input from the CPU, for measuring what the GPU buffers save.
+ * known), every other input, or all of them elsewhere, as CPU tensors. SPEC_DECODER_GPU_FEEDS=0 in Node's
+ * environment, or globalThis.SPEC_DECODER_GPU_FEEDS = '0' in a page or worker, gives every input from the CPU to the
+ * models loaded after it, for measuring what the GPU buffers save.
  */
 export class Feeds {
   private constructor(
@@ -74,7 +75,8 @@ export class Feeds {
   ) {}
 
   static async open(ort: Ort, device: Device, onGpu: readonly string[]): Promise<Feeds> {
-    const off = typeof process !== 'undefined' && process.env?.SPEC_DECODER_GPU_FEEDS === '0';
+    const flag = (globalThis as { SPEC_DECODER_GPU_FEEDS?: string }).SPEC_DECODER_GPU_FEEDS;
+    const off = flag === '0' || (typeof process !== 'undefined' && process.env?.SPEC_DECODER_GPU_FEEDS === '0');
     const gpu = device === 'webgpu' && !off && onGpu.length > 0 ? await GpuFeeds.of(ort) : null;
     return new Feeds(ort, gpu, new Set(onGpu));
   }

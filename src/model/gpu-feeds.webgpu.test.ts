@@ -65,19 +65,33 @@ async function calls(runner: ModelRunner): Promise<{ logits: Float32Array[]; per
 }
 
 describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('inputs written into GPU buffers'), () => {
+  const G = globalThis as { SPEC_DECODER_GPU_FEEDS?: string };
   afterEach(() => {
     delete process.env.SPEC_DECODER_GPU_FEEDS;
+    delete G.SPEC_DECODER_GPU_FEEDS;
   });
 
   it('give the logits CPU inputs give, with no staging buffer for them and no more downloads', async () => {
     const runs: Awaited<ReturnType<typeof calls>>[] = [];
-    for (const setting of ['0', '1']) {
-      process.env.SPEC_DECODER_GPU_FEEDS = setting;
+    // Off through Node's environment, off through the global a page or worker sets, then on (the default).
+    for (const off of [
+      () => (process.env.SPEC_DECODER_GPU_FEEDS = '0'),
+      () => (G.SPEC_DECODER_GPU_FEEDS = '0'),
+      null,
+    ]) {
+      delete process.env.SPEC_DECODER_GPU_FEEDS;
+      delete G.SPEC_DECODER_GPU_FEEDS;
+      off?.();
       const runner = await ModelRunner.create(webGpuOrt(), model, { device: 'webgpu', graph: 'plain' });
       runs.push(await calls(runner));
       await runner.release();
     }
-    const [cpu, gpu] = runs as [Awaited<ReturnType<typeof calls>>, Awaited<ReturnType<typeof calls>>];
+    const [cpu, viaGlobal, gpu] = runs as Awaited<ReturnType<typeof calls>>[] as [
+      Awaited<ReturnType<typeof calls>>,
+      Awaited<ReturnType<typeof calls>>,
+      Awaited<ReturnType<typeof calls>>,
+    ];
+    expect(viaGlobal.perCall.map((c) => c.createBuffer)).toEqual(cpu.perCall.map((c) => c.createBuffer));
     for (const [i, l] of gpu.logits.entries()) expect(maxDiff(l, cpu.logits[i] as Float32Array)).toBeLessThan(1e-5);
     for (const [i, c] of gpu.perCall.entries()) {
       const before = cpu.perCall[i] as Record<string, number>;
