@@ -4,10 +4,12 @@
  * the model folders given with --models. Writes bench/results/<date>-<gpu>.json and .md, from the repository root.
  *
  *   node gpu-kit.mjs [--models DIR,DIR] [--plan smoke|software|gpu] [--out bench/results]
- *                    [--curves fp32/plain,int4/fused,...] [bench flags]
+ *                    [--curves fp32/plain,int4/fused,...] [--feeds-ab] [bench flags]
  *
  * --curves: the precisions and graph variants whose verify-cost curves to measure on each model (default: fp32, and
  * fp16 where the adapter has shader-f16, each with the graph the engine picks).
+ * --feeds-ab: also measure the target's call with its inputs in GPU buffers against CPU inputs, in this process
+ * (bench/feeds-ab.ts).
  *
  * Bench flags (--methods, --categories, --prompts, --repeats, --max-new-tokens, --temperature...) size the harness
  * run as in `npm run bench`. The report is rewritten after each phase (harness, each curve, each exact check).
@@ -28,7 +30,7 @@ import {
 } from './node-webgpu';
 import { type BenchCli, parseBenchArgs } from './options';
 
-const KIT_FLAGS = new Set(['--models', '--plan', '--out', '--curves']);
+const KIT_FLAGS = new Set(['--models', '--plan', '--out', '--curves', '--feeds-ab']);
 /** The kit's own flags; the rest are the bench's (--methods, --categories, --prompts, --repeats, --max-new-tokens...). */
 const kitArgs: string[] = [];
 const benchArgs: string[] = [];
@@ -38,6 +40,7 @@ for (let i = 0; i < argv.length; i++) {
   const flag = a.split('=')[0] as string;
   const target = KIT_FLAGS.has(flag) ? kitArgs : benchArgs;
   target.push(a);
+  if (flag === '--feeds-ab') continue; // takes no value
   if (!a.includes('=') && i + 1 < argv.length && !(argv[i + 1] as string).startsWith('--'))
     target.push(argv[++i] as string);
 }
@@ -48,6 +51,7 @@ const { values } = parseArgs({
     plan: { type: 'string' },
     out: { type: 'string', default: 'bench/results' },
     curves: { type: 'string' },
+    'feeds-ab': { type: 'boolean', default: false },
   },
 });
 let curveVariants: CurveVariant[] | undefined;
@@ -116,6 +120,7 @@ const report = await benchNodeWebGpu({
   ...(plan ? { plan: plan as PlanName } : {}),
   ...(cli ? { cli } : {}),
   ...(curveVariants ? { curveVariants } : {}),
+  ...(values['feeds-ab'] ? { feedsAB: true } : {}),
   log: (line) => console.log(`  ${line}`),
   progress: (partial) => write(partial, false),
 });

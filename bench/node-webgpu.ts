@@ -18,6 +18,7 @@ import { ModelRunner } from '../src/model/runner';
 import { ortForNodeWebGpu } from '../src/runtime/ort-node-webgpu';
 import { type AdapterReport, describeAdapter } from '../src/runtime/webgpu';
 import { median } from '../src/util/median';
+import { type FeedsAB, feedsAB, feedsABLine } from './feeds-ab';
 import { type BenchOptions, type BenchPrompt, type BenchReport, markdown, runBench } from './harness';
 import { eagleHeadCosts, type HeadCostRow, headCostsMarkdown } from './head-costs';
 import { benchEngines, extrasOptions, type HeadsFolders } from './heads-engines';
@@ -123,6 +124,8 @@ export interface NodeWebGpuReport {
   transfers?: TransferCost[] | { error: string };
   /** What one EAGLE head call costs, per graph form and KV-cache place (when a method ran on the head). */
   headCosts?: HeadCostRow[] | { error: string };
+  /** The target's call with its inputs in GPU buffers against CPU inputs, in one process (--feeds-ab). */
+  feedsAB?: FeedsAB | { error: string };
 }
 
 export interface NodeWebGpuBenchOptions {
@@ -139,6 +142,8 @@ export interface NodeWebGpuBenchOptions {
   curveVariants?: CurveVariant[];
   /** Heads for the methods that run on them (medusa, eagle). */
   heads?: HeadsFolders;
+  /** Also measure the GPU-buffer inputs against CPU inputs in this process (bench/feeds-ab.ts). */
+  feedsAB?: boolean;
   log: (line: string) => void;
   /**
    * Called with the report so far after the harness, after each curve and after each exact check, so that a run cut
@@ -316,6 +321,14 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
     ...(headCosts ? { headCosts } : {}),
   };
   o.progress?.(report);
+  if (o.feedsAB) {
+    o.log('inputs in GPU buffers against CPU inputs');
+    report.feedsAB = await feedsAB(gpu.ort, o.target).catch((e: Error) => ({
+      error: e.message.split('\n')[0] ?? 'failed',
+    }));
+    o.log(feedsABLine(report.feedsAB));
+    o.progress?.(report);
+  }
   for (const model of [o.target, ...(o.curveModels ?? [])]) {
     for (const variant of variants) {
       if (model === o.target && variant.graph === 'auto' && variant.precision === pairTarget.precision) {
@@ -450,6 +463,7 @@ export function nodeWebGpuMarkdown(r: NodeWebGpuReport): string {
       : []),
     ...curveTable(r.curves, r.wasmTierUp),
     '',
+    ...(r.feedsAB ? [feedsABLine(r.feedsAB), ''] : []),
     ...(r.headCosts
       ? [
           'error' in r.headCosts

@@ -97,6 +97,10 @@ export class Feeds {
   }
 }
 
+/** Integers as the int64 data of a feed. */
+export const int64s = (values: ArrayLike<number>): BigInt64Array =>
+  BigInt64Array.from(Array.from(values, (v) => BigInt(v)));
+
 function copyPadded(view: Uint8Array, size: number): Uint8Array {
   const out = new Uint8Array(size);
   out.set(view);

@@ -22,7 +22,7 @@ import type { LlamaConfig } from './config';
 import { f16ToF32 } from './convert';
 import { ModelLoadError } from './errors';
 import { checkExact } from './exact';
-import { Feeds } from './gpu-feeds';
+import { Feeds, int64s } from './gpu-feeds';
 import {
   type BuiltGraph,
   buildLlamaGraph,
@@ -110,7 +110,6 @@ export class SessionCreateError extends ModelLoadError {
   override name = 'SessionCreateError';
 }
 
-const int64s = (values: ArrayLike<number>) => BigInt64Array.from(Array.from(values, (v) => BigInt(v)));
 const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) => new ort.Tensor('int64', int64s(values), dims);
 
 /**

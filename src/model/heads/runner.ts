@@ -7,7 +7,7 @@
 import type * as OrtModule from 'onnxruntime-common';
 import { toFloat32 } from '../convert';
 import { ModelLoadError } from '../errors';
-import { Feeds } from '../gpu-feeds';
+import { Feeds, int64s } from '../gpu-feeds';
 import {
   type BuiltHeadsGraph,
   buildEagle3Graph,
@@ -23,7 +23,6 @@ import type { LoadedHeads } from './load';
 type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>;
 type Tensor = OrtModule.Tensor;
 
-const int64s = (values: ArrayLike<number>) => BigInt64Array.from(Array.from(values, (v) => BigInt(v)));
 const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) => new ort.Tensor('int64', int64s(values), dims);
 
 /** The heads' inputs that only GPU kernels read, written into GPU buffers on WebGPU (gpu-feeds.ts); the positions go
