@@ -81,11 +81,7 @@ export class Feeds {
     return new Feeds(ort, gpu, new Set(onGpu));
   }
 
-  /** Whether any input goes through a GPU buffer. */
-  get onGpuCount(): number {
-    return this.gpu ? this.onGpu.size : 0;
-  }
-
+  /** Input `name` holding `data`: over its GPU buffer if it is one of the GPU-fed inputs, else a CPU tensor. */
   tensor(name: string, type: FeedType, data: FeedData, dims: readonly number[]): OrtModule.Tensor {
     return this.gpu && this.onGpu.has(name) && data.byteLength > 0
       ? this.gpu.gpuTensor(name, type, data, dims)

@@ -110,8 +110,6 @@ export class SessionCreateError extends ModelLoadError {
   override name = 'SessionCreateError';
 }
 
-const int64 = (ort: Ort, values: ArrayLike<number>, dims: number[]) => new ort.Tensor('int64', int64s(values), dims);
-
 /**
  * The inputs that only GPU kernels read (the embedding's, the cache's and the rows' Gathers, the bias's Cast),
  * written into GPU buffers on WebGPU (gpu-feeds.ts). Positions and top_k stay CPU tensors: CPU kernels read them
@@ -557,7 +555,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     const keepList = this.pendingKeep ?? Array.from({ length: this.cacheLength }, (_, i) => i);
     const feeds: Record<string, Tensor> = {
       [GRAPH_INPUTS.inputIds]: this.feeds.tensor(GRAPH_INPUTS.inputIds, 'int64', int64s(input.tokens), [1, q]),
-      [GRAPH_INPUTS.positionIds]: int64(this.ort, input.positions, [1, q]),
+      [GRAPH_INPUTS.positionIds]: this.feeds.tensor(GRAPH_INPUTS.positionIds, 'int64', int64s(input.positions), [1, q]),
       [GRAPH_INPUTS.attentionBias]: this.feeds.tensor(GRAPH_INPUTS.attentionBias, 'float32', input.bias, [
         1,
         1,
@@ -570,7 +568,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       [GRAPH_INPUTS.logitsRows]: this.feeds.tensor(GRAPH_INPUTS.logitsRows, 'int64', int64s(input.rows), [
         input.rows.length,
       ]),
-      [GRAPH_INPUTS.topK]: int64(this.ort, [topK], [1]),
+      [GRAPH_INPUTS.topK]: this.feeds.tensor(GRAPH_INPUTS.topK, 'int64', int64s([topK]), [1]),
     };
     if (this.canSkipLayers) {
       const L = this.config.numLayers;
