@@ -75,6 +75,11 @@ export function buildProbeGraph(
     data: BigInt64Array.from(v.map((x) => BigInt(x))),
     dims: [1, v.length],
   });
+  // position_ids (read for its shape) and the same positions as floats (the rotary angles).
+  const positionFeeds = (p: number[]): Record<string, FeedSpec> => ({
+    [GRAPH_INPUTS.positionIds]: int64(p),
+    [GRAPH_INPUTS.ropePositions]: { type: 'float32', data: Float32Array.from(p), dims: [p.length, 1] },
+  });
   const tokens = (n: number, at: number) => Array.from({ length: n }, (_, i) => (at + i * 7919) % cfg.vocabSize);
   const positions = (n: number, from: number) => Array.from({ length: n }, (_, i) => from + i);
   const bias = (past: number, q: number): FeedSpec => ({
@@ -94,7 +99,7 @@ export function buildProbeGraph(
   const context: Record<string, FeedSpec> = {
     ...topK,
     [GRAPH_INPUTS.inputIds]: int64(tokens(PROBE_CONTEXT, 1)),
-    [GRAPH_INPUTS.positionIds]: int64(positions(PROBE_CONTEXT, 0)),
+    ...positionFeeds(positions(PROBE_CONTEXT, 0)),
     [GRAPH_INPUTS.attentionBias]: bias(0, PROBE_CONTEXT),
     [GRAPH_INPUTS.keepIndices]: { ...int64([]), dims: [0] },
     [GRAPH_INPUTS.logitsRows]: { ...int64([PROBE_CONTEXT - 1]), dims: [1] },
@@ -109,7 +114,7 @@ export function buildProbeGraph(
   const call = (q: number): Record<string, FeedSpec> => ({
     ...topK,
     [GRAPH_INPUTS.inputIds]: int64(tokens(q, 5)),
-    [GRAPH_INPUTS.positionIds]: int64(positions(q, PROBE_CONTEXT)),
+    ...positionFeeds(positions(q, PROBE_CONTEXT)),
     [GRAPH_INPUTS.attentionBias]: bias(PROBE_CONTEXT, q),
     [GRAPH_INPUTS.keepIndices]: { ...int64(keep), dims: [PROBE_CONTEXT] },
     [GRAPH_INPUTS.logitsRows]: { ...int64([q - 1]), dims: [1] },
@@ -119,7 +124,7 @@ export function buildProbeGraph(
   const check: Record<string, FeedSpec> = {
     ...topK,
     [GRAPH_INPUTS.inputIds]: int64(tokens(PROBE_CHECK, 11)),
-    [GRAPH_INPUTS.positionIds]: int64(positionIds(PROBE_CONTEXT, parents)),
+    ...positionFeeds(positionIds(PROBE_CONTEXT, parents)),
     [GRAPH_INPUTS.attentionBias]: {
       type: 'float32',
       data: treeAttentionBias(PROBE_CONTEXT, parents),

@@ -111,12 +111,13 @@ export class SessionCreateError extends ModelLoadError {
 }
 
 /**
- * The inputs that only GPU kernels read (the embedding's, the cache's and the rows' Gathers, the bias's Cast),
- * written into GPU buffers on WebGPU (gpu-feeds.ts). Positions and top_k stay CPU tensors: CPU kernels read them
- * first (a Cast and a Shape, TopK's k), so a GPU buffer would be downloaded again.
+ * The inputs that only GPU kernels read (the embedding's, the cache's and the rows' Gathers, the bias's Cast, the
+ * rotary angles' Mul), written into GPU buffers on WebGPU (gpu-feeds.ts). position_ids and top_k stay CPU tensors:
+ * CPU kernels read them (Shape, TopK's k), so a GPU buffer would be downloaded again.
  */
 const GPU_FED = [
   GRAPH_INPUTS.inputIds,
+  GRAPH_INPUTS.ropePositions,
   GRAPH_INPUTS.attentionBias,
   GRAPH_INPUTS.keepIndices,
   GRAPH_INPUTS.logitsRows,
@@ -556,6 +557,12 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     const feeds: Record<string, Tensor> = {
       [GRAPH_INPUTS.inputIds]: this.feeds.tensor(GRAPH_INPUTS.inputIds, 'int64', int64s(input.tokens), [1, q]),
       [GRAPH_INPUTS.positionIds]: this.feeds.tensor(GRAPH_INPUTS.positionIds, 'int64', int64s(input.positions), [1, q]),
+      [GRAPH_INPUTS.ropePositions]: this.feeds.tensor(
+        GRAPH_INPUTS.ropePositions,
+        'float32',
+        Float32Array.from(input.positions),
+        [q, 1],
+      ),
       [GRAPH_INPUTS.attentionBias]: this.feeds.tensor(GRAPH_INPUTS.attentionBias, 'float32', input.bias, [
         1,
         1,

@@ -27,21 +27,20 @@ export function fusedOps(
     return { normed: normed as string, sum: sum as string };
   };
   /**
-   * RoPE on x [1, q, heads * headDim] with cos/sin tables [q, headDim / 2], each row indexed by `local` [1, q]
-   * (its 0..q-1, so every tree node gets its own position).
+   * RoPE on x [1, q, heads * headDim] with cos/sin tables [q, headDim / 2], row s of x rotated by row s of the tables
+   * (`first` from firstTableRow; the tables hold each row's own position, so every tree node gets its own).
    */
-  const rotary = (x: string, heads: number, local: string, cos: string, sin: string) =>
-    g.node('RotaryEmbedding', [x, local, cos, sin], {
+  const rotary = (x: string, heads: number, first: string, cos: string, sin: string) =>
+    g.node('RotaryEmbedding', [x, first, cos, sin], {
       domain: MS,
       attrs: { num_heads: heads, rotary_embedding_dim: headDim, interleaved: 0 },
     })[0] as string;
   return { norm, skipNorm, rotary };
 }
 
-/** The row count q of a tensor whose axis `axis` holds it, and the rows' local indices 0..q-1 as [1, q]. */
-export function localRows(g: OnnxGraph, shaped: string, axis: number): { q: string; local: string } {
-  const scalar = (v: number) => g.constInt64([v], []);
-  const q = g.op('Gather', [g.op('Shape', [shaped]), scalar(axis)], { axis: 0 });
-  const local = g.op('Unsqueeze', [g.op('Range', [scalar(0), q, scalar(1)]), g.constInt64([0])]);
-  return { q, local };
-}
+/**
+ * RotaryEmbedding's position_ids for per-call tables: one element, 0, which the op reads as the first row's position
+ * and gives row s position 0 + s, so row s reads row s of the tables. A constant (an initializer on the GPU), not a
+ * Range over the call's rows: a Range runs on the CPU, and onnxruntime would upload its result every call.
+ */
+export const firstTableRow = (g: OnnxGraph): string => g.constInt64([0], [1], 'first_table_row');

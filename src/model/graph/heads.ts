@@ -7,13 +7,13 @@
  *            inputs   token_embeds float32 [q, d] (the target's embeddings, gathered by the caller),
  *                     features float32 [q, 3d] (the target's three fused layer inputs, for real rows),
  *                     drafted float32 [q, d] (the parent's `out`, for drafted rows), real bool [q, 1] (which one),
- *                     position_ids, attention_bias, keep_indices, logits_rows, past_key_values.0.key/value
+ *                     rope_positions, attention_bias, keep_indices, logits_rows, past_key_values.0.key/value
  *            outputs  logits float32 [rows, draft_vocab], out float32 [q, d], present.0.key/value
  *            g = real ? fc(features) : drafted; a = attn(concat(input_layernorm(e), hidden_norm(g)));
  *            x = g + o_proj(a); out = x + mlp(post_attention_layernorm(x)); logits = lm_head(norm(out)).
  */
 import type { LoadedHeads } from '../heads/load';
-import { fusedOps, localRows } from './fused-ops';
+import { firstTableRow, fusedOps } from './fused-ops';
 import { DATA_TYPE_CODE, type OnnxDataType, OnnxGraph } from './onnx';
 import { attentionInputs, plainOps } from './plain-ops';
 import { WeightStore } from './weights';
@@ -30,7 +30,8 @@ export const HEAD_INPUTS = {
   features: 'features',
   drafted: 'drafted',
   real: 'real',
-  positionIds: 'position_ids',
+  /** float32 [q, 1]: each row's position, for the rotary angles (the graph reads no integer positions). */
+  ropePositions: 'rope_positions',
   attentionBias: 'attention_bias',
   keepIndices: 'keep_indices',
   logitsRows: 'logits_rows',
@@ -104,7 +105,7 @@ export function buildEagle3Graph(
   const features = toT(g.input(HEAD_INPUTS.features, 'float32', ['q', 3 * d]));
   const drafted = toT(g.input(HEAD_INPUTS.drafted, 'float32', ['q', d]));
   const real = g.input(HEAD_INPUTS.real, 'bool', ['q', 1]);
-  const positions = g.input(HEAD_INPUTS.positionIds, 'int64', [1, 'q']);
+  const positions = g.input(HEAD_INPUTS.ropePositions, 'float32', ['q', 1]);
   const bias = toT(g.input(HEAD_INPUTS.attentionBias, 'float32', [1, 1, 'q', 'total']));
   const keep = g.input(HEAD_INPUTS.keepIndices, 'int64', ['kept']);
   const rows = g.input(HEAD_INPUTS.logitsRows, 'int64', ['rows']);
@@ -120,24 +121,21 @@ export function buildEagle3Graph(
     axis: -1,
   }); // [q, 2d]: the embedding first
   const invFreq = Float32Array.from({ length: hd / 2 }, (_, i) => 1 / e.ropeTheta ** ((2 * i) / hd));
-  const angles = g.op('Mul', [
-    g.op('Reshape', [cast(positions, 'float32'), g.constInt64([-1, 1])]),
-    g.constFloat32(invFreq, [1, hd / 2], 'inv_freq'),
-  ]); // [q, hd / 2]
+  const angles = g.op('Mul', [positions, g.constFloat32(invFreq, [1, hd / 2], 'inv_freq')]); // [q, hd / 2]
   let rope: (x: string, heads: number) => string;
   if (form === 'plain') {
     const rotate = ops.ropeFrom(angles);
     rope = (x, heads) => rotate(ops.toHeads(x, heads));
   } else {
-    // RotaryEmbedding on [1, q, heads * hd] with per-call tables [q, hd / 2], indexed by each row's 0..q-1.
+    // RotaryEmbedding on [1, q, heads * hd] with per-call tables [q, hd / 2], row s for row s.
     const cosTable = toT(g.op('Cos', [angles]));
     const sinTable = toT(g.op('Sin', [angles]));
-    const { local } = localRows(g, positions, 1);
+    const first = firstTableRow(g);
     rope = (x, heads) => {
       const rotated = fused.rotary(
         g.op('Reshape', [x, g.constInt64([1, -1, heads * hd])]),
         heads,
-        local,
+        first,
         cosTable,
         sinTable,
       );

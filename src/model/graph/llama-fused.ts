@@ -3,7 +3,7 @@
  * WebGPU EP of onnxruntime-web implement (checked by building and running each one; see the tests). Per layer:
  *
  *   qkv   one projection over the stacked q/k/v weights (Gemm, or MatMulNBits in int4), Split
- *   RoPE  RotaryEmbedding on q and k, from per-call cos/sin tables [q, headDim / 2] built once from position_ids
+ *   RoPE  RotaryEmbedding on q and k, from per-call cos/sin tables [q, headDim / 2] built once from rope_positions
  *         (the op indexes them with 0..q-1, so every tree node gets its own position; no table of the model's whole
  *         context, and the angles are the plain graph's fp32 angles)
  *   attn  GroupQueryAttention over the kept past (a Gather by keep_indices: compaction stays fused into the call)
@@ -15,7 +15,7 @@
  * about 15 nodes per layer against the plain body's 45. Returns the final-normed rows [rows, H].
  */
 
-import { fusedOps, localRows } from './fused-ops';
+import { firstTableRow, fusedOps } from './fused-ops';
 import { layerCache } from './layer-cache';
 import type { GraphContext } from './llama';
 import { type AttentionInputs, attentionInputs, groupedAttention } from './plain-ops';
@@ -35,12 +35,13 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
   const nkv = kvh * hd;
   const { keepIndices, logitsRows } = inputs;
 
-  // Per-call RoPE tables in the compute type, and the local row index 0..q-1 of each token.
+  // Per-call RoPE tables in the compute type, row s for the call's row s.
   const angles = ctx.ropeAngles();
   const cosTable = toT(g.op('Cos', [angles]));
   const sinTable = toT(g.op('Sin', [angles]));
   const scalar = (v: number) => g.constInt64([v], []);
-  const { q, local } = localRows(g, inputs.positionIds, 1); // local: [1, q]
+  const first = firstTableRow(g);
+  const q = g.op('Gather', [g.op('Shape', [inputs.positionIds]), scalar(1)], { axis: 0 });
 
   // GroupQueryAttention's lengths: total = kept + q (int32 scalar) and seqlens_k = total - 1 ([1] int32).
   let totalLength = '';
@@ -58,7 +59,7 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
     attention === 'gqa' ? null : attentionInputs(g, bias, () => toT(g.constFloat32([1], [])), cfg, ctx.rowInvariant);
 
   const fused = fusedOps(g, (w) => store.float(w), cfg.rmsNormEps, hd);
-  const rotary = (x: string, heads: number) => fused.rotary(x, heads, local, cosTable, sinTable);
+  const rotary = (x: string, heads: number) => fused.rotary(x, heads, first, cosTable, sinTable);
   const { skipNorm, norm } = fused;
   const qkvSplit = g.constInt64([nq, nkv, nkv]);
   const mlpSplit = g.constInt64([m, m]);

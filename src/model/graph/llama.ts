@@ -1,7 +1,8 @@
 /**
  * The Llama-family graph for tree verification, built from config.json + safetensors entries:
  *
- *   inputs   input_ids int64 [1, q], position_ids int64 [1, q] (tree node = committed length + depth),
+ *   inputs   input_ids int64 [1, q], position_ids int64 [1, q] (tree node = committed length + depth; read for
+ *            its shape), rope_positions float32 [q, 1] (the same positions, for the rotary angles),
  *            attention_bias float32 [1, 1, q, kept + q] (0 = visible, MASKED = hidden),
  *            keep_indices int64 [kept] (cache slots kept from the past, in order: compaction fused into the call),
  *            logits_rows int64 [rows] (which of the q positions need logits),
@@ -277,7 +278,7 @@ export function buildLlamaGraph(
   const ropeAngles = () => {
     if (angles) return angles;
     const hd = cfg.headDim;
-    const pos = g.op('Reshape', [cast(inputs.positionIds, 'float32'), g.constInt64([-1, 1])]);
+    const pos = inputs.ropePositions ?? g.op('Reshape', [cast(inputs.positionIds, 'float32'), g.constInt64([-1, 1])]);
     angles = g.op('Mul', [pos, g.constFloat32(ropeInvFreq(cfg), [1, hd / 2], 'inv_freq')]);
     return angles;
   };
@@ -405,6 +406,8 @@ export function callWeightBytes(
 export interface CoreInputs {
   inputIds: string;
   positionIds: string;
+  /** float32 [q, 1], the positions for the rotary angles (null: cast from position_ids in the graph). */
+  ropePositions: string | null;
   /** float32 [1, 1, q, total] */
   attentionBias: string;
   /** null: keep the whole past. */
@@ -424,6 +427,7 @@ function treeInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType, layers: num
   const inputs: CoreInputs = {
     inputIds: g.input(GRAPH_INPUTS.inputIds, 'int64', [1, 'q']),
     positionIds: g.input(GRAPH_INPUTS.positionIds, 'int64', [1, 'q']),
+    ropePositions: g.input(GRAPH_INPUTS.ropePositions, 'float32', ['q', 1]),
     attentionBias: g.input(GRAPH_INPUTS.attentionBias, 'float32', [1, 1, 'q', 'total']),
     keepIndices: g.input(GRAPH_INPUTS.keepIndices, 'int64', ['kept']),
     logitsRows: g.input(GRAPH_INPUTS.logitsRows, 'int64', ['rows']),
@@ -450,7 +454,7 @@ function transformersInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType): Co
   const visible = g.op('And', [causal, padding]);
   const bias = g.op('Where', [visible, g.constFloat32([0], []), g.constFloat32([MASKED], [])]);
   const attentionBias = g.op('Unsqueeze', [bias, g.constInt64([0, 1])]);
-  return { inputIds, positionIds, attentionBias, keepIndices: null, logitsRows: null };
+  return { inputIds, positionIds, ropePositions: null, attentionBias, keepIndices: null, logitsRows: null };
 }
 
 /**

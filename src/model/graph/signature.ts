@@ -3,6 +3,12 @@
 export const GRAPH_INPUTS = {
   inputIds: 'input_ids',
   positionIds: 'position_ids',
+  /**
+   * float32 [q, 1]: the same positions as floats, for the rotary angles. A graph input of its own so that on WebGPU no
+   * CPU kernel computes them (onnxruntime would upload its result every call); position_ids is then read for its
+   * shape only.
+   */
+  ropePositions: 'rope_positions',
   attentionBias: 'attention_bias',
   keepIndices: 'keep_indices',
   logitsRows: 'logits_rows',

@@ -23,9 +23,9 @@ import type { LoadedHeads } from './load';
 type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>;
 type Tensor = OrtModule.Tensor;
 
-/** The heads' inputs that only GPU kernels read, written into GPU buffers on WebGPU (gpu-feeds.ts); the positions go
- * to a Cast and a Shape on the CPU, so they stay CPU tensors. */
+/** The heads' inputs, all read by GPU kernels only, written into GPU buffers on WebGPU (gpu-feeds.ts). */
 const GPU_FED = [
+  HEAD_INPUTS.ropePositions,
   HEAD_INPUTS.hidden,
   HEAD_INPUTS.tokenEmbeds,
   HEAD_INPUTS.features,
@@ -232,7 +232,10 @@ export class Eagle3HeadRunner {
       [HEAD_INPUTS.features]: feed(HEAD_INPUTS.features, 'float32', features, [q, 3 * d]),
       [HEAD_INPUTS.drafted]: feed(HEAD_INPUTS.drafted, 'float32', drafted, [q, d]),
       [HEAD_INPUTS.real]: feed(HEAD_INPUTS.real, 'bool', real, [q, 1]),
-      [HEAD_INPUTS.positionIds]: feed(HEAD_INPUTS.positionIds, 'int64', int64s(input.positions), [1, q]),
+      [HEAD_INPUTS.ropePositions]: feed(HEAD_INPUTS.ropePositions, 'float32', Float32Array.from(input.positions), [
+        q,
+        1,
+      ]),
       [HEAD_INPUTS.attentionBias]: feed(HEAD_INPUTS.attentionBias, 'float32', input.bias, [1, 1, q, total]),
       [HEAD_INPUTS.keepIndices]: feed(HEAD_INPUTS.keepIndices, 'int64', int64s(keepList), [keepList.length]),
       [HEAD_INPUTS.logitsRows]: feed(HEAD_INPUTS.logitsRows, 'int64', int64s(input.rows), [input.rows.length]),
