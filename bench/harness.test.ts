@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SpecEngine } from '../src/engine/engine';
 import { ortForNode } from '../src/runtime/ort-node';
-import { markdown, runBench } from './harness';
+import { markdown, methodOrder, runBench } from './harness';
 
 let engine: SpecEngine;
 beforeAll(async () => {
@@ -115,5 +115,31 @@ describe('benchmark harness', () => {
     } finally {
       await swiftEngine.release();
     }
+  });
+});
+
+describe('the order methods run in', () => {
+  /** Over one full cycle of orders: how often each method runs in each position, and directly after each other. */
+  const census = (n: number) => {
+    const methods = Array.from({ length: n }, (_, i) => `m${i}`);
+    const cycle = n % 2 === 0 ? n : 2 * n;
+    const positions = new Map<string, number>();
+    const follows = new Map<string, number>();
+    for (let k = 0; k < cycle; k++) {
+      const order = methodOrder(methods, k);
+      expect([...order].sort()).toEqual(methods);
+      order.forEach((m, i) => {
+        positions.set(`${m}@${i}`, (positions.get(`${m}@${i}`) ?? 0) + 1);
+        if (i > 0) follows.set(`${order[i - 1]}>${m}`, (follows.get(`${order[i - 1]}>${m}`) ?? 0) + 1);
+      });
+    }
+    return { positions: new Set(positions.values()), follows: [...new Set(follows.values())], pairs: follows.size };
+  };
+
+  it.each([2, 3, 4, 5, 6, 7, 8])('%i methods: each in every position and after every other equally often', (n) => {
+    const { positions, follows, pairs } = census(n);
+    expect([...positions]).toEqual([n % 2 === 0 ? 1 : 2]);
+    expect(pairs).toBe(n * (n - 1));
+    expect(follows).toEqual([n % 2 === 0 ? 1 : 2]);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * The benchmark harness, DOM-free so the same code measures wasm in Node and wasm/WebGPU in a browser worker.
- * Methods are interleaved (the order rotates per prompt and repeat), so machine noise hits all alike; every
+ * Methods are interleaved (a balanced order per prompt and repeat, methodOrder), so machine noise hits all alike; every
  * speedup is a ratio against plain decoding ('ar', always run) of the same prompt in the same repeat. Results are
  * kept per run, so any subset (a prompt category) can be summarised the same way.
  */
@@ -11,6 +11,25 @@ import type { SpecEngine } from '../src/engine/engine';
 import type { ArmStats, GenerationResult } from '../src/engine/events';
 import { GREEDY, isGreedy, type SamplingParams } from '../src/engine/sampling';
 import { addArm, armsText, pooledAcceptance } from '../src/engine/stats';
+
+/**
+ * The order the methods run in for the k-th prompt run: a Williams design (a Latin square balanced for first-order
+ * carry-over). Over every n consecutive runs (2n for an odd count of methods) each method runs once in every position
+ * and directly after every other method equally often. A plain rotation gave every method the same predecessor in
+ * all but one run of n (with ar, auto, adaptive, chain: auto right after ar, adaptive right after auto), so what one
+ * run leaves behind for the next (draft-model state, memory, the machine's clocks) was charged to one method: in one
+ * run of 36 prompts x 2, auto made 0.95 of adaptive's speed in the runs where it ran just before adaptive and 1.02 in
+ * the others, and 0.99 in all runs of the next, whose list put adaptive right after ar.
+ */
+export function methodOrder<T>(methods: readonly T[], k: number): T[] {
+  const n = methods.length;
+  // The first row: 0, 1, n-1, 2, n-2, ...; row i adds i to every entry (mod n); odd n also runs each row reversed.
+  const first = Array.from({ length: n }, (_, j) => (j % 2 === 1 ? (j + 1) / 2 : (n - j / 2) % n));
+  const rows = n % 2 === 0 ? n : 2 * n;
+  const row = k % rows;
+  const order = first.map((x) => methods[(x + (row % n)) % n] as T);
+  return row >= n ? order.reverse() : order;
+}
 
 export interface BenchPrompt {
   /** The prompt's category (bench/prompts.json "kind"). */
@@ -218,8 +237,7 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
   const plainTokens = new Map<number, number[]>();
   for (let r = 0; r < o.repeats; r++) {
     for (let p = 0; p < o.prompts.length; p++) {
-      const shift = (r * o.prompts.length + p) % methods.length;
-      const order = [...methods.slice(shift), ...methods.slice(0, shift)];
+      const order = methodOrder(methods, r * o.prompts.length + p);
       const results = new Map<Method, GenerationResult>();
       for (const method of order) {
         const { result, note } = await runNoted(
