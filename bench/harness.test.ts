@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SpecEngine } from '../src/engine/engine';
 import { ortForNode } from '../src/runtime/ort-node';
-import { markdown, methodOrder, runBench } from './harness';
+import { autoVsBest, type CellReport, markdown, methodOrder, type Run, runBench } from './harness';
 
 let engine: SpecEngine;
 beforeAll(async () => {
@@ -141,5 +141,37 @@ describe('the order methods run in', () => {
     expect([...positions]).toEqual([n % 2 === 0 ? 1 : 2]);
     expect(pairs).toBe(n * (n - 1));
     expect(follows).toEqual([n % 2 === 0 ? 1 : 2]);
+  });
+});
+
+describe('auto against the best fixed method', () => {
+  const cell = (method: string, median: number) =>
+    ({ method, speedup: { median, p25: median, p75: median } }) as unknown as CellReport;
+  const run = (method: string, prompt: number, repeat: number, tokensPerSecond: number) =>
+    ({ method, prompt, repeat, result: { stats: { tokensPerSecond } } }) as unknown as Run;
+
+  it('pairs each auto run with the best method on the same prompt and repeat', () => {
+    const cells = [cell('ar', 1), cell('auto', 1.5), cell('adaptive', 1.6), cell('chain', 1.55)];
+    // Prompt 1 is hard for everyone; auto is 0.9 of adaptive on every run, whatever the prompt.
+    const runs = [
+      run('adaptive', 0, 0, 400),
+      run('auto', 0, 0, 360),
+      run('adaptive', 1, 0, 200),
+      run('auto', 1, 0, 180),
+      run('adaptive', 0, 1, 500),
+      run('auto', 0, 1, 450),
+      run('chain', 0, 0, 9999),
+    ];
+    const v = autoVsBest(cells, runs);
+    expect(v?.best).toBe('adaptive');
+    expect(v?.runs).toBe(3);
+    expect(v?.paired.median).toBeCloseTo(0.9, 10);
+    expect(v?.paired.p25).toBeCloseTo(0.9, 10);
+    expect(v?.ofMedians).toBeCloseTo(1.5 / 1.6, 10);
+  });
+
+  it('is absent without auto or without a fixed method beside it', () => {
+    expect(autoVsBest([cell('ar', 1), cell('adaptive', 1.6)], [])).toBeNull();
+    expect(autoVsBest([cell('ar', 1), cell('auto', 1.6)], [])).toBeNull();
   });
 });

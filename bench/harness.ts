@@ -113,13 +113,45 @@ export interface BenchReport {
   swift?: SwiftSearchReport;
   /** Per method whose rounds name a drafter (auto): its rounds per drafter over all its timed runs. */
   arms?: Partial<Record<Method, ArmStats[]>>;
+  /** When auto ran beside fixed methods: auto against the best of them (absent in reports before 2026-11-27). */
+  autoVsBest?: AutoVsBest;
   /** BenchOptions.runtime. */
   runtime?: string;
   /** BenchOptions.sampling, when not greedy. */
   sampling?: SamplingParams;
 }
 
-interface Run {
+/**
+ * `auto` against the fixed method with the highest median speedup, two ways: the ratio of the two median speedups
+ * (what the tables show), and paired, per run (the same prompt and repeat, so the prompt's own difficulty cancels):
+ * the spread of auto's tokens/s over that method's.
+ */
+export interface AutoVsBest {
+  best: Method;
+  ofMedians: number;
+  paired: { median: number; p25: number; p75: number };
+  runs: number;
+}
+
+export function autoVsBest(cells: readonly CellReport[], runs: readonly Run[]): AutoVsBest | null {
+  const auto = cells.find((c) => c.method === 'auto');
+  const fixed = cells.filter((c) => c.method !== 'auto' && c.method !== 'ar');
+  if (!auto || fixed.length === 0) return null;
+  const best = fixed.reduce((a, b) => (b.speedup.median > a.speedup.median ? b : a));
+  const bestRuns = new Map(runs.filter((r) => r.method === best.method).map((r) => [`${r.prompt}/${r.repeat}`, r]));
+  const ratios = runs.flatMap((r) => {
+    const other = r.method === 'auto' ? bestRuns.get(`${r.prompt}/${r.repeat}`) : undefined;
+    return other ? [r.result.stats.tokensPerSecond / other.result.stats.tokensPerSecond] : [];
+  });
+  return {
+    best: best.method,
+    ofMedians: auto.speedup.median / best.speedup.median,
+    paired: spread(ratios),
+    runs: ratios.length,
+  };
+}
+
+export interface Run {
   method: Method;
   prompt: number;
   repeat: number;
@@ -301,6 +333,12 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
     targetWeightBytes: targetBytes,
     ...(swiftNotes.length > 0 ? { swift: swiftSearch(swiftNotes, costs.curve) } : {}),
     ...armsPerMethod(runs),
+    ...((vs) => (vs ? { autoVsBest: vs } : {}))(
+      autoVsBest(
+        cellsFor(() => true),
+        runs,
+      ),
+    ),
   };
 }
 
@@ -412,6 +450,13 @@ export function markdown(title: string, r: BenchReport): string {
           ? ` Best chain for the measured per-token acceptance ${f(r.bestChain.alpha)}: gamma ${r.bestChain.gamma}, ideal speedup ${f(r.bestChain.speedup)}x.`
           : ''
       }`,
+    );
+  }
+  if (r.autoVsBest) {
+    const v = r.autoVsBest;
+    lines.push(
+      '',
+      `auto against the best fixed method (${v.best}): ${f(v.ofMedians)} of its median speedup; per run (same prompt and repeat, ${v.runs} pairs) auto's tokens/s over ${v.best}'s: median ${f(v.paired.median)} [p25 ${f(v.paired.p25)}, p75 ${f(v.paired.p75)}].`,
     );
   }
   for (const [method, arms] of Object.entries(r.arms ?? {})) {
