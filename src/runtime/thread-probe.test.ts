@@ -64,6 +64,14 @@ describe('wasm thread choice', () => {
     };
     expect(await chooseThreads('f', 2, graph, failing, store)).toMatchObject({ threads: 1, how: 'measured' });
     expect(await store.get('f')).toBeUndefined();
+    // Nor one whose models did not load: nothing was measured, and it does not say it was.
+    const unloadable = async () => {
+      throw new Error('config.json not found');
+    };
+    const none = await chooseThreads('u', 2, unloadable, run, store);
+    expect(none).toMatchObject({ threads: 1, how: 'not loaded', timings: [] });
+    expect(describeThreads(none)).toBe('1 wasm thread (not loaded)');
+    expect(await store.get('u')).toBeUndefined();
   });
 
   it('the real probe: each count in its own worker, target and draft calls timed, the score their round', async () => {

@@ -32,9 +32,10 @@ export interface ThreadChoice {
    * measured now, remembered from an earlier run, asked for (--threads N), the only possibility (one core; a page
    * that is not cross-origin isolated has no shared memory for threads), or what onnxruntime already runs with in
    * this process (it was started before, with its own count), or onnxruntime's own default (pages, unless asked to
-   * measure: see thread-probe-web.ts).
+   * measure: see thread-probe-web.ts), or nothing measured because a model did not load (its load in the engine then
+   * says why, naming the model; the CLI printed "1 wasm thread (measured in 0.0 s)" before that error).
    */
-  how: 'measured' | 'remembered' | 'asked' | 'one core' | 'not isolated' | 'already running' | 'default';
+  how: 'measured' | 'remembered' | 'asked' | 'one core' | 'not isolated' | 'already running' | 'default' | 'not loaded';
   /** Logical cores the candidates were drawn from. */
   cores: number;
   timings: ThreadTiming[];
@@ -265,7 +266,7 @@ export async function chooseThreads(
     probe = await graphs();
   } catch {
     // The model itself fails to load: its load in the engine says why (naming the model); nothing measured here.
-    return { threads: 1, how: 'measured', cores, timings: [], ms: performance.now() - t0 };
+    return { threads: 1, how: 'not loaded', cores, timings: [], ms: 0 };
   }
   const timings: ThreadTiming[] = [];
   for (const threads of candidates) {
