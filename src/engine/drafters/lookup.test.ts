@@ -80,4 +80,20 @@ describe('prompt lookup', () => {
     const text = Array.from({ length: 40 }, (_, i) => i % 10);
     expect((await e.propose(request(text))).tokens.length).toBe(1 + LOOKUP_DEFAULTS.maxTokens);
   });
+
+  it('values a continuation the text took several times above one it took once', async () => {
+    // T(2)/T(1) = 1.3: one drafted token pays if it is accepted with probability above 0.3.
+    const curve = {
+      context: 64,
+      points: [1, 2, 4, 8].map((q) => ({ q, ms: 1 + 0.3 * (q - 1), relative: 1 + 0.3 * (q - 1) })),
+    };
+    const costs = () => ({ curve, draftRelative: 0, draftCurve: { context: 0, points: [] } });
+    // "5" was followed by "9" once: a 1-token agreement seen once (about 0.25) is not drafted on this curve.
+    const once = new LookupDrafter(costs, { ...LOOKUP_DEFAULTS, maxTokens: 1 });
+    expect((await once.propose(request([5, 9, 1, 7, 5]))).tokens).toEqual([5]);
+    // Three times, each time after a different token: still a 1-token agreement, now likelier, and drafted.
+    const thrice = new LookupDrafter(costs, { ...LOOKUP_DEFAULTS, maxTokens: 1 });
+    expect((await thrice.propose(request([5, 9, 1, 5, 9, 2, 5, 9, 3, 7, 5]))).tokens).toEqual([5, 9]);
+    expect(thrice.note()?.fields).toMatchObject({ ngram: 1, matches: 3, agreement: 1 });
+  });
 });
