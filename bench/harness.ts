@@ -311,7 +311,9 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
       ),
     );
   const kinds = [...new Set(o.prompts.map((p) => p.kind))];
-  const chain = cellsFor(() => true).find((c) => c.method === 'chain');
+  const cells = cellsFor(() => true);
+  const chain = cells.find((c) => c.method === 'chain');
+  const vsBest = autoVsBest(cells, runs);
   const alpha = chain?.acceptanceByDepth.length
     ? chain.acceptanceByDepth.reduce((a, b) => a + b, 0) / chain.acceptanceByDepth.length
     : 0;
@@ -328,17 +330,12 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
     draftCurve: costs.draftCurve,
     draftRelative: costs.draftRelative,
     bestChain: chain ? { alpha, ...bestGamma(alpha, costs.curve, costs.draftRelative) } : null,
-    cells: cellsFor(() => true),
+    cells,
     categories: Object.fromEntries(kinds.map((k) => [k, cellsFor((x) => o.prompts[x.prompt]?.kind === k)])),
     targetWeightBytes: targetBytes,
     ...(swiftNotes.length > 0 ? { swift: swiftSearch(swiftNotes, costs.curve) } : {}),
     ...armsPerMethod(runs),
-    ...((vs) => (vs ? { autoVsBest: vs } : {}))(
-      autoVsBest(
-        cellsFor(() => true),
-        runs,
-      ),
-    ),
+    ...(vsBest ? { autoVsBest: vsBest } : {}),
   };
 }
 
