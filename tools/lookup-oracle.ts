@@ -32,13 +32,14 @@ const { values } = parseArgs({
 function oracleRun(seq: readonly number[], future: readonly number[], maxN: number, longestOnly: boolean): number {
   let best = 0;
   for (let n = Math.min(maxN, seq.length - 1); n >= 1; n--) {
-    for (const start of findMatches(seq, n, Number.POSITIVE_INFINITY)) {
+    const starts = findMatches(seq, n, Number.POSITIVE_INFINITY);
+    for (const start of starts) {
       let k = 0;
       while (k < future.length && start + n + k < seq.length && seq[start + n + k] === future[k]) k++;
       best = Math.max(best, k);
     }
     // Lookup drafts from the longest n-gram that matches at all.
-    if (longestOnly && findMatches(seq, n, 1).length > 0) break;
+    if (longestOnly && starts.length > 0) break;
   }
   return best;
 }
