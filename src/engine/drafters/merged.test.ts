@@ -172,12 +172,12 @@ const GENTLE: CostModel = {
 };
 
 /** Prompt lookup (free) and a draft model costing 0.3 of a target call per round, merged, on the gentle curve. */
-function lookupAndDraft(): { free: Scripted; costly: Scripted; merged: MergedDrafter } {
+function lookupAndDraft(joinsAt?: number): { free: Scripted; costly: Scripted; merged: MergedDrafter } {
   const free = new Scripted('free');
   const costly = new Scripted('costly', 0.3);
   const merged = new MergedDrafter(
     [
-      { label: 'lookup', drafter: free, free: true },
+      { label: 'lookup', drafter: free, free: true, ...(joinsAt === undefined ? {} : { joinsAt }) },
       { label: 'draft', drafter: costly, selfSized: true },
     ],
     () => GENTLE,
@@ -224,6 +224,26 @@ describe('merged drafting: free sources first', () => {
       expect(tree.tokens).toEqual([9, 4, 5, 6]);
       expect(tree.sources).toEqual(['', 'draft', 'draft', 'draft']);
     }
+  });
+
+  it("leaves a free source's weak guesses out of the round: the costly source's tree stands alone", async () => {
+    const { free, costly, merged } = lookupAndDraft(0.7);
+    costly.next = chainTree(9, [4, 5, 6], 0.55);
+    // A one-token guess valued 0.45: left out, and not told of the verdict (it was not verified).
+    free.next = chainTree(9, [7, 8], 0.45);
+    let tree = await merged.propose(REQ());
+    expect(tree.tokens).toEqual([9, 4, 5, 6]);
+    expect(merged.note()?.text).toContain('lookup left out (best guess 0.45)');
+    merged.accept(tree, verdict(tree, [1]), OUTPUTS);
+    expect(free.accepted).toBe(0);
+    expect(costly.accepted).toBe(1);
+    // A guess valued 0.8 joins the round (here alone: the draft sits it out, as a match that strong predicts better).
+    free.next = chainTree(9, [7, 8], 0.8);
+    tree = await merged.propose(REQ());
+    expect(tree.tokens.slice(0, 3)).toEqual([9, 7, 8]);
+    expect(tree.sources?.[1]).toBe('lookup');
+    merged.accept(tree, verdict(tree, []), OUTPUTS);
+    expect(free.accepted).toBe(1);
   });
 
   it('verifies the best candidate of a merged tree when none is predicted to pay, until its source is measured', async () => {

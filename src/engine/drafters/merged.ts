@@ -35,6 +35,14 @@ export interface MergeSource {
    * through grew to 6 nodes a round on a steep curve where the merge keeps fewer than 5).
    */
   selfSized?: boolean;
+  /**
+   * A free source's tree joins the round only when its best first guess is valued at least this (its own estimate
+   * that the target accepts it); weaker ones are left out and the round goes on as if it had found nothing. On wasm
+   * with the bundled pair, lookup's one-token guesses widened the call more than they brought: left out below 0.7,
+   * merged went from 0.94x to 0.97x of the adaptive chain alone (in-process, 36 prompts x 2, tools/method-ab.ts),
+   * better in each of the five categories.
+   */
+  joinsAt?: number;
 }
 
 interface UnionNode {
@@ -138,6 +146,15 @@ function conditional(tree: DraftTree, i: number): number {
   return p > 0 ? Math.min(1, v / p) : 0;
 }
 
+/** The highest value among a tree's first guesses (the root's children); null when it proposes nothing. */
+function firstGuess(tree: DraftTree): number | null {
+  let best: number | null = null;
+  tree.parents.forEach((p, i) => {
+    if (p === 0) best = Math.max(best ?? 0, tree.values?.[i] ?? 1);
+  });
+  return best;
+}
+
 /**
  * How far ahead of the union's recent rounds (predicted speedup) the free sources' tree alone must be predicted to
  * be before the others sit a round out: weak matches (a one-token guess) predict about what the union does, and
@@ -159,6 +176,8 @@ export class MergedDrafter implements Drafter {
   /** For the merged tree of this round: per node, per source, the calibration bucket of its proposal. */
   private keys: (string | null)[][] = [];
   private lastNote: DrafterNote | null = null;
+  /** Per source: the value of its best first guess when this round's tree was left out (joinsAt). */
+  private leftOut: number[] = [];
 
   constructor(
     private readonly sources: readonly MergeSource[],
@@ -179,7 +198,14 @@ export class MergedDrafter implements Drafter {
   async propose(req: DraftRequest): Promise<DraftTree> {
     const costs = this.costs();
     this.trees = [];
-    for (const [i, s] of this.sources.entries()) if (s.free) this.trees[i] = await s.drafter.propose(req);
+    this.leftOut = [];
+    for (const [i, s] of this.sources.entries()) {
+      if (!s.free) continue;
+      const own = await s.drafter.propose(req);
+      const best = firstGuess(own);
+      if (best !== null && s.joinsAt !== undefined && best < s.joinsAt) this.leftOut[i] = best;
+      else this.trees[i] = own;
+    }
     // The free sources' tree alone, sized on the curve: when it holds a match predicted to do better than the whole
     // union has been doing lately, the sources that cost model calls sit this round out (their caches catch up next
     // time). Without a match they always draft, so the union's record stays current.
@@ -266,7 +292,11 @@ export class MergedDrafter implements Drafter {
 
   private writeNote(candidates: number, choice: BudgetChoice, why: string): void {
     const counts = this.sources.map((_, s) => this.origin.filter((o) => (o[s] as number) >= 0).length - 1);
-    const parts = this.sources.map((s, i) => (this.drafted(i) ? `${s.label} ${counts[i]}` : `${s.label} skipped`));
+    const parts = this.sources.map((s, i) => {
+      if (this.drafted(i)) return `${s.label} ${counts[i]}`;
+      const best = this.leftOut[i];
+      return best === undefined ? `${s.label} skipped` : `${s.label} left out (best guess ${best.toFixed(2)})`;
+    });
     const predicted = Number.isFinite(choice.predictedSpeedup)
       ? `, predicted ${choice.predictedSpeedup.toFixed(2)}x`
       : '';
@@ -547,6 +577,7 @@ export class MergedDrafter implements Drafter {
     this.origin = [];
     this.keys = [];
     this.lastNote = null;
+    this.leftOut = [];
   }
 
   note(): DrafterNote | null {
@@ -568,6 +599,7 @@ export const merged = {
           label: 'lookup',
           drafter: new LookupDrafter(r.costs, { ...LOOKUP_DEFAULTS, selfBudget: false }),
           free: true,
+          joinsAt: 0.7,
         },
         { label: 'draft', drafter: new AdaptiveChainDrafter(draftOf(r), r.costs), selfSized: true },
       ],
