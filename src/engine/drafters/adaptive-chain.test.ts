@@ -113,6 +113,8 @@ describe('the adaptive chain with measured costs', () => {
     rounds: number;
     /** Auxiliary nodes riding along in each round's call (auto's lookahead window). */
     aux?: number;
+    /** Other nodes verified with the chain in one tree (merged), handed back as the call's width. */
+    merged?: number;
   }): Promise<{ drafter: AdaptiveChainDrafter; last: number[] }> {
     const clock = { now: 0 };
     class Timed extends ToyLM {
@@ -137,10 +139,12 @@ describe('the adaptive chain with measured costs', () => {
         const nodes = Array.from({ length: aux }, (_, i) => i);
         tree.aux = { tokens: nodes, positions: nodes, sees: nodes.map(() => ({ tree: [0], aux: [] })), rows: [] };
       }
-      clock.now += o.verifyMs(tree.tokens.length + aux);
+      const extra = o.merged ?? 0;
+      clock.now += o.verifyMs(tree.tokens.length + aux + extra);
       const keep = Math.floor((tree.tokens.length - 1) / 2);
       const path = Array.from({ length: keep + 1 }, (_, i) => i);
-      drafter.accept(tree, { path, token: 0, kind: 'correction', status: [] });
+      const own = extra > 0 ? { ...tree, callWidth: tree.tokens.length + aux + extra } : tree;
+      drafter.accept(own, { path, token: 0, kind: 'correction', status: [] });
       committed.push(...path.slice(1).map((i) => tree.tokens[i] as number), 0);
       clock.now += o.gapMs;
     }
@@ -174,6 +178,18 @@ describe('the adaptive chain with measured costs', () => {
     });
     // Its calls were 10 nodes wider than its chains: each width reads what a call of that width took (2 + 0.5 w),
     // not what a call 10 nodes wider did (5 ms more).
+    for (const w of [13, 15, 17]) expect(Math.abs(drafter.roundCosts.verifyMs(w) - (2 + 0.5 * w))).toBeLessThan(1);
+  });
+
+  it("records a round verified inside another drafter's tree (merged) under that call's width", async () => {
+    const { drafter } = await timedRounds({
+      draftMs: 0.3,
+      verifyMs: (w) => 2 + 0.5 * w,
+      gapMs: 0,
+      calibrated: (q) => 1 + 0.1 * (q - 1),
+      rounds: 80,
+      merged: 10,
+    });
     for (const w of [13, 15, 17]) expect(Math.abs(drafter.roundCosts.verifyMs(w) - (2 + 0.5 * w))).toBeLessThan(1);
   });
 

@@ -159,8 +159,9 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     this.lastEnded = now;
     if (!this.costs() || drafting === null || tree.draftProbs[0]) return;
     this.measured.record({
-      // The call's width: auxiliary nodes riding along (auto's lookahead window) are verified in the same call.
-      width: tree.tokens.length + (tree.aux?.tokens.length ?? 0),
+      // The call's width: auxiliary nodes riding along (auto's lookahead window) are verified in the same call, and
+      // merged verifies the chain inside its merged tree.
+      width: tree.callWidth ?? tree.tokens.length + (tree.aux?.tokens.length ?? 0),
       draftCalls: tree.tokens.length - 1,
       draftMs: drafting.ms,
       verifyMs: now - drafting.ended,

@@ -66,6 +66,12 @@ export interface DraftTree extends VerifyTree {
   /** Which drafter proposed each node (merged drafting); the round event carries it to the tree view. */
   sources?: string[];
   aux?: AuxNodes;
+  /**
+   * Set on a source's own tree when it is handed back after a round verified it inside a larger one (merged): the
+   * width of that target call. A drafter that measures its rounds' costs per width reads it (absent: its own tree
+   * and auxiliary nodes were the call).
+   */
+  callWidth?: number;
 }
 
 /** What the target computed in the round's call, for the drafter to read after verification. */

@@ -122,6 +122,9 @@ class Scripted implements Drafter {
   next: DraftTree = chainTree(9, [], 1);
   proposed = 0;
   accepted = 0;
+  observed = 0;
+  /** The call width the last accept() was told (merged verifies a source's tree inside its own). */
+  callWidth: number | undefined;
   constructor(
     readonly name: string,
     private readonly cost = 0,
@@ -130,8 +133,12 @@ class Scripted implements Drafter {
     this.proposed++;
     return this.next;
   }
-  accept(): void {
+  accept(tree: DraftTree): void {
     this.accepted++;
+    this.callWidth = tree.callWidth;
+  }
+  observe(): void {
+    this.observed++;
   }
   draftCost(): number {
     return this.cost;
@@ -203,6 +210,8 @@ describe('merged drafting: free sources first', () => {
     expect(merged.draftCost(GENTLE)).toBe(0);
     merged.accept(tree, verdict(tree, [1, 2, 3]), OUTPUTS);
     expect(costly.accepted).toBe(1);
+    // The source that sat out is told of the round as another drafter's (its time to the next is no gap of its own).
+    expect(costly.observed).toBe(1);
     expect(free.accepted).toBe(2);
     // Round 3: a one-token guess is no reason to skip: both draft.
     free.next = chainTree(9, [21], 0.3);
@@ -237,6 +246,8 @@ describe('merged drafting: free sources first', () => {
     merged.accept(tree, verdict(tree, [1]), OUTPUTS);
     expect(free.accepted).toBe(0);
     expect(costly.accepted).toBe(1);
+    // The verified tree was the costly source's alone: the call was as wide as its tree.
+    expect(costly.callWidth).toBe(4);
     // A guess valued 0.8 joins the round (here alone: the draft sits it out, as a match that strong predicts better).
     free.next = chainTree(9, [7, 8], 0.8);
     tree = await merged.propose(REQ());
@@ -258,6 +269,9 @@ describe('merged drafting: free sources first', () => {
       tree = await merged.propose(REQ());
     }
     expect(tree.tokens.length).toBe(1);
+    // The costly source's chain of three was cut to nothing: it learns that the call it was verified in was 1 wide.
+    merged.accept(tree, verdict(tree, []), OUTPUTS);
+    expect(costly.callWidth).toBe(1);
   });
 
   it('learns how often a guess holds when the other source contradicts it apart from when it is alone', async () => {

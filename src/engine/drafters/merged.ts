@@ -487,7 +487,12 @@ export class MergedDrafter implements Drafter {
 
   accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
     this.sources.forEach((source, s) => {
-      if (!this.drafted(s)) return;
+      // A source that sat the round out sees it as another drafter's: the time until its next round is no gap
+      // between rounds of its own (the chain counted a skipped round in its fixed cost per round, and drew long).
+      if (!this.drafted(s)) {
+        source.drafter.observe?.(tree, result, outputs);
+        return;
+      }
       const own = this.trees[s] as DraftTree;
       const map = this.origin.map((o) => o[s] as number);
       // The accepted path as far as this source's tree follows it.
@@ -509,7 +514,7 @@ export class MergedDrafter implements Drafter {
       };
       const { argmax, auxArgmax } = outputs;
       source.drafter.accept(
-        own,
+        { ...own, callWidth: tree.tokens.length + (tree.aux?.tokens.length ?? 0) },
         { ...result, path, status },
         {
           logits: (node) => outputs.logits(inMerged(node)),
