@@ -593,7 +593,7 @@ export class MergedDrafter implements Drafter {
 export const merged = {
   name: 'merged',
   description:
-    "prompt lookup merged with the draft model's adaptive chain: one tree, shares set by measured acceptance, size by the cost curve; the draft sits out rounds where a long match alone is predicted to do better",
+    "prompt lookup merged with the draft model's adaptive chain: one tree, shares set by measured acceptance, size by the cost curve; lookup joins when its best guess is valued 0.7 or more, and the draft sits out rounds where a long match alone is predicted to do better",
   needs: ['draft-model'],
   lossless: true,
   usesCostModel: true,
