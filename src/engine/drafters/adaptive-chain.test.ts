@@ -167,29 +167,20 @@ describe('the adaptive chain with measured costs', () => {
     for (let w = 2; w <= 17; w++) expect(costs.verifyMs(w)).toBeGreaterThan(1.5 * (1 + 0.1 * (w - 1)));
   });
 
-  it('records a round under the width of its call, auxiliary nodes riding along included', async () => {
+  it.each([
+    ['auxiliary nodes riding along (auto)', { aux: 10 }],
+    ["another drafter's nodes verified with it (merged, DraftTree.callWidth)", { merged: 10 }],
+  ])('records a round under the width of its call: %s', async (_, wider) => {
     const { drafter } = await timedRounds({
       draftMs: 0.3,
       verifyMs: (w) => 2 + 0.5 * w,
       gapMs: 0,
       calibrated: (q) => 1 + 0.1 * (q - 1),
       rounds: 80,
-      aux: 10,
+      ...wider,
     });
     // Its calls were 10 nodes wider than its chains: each width reads what a call of that width took (2 + 0.5 w),
     // not what a call 10 nodes wider did (5 ms more).
-    for (const w of [13, 15, 17]) expect(Math.abs(drafter.roundCosts.verifyMs(w) - (2 + 0.5 * w))).toBeLessThan(1);
-  });
-
-  it("records a round verified inside another drafter's tree (merged) under that call's width", async () => {
-    const { drafter } = await timedRounds({
-      draftMs: 0.3,
-      verifyMs: (w) => 2 + 0.5 * w,
-      gapMs: 0,
-      calibrated: (q) => 1 + 0.1 * (q - 1),
-      rounds: 80,
-      merged: 10,
-    });
     for (const w of [13, 15, 17]) expect(Math.abs(drafter.roundCosts.verifyMs(w) - (2 + 0.5 * w))).toBeLessThan(1);
   });
 
