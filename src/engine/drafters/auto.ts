@@ -45,7 +45,7 @@ import { LOOKAHEAD_DEFAULTS, LookaheadDrafter, lookaheadWidth } from './lookahea
 import { LOOKUP_DEFAULTS, LookupDrafter } from './lookup';
 import { MedusaDrafter } from './medusa';
 import { MergedDrafter } from './merged';
-import type { CostModel, DrafterResources, MethodSpec } from './method';
+import { type CostModel, type DrafterResources, type MethodSpec, widthNearlyFree } from './method';
 import { NoDrafter } from './none';
 import { SwiftDrafter } from './swift';
 
@@ -650,12 +650,6 @@ export class AutoDrafter implements Drafter {
   }
 }
 
-/**
- * Verifying 8 tokens at most this many single-token calls: width is nearly free (a GPU: 1.0-1.2), and a wide tree
- * can pay over a chain. On wasm it is 1.9-2.3.
- */
-const NEARLY_FREE_WIDTH_8 = 1.5;
-
 /** Plain decoding's round from the measured costs: one token for one single-token verify call. */
 export function plainRound(costs: CostModel, measure: 'model' | 'time'): { tokens: number; cost: number } | null {
   if (measure === 'model') return { tokens: 1, cost: relativeCost(costs.curve, 1) };
@@ -681,11 +675,6 @@ export function lookaheadRound(costs: CostModel, measure: 'model' | 'time'): { t
   if (measure === 'model') return { tokens: LOOKAHEAD_PRIOR_TOKENS, cost: relative };
   const ms = singleCallMs(costs.curve);
   return ms > 0 ? { tokens: LOOKAHEAD_PRIOR_TOKENS, cost: (ms * relative) / 1000 } : null;
-}
-
-/** Whether the measured verify-cost curve makes width nearly free (no curve yet: no). */
-export function widthNearlyFree(costs: CostModel | null): boolean {
-  return costs !== null && costs.curve.points.length > 0 && relativeCost(costs.curve, 8) <= NEARLY_FREE_WIDTH_8;
 }
 
 /** The arms auto can use with what is loaded. */

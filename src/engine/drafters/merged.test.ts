@@ -179,7 +179,19 @@ const GENTLE: CostModel = {
 };
 
 /** Prompt lookup (free) and a draft model costing 0.3 of a target call per round, merged, on the gentle curve. */
-function lookupAndDraft(joinsAt?: number): { free: Scripted; costly: Scripted; merged: MergedDrafter } {
+/** A GPU's curve: each extra node costs a hundredth of a one-token call (width nearly free). */
+const FLAT: CostModel = {
+  ...GENTLE,
+  curve: {
+    context: 64,
+    points: [1, 2, 4, 8, 16, 32].map((q) => ({ q, ms: 1 + (q - 1) / 100, relative: 1 + (q - 1) / 100 })),
+  },
+};
+
+function lookupAndDraft(
+  joinsAt?: number,
+  costs: CostModel = GENTLE,
+): { free: Scripted; costly: Scripted; merged: MergedDrafter } {
   const free = new Scripted('free');
   const costly = new Scripted('costly', 0.3);
   const merged = new MergedDrafter(
@@ -187,7 +199,7 @@ function lookupAndDraft(joinsAt?: number): { free: Scripted; costly: Scripted; m
       { label: 'lookup', drafter: free, free: true, ...(joinsAt === undefined ? {} : { joinsAt }) },
       { label: 'draft', drafter: costly, selfSized: true },
     ],
-    () => GENTLE,
+    () => costs,
   );
   return { free, costly, merged };
 }
@@ -255,6 +267,15 @@ describe('merged drafting: free sources first', () => {
     expect(tree.sources?.[1]).toBe('lookup');
     merged.accept(tree, verdict(tree, []), OUTPUTS);
     expect(free.accepted).toBe(1);
+  });
+
+  it('lets every guess join where width is nearly free (a GPU): a weak one costs next to nothing there', async () => {
+    const { free, costly, merged } = lookupAndDraft(0.7, FLAT);
+    costly.next = chainTree(9, [4, 5, 6], 0.55);
+    free.next = chainTree(9, [7, 8], 0.45);
+    const tree = await merged.propose(REQ());
+    expect(tree.sources?.slice(1)).toContain('lookup');
+    expect(tree.sources?.slice(1)).toContain('draft');
   });
 
   it('verifies the best candidate of a merged tree when none is predicted to pay, until its source is measured', async () => {

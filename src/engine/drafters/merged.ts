@@ -21,7 +21,7 @@ import type { NodeStatus, VerifyResult } from '../verify';
 import { AdaptiveChainDrafter } from './adaptive-chain';
 import type { Drafter, DrafterNote, DraftRequest, DraftTree, TargetOutputs } from './drafter';
 import { LOOKUP_DEFAULTS, LookupDrafter } from './lookup';
-import { type CostModel, draftOf, type MethodSpec } from './method';
+import { type CostModel, draftOf, type MethodSpec, widthNearlyFree } from './method';
 
 export interface MergeSource {
   /** Short name shown in the tree view (e.g. "lookup"). */
@@ -36,11 +36,12 @@ export interface MergeSource {
    */
   selfSized?: boolean;
   /**
-   * A free source's tree joins the round only when its best first guess is valued at least this (its own estimate
-   * that the target accepts it); weaker ones are left out and the round goes on as if it had found nothing. On wasm
-   * with the bundled pair, lookup's one-token guesses widened the call more than they brought: left out below 0.7,
-   * merged went from 0.94x to 0.97x of the adaptive chain alone (in-process, 36 prompts x 2, tools/method-ab.ts),
-   * better in each of the five categories.
+   * Where width is not nearly free (widthNearlyFree: wasm), a free source's tree joins the round only when its best
+   * first guess is valued at least this (its own estimate that the target accepts it); weaker ones are left out and
+   * the round goes on as if it had found nothing. On wasm with the bundled pair, lookup's one-token guesses widened
+   * the call more than they brought: left out below 0.7, merged went from 0.91-0.94x to 0.96-0.97x of the adaptive
+   * chain alone (in-process, 36 prompts x 2, tools/method-ab.ts, two runs), better in every category; 0.5 and 0.85
+   * did no better. Where width is nearly free (a GPU) a weak guess costs next to nothing, and all join.
    */
   joinsAt?: number;
 }
@@ -199,11 +200,12 @@ export class MergedDrafter implements Drafter {
     const costs = this.costs();
     this.trees = [];
     this.leftOut = [];
+    const gate = !widthNearlyFree(costs);
     for (const [i, s] of this.sources.entries()) {
       if (!s.free) continue;
       const own = await s.drafter.propose(req);
       const best = firstGuess(own);
-      if (best !== null && s.joinsAt !== undefined && best < s.joinsAt) this.leftOut[i] = best;
+      if (gate && best !== null && s.joinsAt !== undefined && best < s.joinsAt) this.leftOut[i] = best;
       else this.trees[i] = own;
     }
     // The free sources' tree alone, sized on the curve: when it holds a match predicted to do better than the whole
@@ -593,7 +595,7 @@ export class MergedDrafter implements Drafter {
 export const merged = {
   name: 'merged',
   description:
-    "prompt lookup merged with the draft model's adaptive chain: one tree, shares set by measured acceptance, size by the cost curve; lookup joins when its best guess is valued 0.7 or more, and the draft sits out rounds where a long match alone is predicted to do better",
+    "prompt lookup merged with the draft model's adaptive chain: one tree, shares set by measured acceptance, size by the cost curve; on a steep curve lookup joins when its best guess is valued 0.7 or more, and the draft sits out rounds where a long match alone is predicted to do better",
   needs: ['draft-model'],
   lossless: true,
   usesCostModel: true,

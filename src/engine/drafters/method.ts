@@ -3,7 +3,7 @@
  * registry.ts lists them, and everything that lists or special-cases methods (CLI help and flags, the element's
  * menu, the page, the worker, the engine, the bench, the tests) reads the registry instead.
  */
-import type { CostCurve } from '../calibrate';
+import { type CostCurve, relativeCost } from '../calibrate';
 import type { CausalLM, Eagle3Head, MedusaHeads } from '../lm';
 import type { KeyValueStore } from '../store';
 import type { Drafter } from './drafter';
@@ -27,6 +27,17 @@ export interface CostModel {
   draftCurve: CostCurve;
   /** One single-row call of the loaded draft heads relative to one single-token target call, measured. */
   headsRelative?: number;
+}
+
+/**
+ * Verifying 8 tokens at most this many single-token calls: width is nearly free (a GPU: 1.0-1.2), and a wide tree
+ * can pay over a chain. On wasm it is 1.9-2.3.
+ */
+export const NEARLY_FREE_WIDTH_8 = 1.5;
+
+/** Whether the measured verify-cost curve makes width nearly free (no curve yet: no). */
+export function widthNearlyFree(costs: CostModel | null): boolean {
+  return costs !== null && costs.curve.points.length > 0 && relativeCost(costs.curve, 8) <= NEARLY_FREE_WIDTH_8;
 }
 
 /** What a method's factory receives: exactly what it asked for, plus live access to the measured costs. */
