@@ -2,6 +2,8 @@
  * Shared machinery of the draft-model drafters: keeping the draft's KV cache in step with the committed sequence,
  * running one tree level per call, and compacting to the accepted path after verification.
  */
+
+import { expSumBelow } from '../../util/exp-sum';
 import { relativeCost } from '../calibrate';
 import { type CausalLM, checkLogits } from '../lm';
 import { gumbelTopK, isGreedy, type Rng, type SamplingParams, toProbs, topK } from '../sampling';
@@ -100,16 +102,17 @@ export class DraftDist {
     return i < 0 ? 0 : this.softmaxAt(i);
   }
 
-  /** Temperature-1 softmax at the row's own index i. */
+  /** Temperature-1 softmax at the row's own index i (an estimate: the normaliser is expSumBelow's, within 1e-5). */
   private softmaxAt(i: number): number {
     const scores = this.scores;
     if (Number.isNaN(this.norm)) {
       let max = Number.NEGATIVE_INFINITY;
-      for (let j = 0; j < scores.length; j++) if ((scores[j] as number) > max) max = scores[j] as number;
-      let sum = 0;
-      for (let j = 0; j < scores.length; j++) sum += Math.exp((scores[j] as number) - max);
+      for (let j = 0; j < scores.length; j++) {
+        const x = scores[j] as number;
+        if (x > max) max = x;
+      }
       this.max = max;
-      this.norm = sum;
+      this.norm = expSumBelow(scores, max);
     }
     return Math.exp((scores[i] as number) - this.max) / this.norm;
   }
