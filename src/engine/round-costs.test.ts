@@ -29,6 +29,22 @@ describe('round costs measured in the rounds', () => {
     expect(costs.chainRoundMs(3)).toBeCloseTo(6 + 0.9, 9);
   });
 
+  it("leave out a fresh drafter's first round and hold any later round to twice the estimate; a lasting change still comes through", () => {
+    const costs = new RoundCosts(() => CALIBRATED);
+    // Cold code: a first round 10x slow counts for nothing.
+    costs.record(round(3, 50, { draftMs: 6 }));
+    expect(costs.verifyMs(3)).toBeCloseTo(5, 9);
+    expect(costs.draftCallMs()).toBeCloseTo(0.3, 9);
+    // A later one (a pause) counts for at most twice what was expected.
+    costs.record(round(3, 50, { draftMs: 6 }));
+    expect(costs.verifyMs(3)).toBeLessThanOrEqual(2 * 5 + 1e-9);
+    expect(costs.draftCallMs()).toBeLessThanOrEqual((2 * 0.6 + 2 * 0.3) / 4 + 1e-9);
+    // Three times slower for good: the estimates follow.
+    for (let r = 0; r < 60; r++) costs.record(round(3, 15, { draftMs: 1.8 }));
+    expect(costs.verifyMs(3)).toBeGreaterThan(14.5);
+    expect(costs.draftCallMs()).toBeGreaterThan(0.85);
+  });
+
   it('follow the measured rounds: a width verified reads its own time, a draft call and the time between rounds theirs', () => {
     const costs = new RoundCosts(() => CALIBRATED);
     for (let r = 0; r < 60; r++) costs.record(round(3, 10, { draftMs: 2, gapMs: 1.5 }));

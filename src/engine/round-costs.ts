@@ -21,6 +21,15 @@ const PRIOR_ROUNDS = 2;
 const MIN_ROUNDS = 0.5;
 /** Time between rounds longer than this is not a round's (a pause of the caller, a new prompt). */
 const MAX_GAP_MS = 250;
+/**
+ * The first round measured is not counted, and a later one's times count for at most this many times what the costs
+ * so far expect (the verify call at its width, a draft call). The first calls of a fresh process run on cold code: in
+ * `npm run generate` the draft's first calls took 3.6 ms where warm ones take 0.35, and counted in full they put a
+ * draft call at 1.5-2 ms for the next ten rounds, so the chain drafted one token a round, every one accepted, for
+ * 12-15 rounds of a 20-round generation (2 fresh processes in 6). A pause later (garbage collection, compiling) is
+ * held the same way, and a lasting slowdown still comes through: each round moves the estimate by up to this factor.
+ */
+const OUTLIER_CAP = 2;
 
 export interface MeasuredRound {
   /** Tokens in the verify call (root included). */
@@ -49,6 +58,8 @@ export class RoundCosts {
    * asks for several widths per drafted token. Undefined: not fitted since the last round; null: fewer than two widths.
    */
   private line: { width: number; ms: number; slope: number } | null | undefined;
+  /** Whether a round has been seen since construction or clear() (the first is not counted). */
+  private warmed = false;
 
   constructor(private readonly calibrated: () => CostModel | null) {}
 
@@ -59,6 +70,16 @@ export class RoundCosts {
   }
 
   record(round: MeasuredRound): void {
+    // The first round measured (in a fresh process: cold code, first shapes) is not counted (OUTLIER_CAP).
+    if (!this.warmed) {
+      this.warmed = true;
+      return;
+    }
+    // Against the estimates before this round (OUTLIER_CAP); a zero estimate (no calibration) caps nothing.
+    const cap = (ms: number, expected: number) => (expected > 0 ? Math.min(ms, OUTLIER_CAP * expected) : ms);
+    const verifyMs = cap(round.verifyMs, this.verifyMs(round.width));
+    const draftMs =
+      round.draftCalls > 0 ? cap(round.draftMs / round.draftCalls, this.draftCallMs()) * round.draftCalls : 0;
     this.line = undefined;
     for (const v of this.verify.values()) {
       v.ms *= DECAY;
@@ -71,13 +92,13 @@ export class RoundCosts {
     this.gapMsSum *= DECAY;
     this.gapRounds *= DECAY;
     const v = this.verify.get(round.width) ?? { ms: 0, n: 0 };
-    v.ms += round.verifyMs;
+    v.ms += verifyMs;
     v.n += 1;
     this.verify.set(round.width, v);
-    this.measuredAll += round.verifyMs;
+    this.measuredAll += verifyMs;
     this.calibratedAll += this.calibratedVerifyMs(round.width);
     if (round.draftCalls > 0) {
-      this.draftMsSum += round.draftMs;
+      this.draftMsSum += draftMs;
       this.draftCallSum += round.draftCalls;
     }
     if (round.gapMs !== null && round.gapMs >= 0 && round.gapMs <= MAX_GAP_MS) {
@@ -147,6 +168,7 @@ export class RoundCosts {
   }
 
   clear(): void {
+    this.warmed = false;
     this.line = undefined;
     this.verify.clear();
     this.measuredAll = 0;

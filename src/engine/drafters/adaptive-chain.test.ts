@@ -115,11 +115,14 @@ describe('the adaptive chain with measured costs', () => {
     aux?: number;
     /** Other nodes verified with the chain in one tree (merged), handed back as the call's width. */
     merged?: number;
-  }): Promise<{ drafter: AdaptiveChainDrafter; last: number[] }> {
+    /** What a draft call takes in the first round (a fresh process: cold code); `draftMs` after it. */
+    coldDraftMs?: number;
+  }): Promise<{ drafter: AdaptiveChainDrafter; last: number[]; all: number[] }> {
     const clock = { now: 0 };
+    let r = 0;
     class Timed extends ToyLM {
       override async forward(input: Parameters<ToyLM['forward']>[0]): Promise<Float32Array> {
-        clock.now += o.draftMs;
+        clock.now += r === 0 && o.coldDraftMs !== undefined ? o.coldDraftMs : o.draftMs;
         return super.forward(input);
       }
     }
@@ -131,7 +134,7 @@ describe('the adaptive chain with measured costs', () => {
     );
     const committed = [...PROMPT];
     const lengths: number[] = [];
-    for (let r = 0; r < o.rounds; r++) {
+    for (r = 0; r < o.rounds; r++) {
       const tree = await drafter.propose(request(committed));
       lengths.push(tree.tokens.length - 1);
       const aux = o.aux ?? 0;
@@ -148,7 +151,7 @@ describe('the adaptive chain with measured costs', () => {
       committed.push(...path.slice(1).map((i) => tree.tokens[i] as number), 0);
       clock.now += o.gapMs;
     }
-    return { drafter, last: lengths.slice(-10) };
+    return { drafter, last: lengths.slice(-10), all: lengths };
   }
 
   it('measures what its rounds cost: the verify call per width, a draft call, the time between rounds', async () => {
@@ -182,6 +185,20 @@ describe('the adaptive chain with measured costs', () => {
     // Its calls were 10 nodes wider than its chains: each width reads what a call of that width took (2 + 0.5 w),
     // not what a call 10 nodes wider did (5 ms more).
     for (const w of [13, 15, 17]) expect(Math.abs(drafter.roundCosts.verifyMs(w) - (2 + 0.5 * w))).toBeLessThan(1);
+  });
+
+  it("a fresh process's cold first round does not keep its chains short: one slow call counts for at most twice the estimate", async () => {
+    const steady = {
+      draftMs: 0.05,
+      verifyMs: (w: number) => 1 + 0.1 * (w - 1),
+      gapMs: 0,
+      calibrated: (q: number) => 1 + 0.1 * (q - 1),
+      rounds: 12,
+    };
+    const warm = await timedRounds(steady);
+    // The first round's draft calls take 20x as long (3.6 ms against 0.35 on wasm in a fresh CLI process).
+    const cold = await timedRounds({ ...steady, coldDraftMs: 1 });
+    expect(cold.all.slice(1, 6)).toEqual(warm.all.slice(1, 6));
   });
 
   it('drafts by what its rounds cost, not by the calibration: dearer draft calls, shorter chains; a flatter verify, longer ones', async () => {
