@@ -6,6 +6,7 @@
  * the full model's, at a fraction of the memory and time.
  */
 import { chainBias, positionIds, treeAttentionBias } from '../engine/tree';
+import { int64s } from './gpu-feeds';
 import { buildLlamaGraph, type ComputeType, type GraphVariant, type WeightFormat } from './graph/llama';
 import { GRAPH_INPUTS, pastKey, pastValue, presentKey, presentValue } from './graph/signature';
 import type { LoadedModel } from './load';
@@ -72,7 +73,7 @@ export function buildProbeGraph(
   });
   const int64 = (v: number[]): FeedSpec => ({
     type: 'int64',
-    data: BigInt64Array.from(v.map((x) => BigInt(x))),
+    data: int64s(v),
     dims: [1, v.length],
   });
   // position_ids (read for its shape) and the same positions as floats (the rotary angles).

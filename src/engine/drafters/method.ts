@@ -33,7 +33,7 @@ export interface CostModel {
  * Verifying 8 tokens at most this many single-token calls: width is nearly free (a GPU: 1.0-1.2), and a wide tree
  * can pay over a chain. On wasm it is 1.9-2.3.
  */
-export const NEARLY_FREE_WIDTH_8 = 1.5;
+const NEARLY_FREE_WIDTH_8 = 1.5;
 
 /** Whether the measured verify-cost curve makes width nearly free (no curve yet: no). */
 export function widthNearlyFree(costs: CostModel | null): boolean {
