@@ -66,6 +66,15 @@ describe("Dawn's round-trip line", () => {
     expect(roundTripLine({ copyAndMap: { min: 0.05, median: 0.061 }, submitDone: { min: 0.01, median: 0.0204 } })).toBe(
       'a 256-byte copy and mapAsync 0.061 ms (min 0.050); an empty submit and onSubmittedWorkDone 0.020 ms (min 0.010)',
     );
+    expect(
+      roundTripLine({
+        copyAndMap: { min: 0.05, median: 0.061 },
+        submitDone: { min: 0.01, median: 0.0204 },
+        copyBandwidth: { bytes: 8 * 2 ** 28, bestGBps: 1234.56, medianGBps: 1100.04 },
+      }),
+    ).toBe(
+      'a 256-byte copy and mapAsync 0.061 ms (min 0.050); an empty submit and onSubmittedWorkDone 0.020 ms (min 0.010); copy bandwidth 1234.6 GB/s (median 1100.0; 2048 MiB copied a submit)',
+    );
     expect(roundTripLine({ error: 'no adapter' })).toBe('error: no adapter');
     expect(roundTripLine(undefined)).toBe('not measured');
   });

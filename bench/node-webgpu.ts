@@ -105,6 +105,49 @@ export interface RoundTripProbe {
   copyAndMap: { min: number; median: number };
   /** An empty submit, then queue.onSubmittedWorkDone(). */
   submitDone: { min: number; median: number };
+  /**
+   * The device's own copy bandwidth: large buffer-to-buffer copies in one submit, bytes copied per second (each byte
+   * read once and written once), the best and the median of the repeats. What plain decoding's weight reads (bytes
+   * read per second) can be held against.
+   */
+  copyBandwidth?: CopyBandwidth;
+}
+
+export interface CopyBandwidth {
+  /** Bytes copied per submit (copies x buffer size). */
+  bytes: number;
+  bestGBps: number;
+  medianGBps: number;
+}
+
+/** Buffer size and copies per submit of the copy-bandwidth probe (the size capped by the device's maxBufferSize). */
+const COPY_PROBE = { bytes: 256 * 2 ** 20, copies: 8, reps: 5 } as const;
+
+/**
+ * Copies `copies` times a buffer of up to COPY_PROBE.bytes into another in one submit and waits for the queue, after
+ * one untimed submit: bytes copied per second (GB = 1e9 bytes).
+ */
+export async function copyBandwidth(dev: GPUDevice): Promise<CopyBandwidth> {
+  const size = Math.min(COPY_PROBE.bytes, dev.limits.maxBufferSize) & ~3;
+  const src = dev.createBuffer({ size, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  const dst = dev.createBuffer({ size, usage: GPUBufferUsage.COPY_DST });
+  try {
+    const once = async () => {
+      const enc = dev.createCommandEncoder();
+      for (let i = 0; i < COPY_PROBE.copies; i++) enc.copyBufferToBuffer(src, 0, dst, 0, size);
+      const t = performance.now();
+      dev.queue.submit([enc.finish()]);
+      await dev.queue.onSubmittedWorkDone();
+      return performance.now() - t;
+    };
+    await once();
+    const rates: number[] = [];
+    for (let r = 0; r < COPY_PROBE.reps; r++) rates.push((size * COPY_PROBE.copies) / (await once()) / 1e6);
+    return { bytes: size * COPY_PROBE.copies, bestGBps: Math.max(...rates), medianGBps: median(rates) };
+  } finally {
+    src.destroy();
+    dst.destroy();
+  }
 }
 
 export interface NodeWebGpuReport {
@@ -242,7 +285,7 @@ export async function roundTripProbe(): Promise<RoundTripProbe | { error: string
     });
     src.destroy();
     dst.destroy();
-    return { copyAndMap, submitDone };
+    return { copyAndMap, submitDone, copyBandwidth: await copyBandwidth(dev) };
   } catch (e) {
     return { error: (e as Error).message.split('\n')[0] ?? 'failed' };
   } finally {
@@ -444,7 +487,11 @@ export function roundTripLine(r: RoundTripProbe | { error: string } | undefined)
   if (!r) return 'not measured';
   if ('error' in r) return `error: ${r.error}`;
   const f = (x: { min: number; median: number }) => `${x.median.toFixed(3)} ms (min ${x.min.toFixed(3)})`;
-  return `a 256-byte copy and mapAsync ${f(r.copyAndMap)}; an empty submit and onSubmittedWorkDone ${f(r.submitDone)}`;
+  const bw = r.copyBandwidth;
+  const copy = bw
+    ? `; copy bandwidth ${bw.bestGBps.toFixed(1)} GB/s (median ${bw.medianGBps.toFixed(1)}; ${Math.round(bw.bytes / 2 ** 20)} MiB copied a submit)`
+    : '';
+  return `a 256-byte copy and mapAsync ${f(r.copyAndMap)}; an empty submit and onSubmittedWorkDone ${f(r.submitDone)}${copy}`;
 }
 
 export function nodeWebGpuMarkdown(r: NodeWebGpuReport): string {
