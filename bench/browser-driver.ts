@@ -152,6 +152,7 @@ export async function runBrowserBenches(
         ...(cli.repeats ? { repeats: cli.repeats } : {}),
         // The methods named on the command line, else this plan's (all of them for wasm).
         methods: plannedMethods(plan.options.methods, cli),
+        ...(cli.draftModel ? {} : { withoutDraft: true as const }),
         prompts: selectPrompts(
           allPrompts,
           cli.categories ?? plan.categories,

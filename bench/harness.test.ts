@@ -41,6 +41,29 @@ describe('benchmark harness', () => {
     expect(report.categories.x?.[0]?.speedup.median).toBe(1);
   });
 
+  it('says when no engine held a draft model, and skips the methods that need one', async () => {
+    const alone = await SpecEngine.load(ortForNode(), { target: 'public/models/austen-target', device: 'wasm' });
+    try {
+      const opts = {
+        prompts: [{ kind: 'x', text: 'It is a truth universally acknowledged' }],
+        methods: ['chain' as const, 'lookup' as const],
+        maxNewTokens: 4,
+        repeats: 1,
+        curveQs: [1, 2],
+        curveReps: 1,
+      };
+      const report = await runBench(alone, opts);
+      expect(report.cells.map((c) => c.method)).toEqual(['ar', 'lookup']);
+      expect(report.withoutDraft).toBe(true);
+      expect(markdown('t', report)).toMatch(/, wasm \(fp32\), no draft model; target weights/);
+      const pair = await runBench(engine, { ...opts, methods: ['lookup'] });
+      expect(pair.withoutDraft).toBeUndefined();
+      expect(markdown('t', pair)).not.toContain('no draft model');
+    } finally {
+      await alone.release();
+    }
+  });
+
   it("reports auto's rounds per drafter over its runs", async () => {
     const report = await runBench(engine, {
       prompts: [

@@ -59,6 +59,11 @@ export interface BenchOptions {
    * distribution, drawn with different random numbers), so "= plain" is not checked.
    */
   sampling?: SamplingParams;
+  /**
+   * Load no draft model (bench --no-draft): what a person who loads one model gets. Read by the callers that load the
+   * engines (benchEngines); methods that need the draft model are then skipped, and `auto` drafts with what is left.
+   */
+  withoutDraft?: true;
 }
 
 export interface Spread {
@@ -119,6 +124,8 @@ export interface BenchReport {
   runtime?: string;
   /** BenchOptions.sampling, when not greedy. */
   sampling?: SamplingParams;
+  /** No engine of the run held a draft model (bench --no-draft, or a draft model that was not there). */
+  withoutDraft?: true;
 }
 
 /**
@@ -323,6 +330,7 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
     compute: `${engine.target.precision}${engine.target.exact ? ', exact' : ''}`,
     ...(o.runtime ? { runtime: o.runtime } : {}),
     ...(sampling ? { sampling } : {}),
+    ...([engine, ...methods.map(on)].every((e) => e.draft === null) ? { withoutDraft: true as const } : {}),
     prompts: o.prompts.length,
     repeats: o.repeats,
     maxNewTokens: o.maxNewTokens,
@@ -411,7 +419,7 @@ export function markdown(title: string, r: BenchReport): string {
   const lines = [
     `### ${title}`,
     '',
-    `${r.prompts} prompts x ${r.repeats} repeats, ${r.maxNewTokens} new tokens, ${samplingLabel(r.sampling)}, ${r.device} (${r.compute})${r.runtime ? `, ${r.runtime}` : ''}; target weights ${(r.targetWeightBytes / 1e6).toFixed(1)} MB`,
+    `${r.prompts} prompts x ${r.repeats} repeats, ${r.maxNewTokens} new tokens, ${samplingLabel(r.sampling)}, ${r.device} (${r.compute})${r.runtime ? `, ${r.runtime}` : ''}${r.withoutDraft ? ', no draft model' : ''}; target weights ${(r.targetWeightBytes / 1e6).toFixed(1)} MB`,
     '',
     `| method | tau | acceptance by depth | tok/s (median) | speedup median [p25, p75] | target calls | draft calls | tree size (call width) | overhead | target GB/s | ideal | measured/ideal | ${r.sampling ? '= plain (sampled: n/a)' : '= plain greedy'} |`,
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',

@@ -6,7 +6,11 @@ import { benchEngines, type EngineExtras, extrasOptions } from './heads-engines'
 const fakeEngine = (variant: string) =>
   ({ target: { graph: { variant } }, release: async () => {} }) as unknown as SpecEngine;
 
-async function loads(methods: Parameters<typeof benchEngines>[0], device: 'wasm' | 'webgpu' = 'wasm') {
+async function loads(
+  methods: Parameters<typeof benchEngines>[0],
+  device: 'wasm' | 'webgpu' = 'wasm',
+  draftModel = true,
+) {
   const asked: EngineExtras[] = [];
   // Graph 'auto' picks by timing: the pair got hybrid, a later engine left to itself would get plain.
   const { engineFor } = await benchEngines(
@@ -18,6 +22,7 @@ async function loads(methods: Parameters<typeof benchEngines>[0], device: 'wasm'
     },
     () => {},
     device,
+    draftModel,
   );
   return { asked, engineFor };
 }
@@ -44,5 +49,10 @@ describe('benchEngines', () => {
       graph: 'hybrid',
       draft: true,
     });
+  });
+
+  it('loads no draft model at all without one (bench --no-draft, the GPU kit without its folder)', async () => {
+    const { asked } = await loads(['ar', 'chain', 'auto', 'eagle'], 'webgpu', false);
+    expect(asked).toEqual([{}, { heads: 'heads/eagle3', graph: 'hybrid' }, { heads: 'heads/eagle3', graph: 'hybrid' }]);
   });
 });

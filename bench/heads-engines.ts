@@ -77,19 +77,26 @@ export async function benchEngines(
   load: (extras: EngineExtras) => Promise<SpecEngine>,
   log: (line: string) => void,
   device: 'wasm' | 'webgpu' = 'wasm',
+  /**
+   * Whether a draft model may be loaded at all (false: bench --no-draft, or the GPU kit without the draft model's
+   * folder). Without it the methods that need it are skipped and `auto` drafts with what is left.
+   */
+  draftModel = true,
 ): Promise<{ engine: SpecEngine; engineFor: (m: Method) => SpecEngine; release: () => Promise<void> }> {
   // The draft model only where a method uses it, so a run of methods that need none (plain decoding, lookup,
   // lookahead, the heads) goes without one: the GPU kit then carries the EAGLE head in its place.
-  const usesDraft = methods.some((m) => {
-    const spec = methodSpec(m);
-    return [...spec.needs, ...(spec.optional ?? [])].includes('draft-model');
-  });
+  const usesDraft =
+    draftModel &&
+    methods.some((m) => {
+      const spec = methodSpec(m);
+      return [...spec.needs, ...(spec.optional ?? [])].includes('draft-model');
+    });
   const engine = await load(usesDraft ? { draft: true } : {});
   const graph = engine.target.graph.variant;
   const headsEngines = await loadHeadsEngines(
     methods,
     heads,
-    (h, withDraft) => load({ heads: h, graph, ...(withDraft ? { draft: true as const } : {}) }),
+    (h, withDraft) => load({ heads: h, graph, ...(withDraft && draftModel ? { draft: true as const } : {}) }),
     log,
     device,
   );
@@ -115,6 +122,7 @@ export async function nodeWasmEngines(
   log: (line: string) => void,
   precision?: Precision,
   exact = false,
+  draftModel = true,
 ): ReturnType<typeof benchEngines> {
   const [{ SpecEngine: Engine }, { ortForNode }, { DEFAULT_HEADS }] = await Promise.all([
     import('../src/engine/engine'),
@@ -133,5 +141,7 @@ export async function nodeWasmEngines(
         ...extrasOptions(extras, 'public/models/austen-draft'),
       }),
     log,
+    'wasm',
+    draftModel,
   );
 }

@@ -5,6 +5,8 @@
  * real-shaped ones written on a GPU machine by tools/gpu-kit/write_model.py), and exact decoding's load check
  * (src/model/exact.ts) for each precision and graph that can be row-invariant: which pass on this adapter.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import webgpuPackage from 'webgpu/package.json' with { type: 'json' };
 import type { CostCurve } from '../src/engine/calibrate';
 import { METHOD_NAMES } from '../src/engine/drafters/index';
@@ -307,12 +309,17 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
   const planName = o.plan ?? (gpu.adapter.isFallbackAdapter ? 'software' : 'gpu');
   const plan = NODE_WEBGPU_PLANS[planName];
   const methods = o.cli ? plannedMethods(plan.options.methods, o.cli) : plan.options.methods;
+  // The GPU kit's tree holds the EAGLE head or the draft model, not both: without the draft model's folder the run
+  // goes on as --no-draft would (auto then drafts with the head, lookahead and prompt lookup).
+  const draftThere = existsSync(join(o.draft, 'config.json'));
+  if (!draftThere) o.log(`no draft model at ${o.draft}: running without one, as --no-draft`);
   const { engine, engineFor, release } = await benchEngines(
     methods,
     o.heads ?? {},
     (extras) => SpecEngine.load(gpu.ort, { target: o.target, device: 'webgpu', ...extrasOptions(extras, o.draft) }),
     o.log,
     'webgpu',
+    draftThere && o.cli?.draftModel !== false,
   );
   const pairTarget = {
     compute: engine.target.compute,

@@ -48,6 +48,12 @@ describe('npm run bench flags', () => {
     expect(partialRun(parse(['--no-peer']))).toBe('sized');
   });
 
+  it('--no-draft: no draft model, named in the results file', () => {
+    expect(parse([]).draftModel).toBe(true);
+    expect(parse(['--no-draft']).draftModel).toBe(false);
+    expect(partialRun(parse(['--methods', 'ar,auto', '--no-draft']))).toBe('ar+auto-no-draft');
+  });
+
   it('--precision: checked, the engine default when absent, and named in the results file', () => {
     expect(parse([]).precision).toBeNull();
     expect(parse(['--precision', 'int8']).precision).toBe('int8');

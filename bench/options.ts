@@ -46,6 +46,9 @@ category); writes bench/results/<date>-<machine>.json and bench/results/latest.m
   --temperature T      sample instead of decoding greedily (node-wasm and node-webgpu; default 0 = greedy); with
   --top-k K, --top-p P the sampling filters (Hugging Face order). Each prompt and repeat has one seed, shared by
                        the methods; results go to their own files ("sampled" in the name)
+  --no-draft           load no draft model (node-wasm, node-webgpu, Chromium): what a person who loads one model gets;
+                       the methods that need it are skipped and auto drafts with what is left (prompt lookup,
+                       lookahead on a GPU, the EAGLE head); "no-draft" in the results files' names
   --no-peer            skip the transformers.js peer comparison in Chromium
   --quick              about a minute: node-wasm only (unless --backends), one prompt per category, 16 tokens,
                        a short curve; also BENCH_QUICK=1
@@ -68,6 +71,8 @@ export interface BenchCli {
   precision: Precision | null;
   /** node-wasm: the target built for exact decoding. */
   exact: boolean;
+  /** Whether the engines may load the draft model (false: --no-draft). */
+  draftModel: boolean;
   /** Sampling settings for the harness runs (null: greedy). */
   sampling: SamplingParams | null;
   peer: boolean;
@@ -124,6 +129,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
         'top-k': { type: 'string' },
         'top-p': { type: 'string' },
         'no-peer': { type: 'boolean' },
+        'no-draft': { type: 'boolean' },
         exact: { type: 'boolean' },
         quick: { type: 'boolean' },
         help: { type: 'boolean' },
@@ -158,6 +164,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     threads: values.threads === 'auto' ? 'auto' : (positive('threads', values.threads as string | undefined) ?? 'auto'),
     precision: precision as Precision | null,
     exact: Boolean(values.exact),
+    draftModel: !values['no-draft'],
     sampling: samplingFlags(values),
     peer: !values['no-peer'] && !quick,
     quick,
@@ -215,6 +222,7 @@ export function partialRun(cli: BenchCli): string | null {
   if (cli.sampling) parts.push('sampled');
   if (cli.precision) parts.push(cli.precision);
   if (cli.exact) parts.push('exact');
+  if (!cli.draftModel) parts.push('no-draft');
   return parts.length > 0 ? parts.join('-') : null;
 }
 

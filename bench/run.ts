@@ -62,6 +62,7 @@ if (cli.backends.includes('node-wasm')) {
     (l) => console.log(`  ${l}`),
     cli.precision ?? undefined,
     cli.exact,
+    cli.draftModel,
   );
   const report = await runBench(engine, {
     runtime: threads.said,
@@ -73,6 +74,7 @@ if (cli.backends.includes('node-wasm')) {
     curveQs: cli.quick ? [1, 2, 4, 8] : [1, 2, 4, 8, 16, 32, 64],
     curveReps: cli.quick ? 2 : 7,
     ...(cli.sampling ? { sampling: cli.sampling } : {}),
+    ...(cli.draftModel ? {} : { withoutDraft: true as const }),
     log: (l) => console.log(`  ${l}`),
   });
   await release();

@@ -61,6 +61,7 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
         }),
       log,
       req.device,
+      !req.options.withoutDraft,
     );
     let report: BenchReport;
     try {
