@@ -153,6 +153,7 @@ export async function runBrowserBenches(
         // The methods named on the command line, else this plan's (all of them for wasm).
         methods: plannedMethods(plan.options.methods, cli),
         ...(cli.draftModel ? {} : { withoutDraft: true as const }),
+        ...(cli.draftDevice && plan.device === 'webgpu' ? { draftDevice: cli.draftDevice } : {}),
         prompts: selectPrompts(
           allPrompts,
           cli.categories ?? plan.categories,

@@ -64,6 +64,8 @@ export interface BenchOptions {
    * engines (benchEngines); methods that need the draft model are then skipped, and `auto` drafts with what is left.
    */
   withoutDraft?: true;
+  /** Where the draft model runs (bench --draft-device): read by the callers that load the engines. */
+  draftDevice?: 'wasm' | 'webgpu';
 }
 
 export interface Spread {
@@ -126,6 +128,8 @@ export interface BenchReport {
   sampling?: SamplingParams;
   /** No engine of the run held a draft model (bench --no-draft, or a draft model that was not there). */
   withoutDraft?: true;
+  /** Where the draft model ran, when not on the target's device (bench --draft-device). */
+  draftDevice?: string;
 }
 
 /**
@@ -331,6 +335,7 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
     ...(o.runtime ? { runtime: o.runtime } : {}),
     ...(sampling ? { sampling } : {}),
     ...([engine, ...methods.map(on)].every((e) => e.draft === null) ? { withoutDraft: true as const } : {}),
+    ...(engine.draft && engine.draft.device !== engine.device ? { draftDevice: engine.draft.device } : {}),
     prompts: o.prompts.length,
     repeats: o.repeats,
     maxNewTokens: o.maxNewTokens,
@@ -419,7 +424,7 @@ export function markdown(title: string, r: BenchReport): string {
   const lines = [
     `### ${title}`,
     '',
-    `${r.prompts} prompts x ${r.repeats} repeats, ${r.maxNewTokens} new tokens, ${samplingLabel(r.sampling)}, ${r.device} (${r.compute})${r.runtime ? `, ${r.runtime}` : ''}${r.withoutDraft ? ', no draft model' : ''}; target weights ${(r.targetWeightBytes / 1e6).toFixed(1)} MB`,
+    `${r.prompts} prompts x ${r.repeats} repeats, ${r.maxNewTokens} new tokens, ${samplingLabel(r.sampling)}, ${r.device} (${r.compute})${r.runtime ? `, ${r.runtime}` : ''}${r.withoutDraft ? ', no draft model' : ''}${r.draftDevice ? `, draft model on ${r.draftDevice}` : ''}; target weights ${(r.targetWeightBytes / 1e6).toFixed(1)} MB`,
     '',
     `| method | tau | acceptance by depth | tok/s (median) | speedup median [p25, p75] | target calls | draft calls | tree size (call width) | overhead | target GB/s | ideal | measured/ideal | ${r.sampling ? '= plain (sampled: n/a)' : '= plain greedy'} |`,
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',

@@ -316,7 +316,13 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
   const { engine, engineFor, release } = await benchEngines(
     methods,
     o.heads ?? {},
-    (extras) => SpecEngine.load(gpu.ort, { target: o.target, device: 'webgpu', ...extrasOptions(extras, o.draft) }),
+    (extras) =>
+      SpecEngine.load(gpu.ort, {
+        target: o.target,
+        device: 'webgpu',
+        ...extrasOptions(extras, o.draft),
+        ...(extras.draft && o.cli?.draftDevice ? { draftDevice: o.cli.draftDevice } : {}),
+      }),
     o.log,
     'webgpu',
     draftThere && o.cli?.draftModel !== false,

@@ -54,6 +54,13 @@ describe('npm run bench flags', () => {
     expect(partialRun(parse(['--methods', 'ar,auto', '--no-draft']))).toBe('ar+auto-no-draft');
   });
 
+  it('--draft-device: checked, absent unless given, named in the results file', () => {
+    expect(parse([]).draftDevice).toBeUndefined();
+    expect(parse(['--draft-device', 'wasm']).draftDevice).toBe('wasm');
+    expect(partialRun(parse(['--methods', 'ar,chain', '--draft-device', 'wasm']))).toBe('ar+chain-draft-wasm');
+    expect(() => parse(['--draft-device', 'gpu'])).toThrow(/--draft-device must be wasm or webgpu; got "gpu"/);
+  });
+
   it('--precision: checked, the engine default when absent, and named in the results file', () => {
     expect(parse([]).precision).toBeNull();
     expect(parse(['--precision', 'int8']).precision).toBe('int8');

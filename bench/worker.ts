@@ -58,6 +58,7 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
           device: req.device,
           base: req.base,
           ...extrasOptions(extras, req.draft),
+          ...(extras.draft && req.options.draftDevice ? { draftDevice: req.options.draftDevice } : {}),
         }),
       log,
       req.device,

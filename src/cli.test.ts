@@ -116,6 +116,14 @@ describe('CLI chat flags', () => {
     expect(parseCli(['--prompt', 'x', '--device', 'webgpu', '--method', 'chain']).heads).toBeUndefined();
   });
 
+  it('--draft-device: where the draft runs, absent unless given, checked', () => {
+    expect(parseCli(['--prompt', 'x', '--device', 'webgpu', '--draft-device', 'wasm']).draftDevice).toBe('wasm');
+    expect(parseCli(['--prompt', 'x', '--device', 'webgpu']).draftDevice).toBeUndefined();
+    expect(() => parseCli(['--prompt', 'x', '--draft-device', 'cpu'])).toThrow(
+      /--draft-device must be wasm or webgpu; got "cpu"/,
+    );
+  });
+
   it('parses --chat and --system, and refuses --system alone', () => {
     expect(parseCli(['--prompt', 'Hi', '--chat', '--system', 'Be brief.'])).toMatchObject({
       chat: true,

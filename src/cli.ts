@@ -63,6 +63,8 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       ...(methodSpec(options.method).needs.includes('target-self') ? { layerSwitches: true } : {}),
       ...(options.heads ? { heads: options.heads } : {}),
       device: runtime.device,
+      // A draft on WebGPU next to a target that fell back to wasm would need the adapter that was not there.
+      ...(options.draftDevice && runtime.device === 'webgpu' ? { draftDevice: options.draftDevice } : {}),
       precision: options.precision,
       ...(options.exact ? { exact: true } : {}),
       store,
@@ -78,6 +80,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     threads: runtime.threads?.threads ?? 0,
     ...(runtime.threads ? { threadChoice: { how: runtime.threads.how, timings: runtime.threads.timings } } : {}),
     target: { precision: engine.target.precision, graph: engine.target.variant, exact: engine.target.exact },
+    ...(engine.draft ? { draft: { device: engine.draft.device, precision: engine.draft.precision } } : {}),
   };
   const rounds: RoundIds[] = [];
   try {

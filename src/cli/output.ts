@@ -60,7 +60,7 @@ export const roundIds = (e: RoundEvent): RoundIds => ({
  * The --json object; `error` is present when the run failed part-way (everything before it is kept); `timings` are
  * the engine's load, warm-up and calibration times, apart from the generation's own; `runtime` the device, the
  * wasm threads it ran with and how they were chosen (with the probe's timings when measured or remembered), and
- * what the target ran (precision, graph variant, exact decoding).
+ * what the target ran (precision, graph variant, exact decoding) and the draft model (device, precision).
  */
 export function jsonResult(
   result: GenerationResult,
@@ -73,6 +73,8 @@ export function jsonResult(
     threadChoice?: { how: string; timings: readonly ThreadTiming[] };
     /** What the target ran: its precision label, graph variant and whether decoding is exact. */
     target?: { precision: string; graph: string; exact: boolean };
+    /** Where the draft model ran and in what precision (when one was loaded). */
+    draft?: { device: string; precision: string };
   },
 ): string {
   const { stats } = result;

@@ -45,6 +45,12 @@ export interface EngineLoadOptions {
    */
   heads?: string;
   device: Device;
+  /**
+   * Where the draft model runs (default: `device`): 'wasm' next to a WebGPU target runs the draft on the CPU, where a
+   * small model's call costs what its weights cost to read instead of a GPU's per-dispatch cost. Its precision and
+   * graph are then that device's defaults.
+   */
+  draftDevice?: Device;
   compute?: ComputeType | 'auto';
   /** Weights and arithmetic: 'fp32', 'fp16', 'int4', 'int8' (wasm) or 'auto' (model/precision.ts). */
   precision?: Precision;
