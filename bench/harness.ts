@@ -65,7 +65,7 @@ export interface BenchOptions {
    */
   withoutDraft?: true;
   /** Where the draft model runs (bench --draft-device): read by the callers that load the engines. */
-  draftDevice?: 'wasm' | 'webgpu';
+  draftDevice?: 'wasm' | 'webgpu' | 'auto';
 }
 
 export interface Spread {

@@ -58,7 +58,7 @@ describe('npm run bench flags', () => {
     expect(parse([]).draftDevice).toBeUndefined();
     expect(parse(['--draft-device', 'wasm']).draftDevice).toBe('wasm');
     expect(partialRun(parse(['--methods', 'ar,chain', '--draft-device', 'wasm']))).toBe('ar+chain-draft-wasm');
-    expect(() => parse(['--draft-device', 'gpu'])).toThrow(/--draft-device must be wasm or webgpu; got "gpu"/);
+    expect(() => parse(['--draft-device', 'gpu'])).toThrow(/--draft-device must be auto, wasm or webgpu; got "gpu"/);
   });
 
   it('--precision: checked, the engine default when absent, and named in the results file', () => {

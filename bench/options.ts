@@ -49,8 +49,9 @@ category); writes bench/results/<date>-<machine>.json and bench/results/latest.m
   --no-draft           load no draft model (node-wasm, node-webgpu, Chromium): what a person who loads one model gets;
                        the methods that need it are skipped and auto drafts with what is left (prompt lookup,
                        lookahead on a GPU, the EAGLE head); "no-draft" in the results files' names
-  --draft-device D     where the draft model runs on the WebGPU backends (node-webgpu, chromium-webgpu): wasm or
-                       webgpu (default: webgpu, the target's); "draft-wasm" in the results files' names
+  --draft-device D     where the draft model runs on the WebGPU backends (node-webgpu, chromium-webgpu): auto (the
+                       engine's default: timed on both, the faster kept), wasm or webgpu; "draft-wasm" (etc.) in
+                       the results files' names
   --no-peer            skip the transformers.js peer comparison in Chromium
   --quick              about a minute: node-wasm only (unless --backends), one prompt per category, 16 tokens,
                        a short curve; also BENCH_QUICK=1
@@ -75,8 +76,8 @@ export interface BenchCli {
   exact: boolean;
   /** Whether the engines may load the draft model (false: --no-draft). */
   draftModel: boolean;
-  /** Where the draft model runs on the WebGPU backends (--draft-device; absent: the target's device). */
-  draftDevice?: 'wasm' | 'webgpu';
+  /** Where the draft model runs on the WebGPU backends (--draft-device; absent: the engine's default, auto). */
+  draftDevice?: 'wasm' | 'webgpu' | 'auto';
   /** Sampling settings for the harness runs (null: greedy). */
   sampling: SamplingParams | null;
   peer: boolean;
@@ -156,8 +157,8 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
   if (precision !== null && !(PRECISIONS as readonly string[]).includes(precision))
     throw new BenchUsageError(`--precision must be one of ${PRECISIONS.join(', ')}; got "${precision}"`);
   const draftDevice = values['draft-device'] as string | undefined;
-  if (draftDevice !== undefined && draftDevice !== 'wasm' && draftDevice !== 'webgpu')
-    throw new BenchUsageError(`--draft-device must be wasm or webgpu; got "${draftDevice}"`);
+  if (draftDevice !== undefined && draftDevice !== 'auto' && draftDevice !== 'wasm' && draftDevice !== 'webgpu')
+    throw new BenchUsageError(`--draft-device must be auto, wasm or webgpu; got "${draftDevice}"`);
   const categories = list(values.categories as string | undefined);
   for (const c of categories ?? [])
     if (!kinds.includes(c))
@@ -174,7 +175,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     precision: precision as Precision | null,
     exact: Boolean(values.exact),
     draftModel: !values['no-draft'],
-    ...(draftDevice ? { draftDevice: draftDevice as 'wasm' | 'webgpu' } : {}),
+    ...(draftDevice ? { draftDevice: draftDevice as 'wasm' | 'webgpu' | 'auto' } : {}),
     sampling: samplingFlags(values),
     peer: !values['no-peer'] && !quick,
     quick,

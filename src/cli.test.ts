@@ -120,7 +120,7 @@ describe('CLI chat flags', () => {
     expect(parseCli(['--prompt', 'x', '--device', 'webgpu', '--draft-device', 'wasm']).draftDevice).toBe('wasm');
     expect(parseCli(['--prompt', 'x', '--device', 'webgpu']).draftDevice).toBeUndefined();
     expect(() => parseCli(['--prompt', 'x', '--draft-device', 'cpu'])).toThrow(
-      /--draft-device must be wasm or webgpu; got "cpu"/,
+      /--draft-device must be auto, wasm or webgpu; got "cpu"/,
     );
   });
 

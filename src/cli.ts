@@ -80,7 +80,16 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     threads: runtime.threads?.threads ?? 0,
     ...(runtime.threads ? { threadChoice: { how: runtime.threads.how, timings: runtime.threads.timings } } : {}),
     target: { precision: engine.target.precision, graph: engine.target.variant, exact: engine.target.exact },
-    ...(engine.draft ? { draft: { device: engine.draft.device, precision: engine.draft.precision } } : {}),
+    ...(engine.draft && engine.draftDevice
+      ? {
+          draft: {
+            device: engine.draft.device,
+            precision: engine.draft.precision,
+            how: engine.draftDevice.how,
+            ...(engine.draftDevice.timings.length > 0 ? { timings: engine.draftDevice.timings } : {}),
+          },
+        }
+      : {}),
   };
   const rounds: RoundIds[] = [];
   try {

@@ -24,7 +24,7 @@ export const DEFAULT_HEADS = { medusa: 'public/models/austen-medusa', eagle3: 'p
 
 export const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--heads DIR] [--method NAME]
        [--max-new-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S] [--device wasm|webgpu]
-       [--draft-device wasm|webgpu] [--precision fp32|fp16|int4|int8|auto] [--exact] [--verify rejection|typical] [--threads N|auto]
+       [--draft-device auto|wasm|webgpu] [--precision fp32|fp16|int4|int8|auto] [--exact] [--verify rejection|typical] [--threads N|auto]
        [--chat [--system TEXT]] [--json]
 
 --target/--draft/--heads take a folder or a hub id, hf:org/name[@revision] (HF_ENDPOINT, HF_TOKEN and HF_HOME as
@@ -34,9 +34,9 @@ auto uses them when given; the bundled target has its own, and auto takes its EA
 --threads: onnxruntime's wasm threads; auto (the default) times 1, 2, ... up to the cores on the target once per
 machine and remembers the fastest (SPEC_DECODER_CACHE). --exact: greedy speculation gives exactly plain decoding's
 tokens, bit-exact near-ties included (the target's attention in its row-invariant form, checked at load on this
-device; a few percent slower). --draft-device: where the draft model runs (default: --device); wasm next to
---device webgpu runs the small draft on the CPU, where its call costs what its weights cost to read, not a GPU's
-per-dispatch cost.
+device; a few percent slower). --draft-device: where the draft model runs; auto (the default) times it on both
+next to --device webgpu and keeps the faster, remembered per machine (a small draft's call on the CPU costs what its
+weights cost to read, on a GPU its dispatches).
 
 methods (--method; the draft model and heads are loaded only for methods that need them):
 ${METHODS.map((m) => `  ${m.name.padEnd(14)} ${m.description} [${describeNeeds(m)}${m.lossless ? '' : ', LOSSY'}]`).join('\n')}
@@ -55,8 +55,8 @@ export interface CliOptions {
   maxNewTokens: number;
   sampling: SamplingParams;
   device: 'wasm' | 'webgpu';
-  /** Where the draft model runs (EngineLoadOptions.draftDevice; absent: where the target runs). */
-  draftDevice?: 'wasm' | 'webgpu';
+  /** Where the draft model runs (EngineLoadOptions.draftDevice; absent: auto, measured next to a WebGPU target). */
+  draftDevice?: 'wasm' | 'webgpu' | 'auto';
   /** onnxruntime's wasm threads (wasm only): a number, or 'auto' (the default): measured once per machine and model. */
   threads: number | 'auto';
   precision: Precision;
@@ -121,8 +121,8 @@ export function parseCli(argv: string[]): CliOptions {
   if (device !== 'wasm' && device !== 'webgpu')
     throw new UsageError(`--device must be wasm or webgpu; got "${device}"`);
   const draftDevice = str('draft-device');
-  if (draftDevice !== undefined && draftDevice !== 'wasm' && draftDevice !== 'webgpu')
-    throw new UsageError(`--draft-device must be wasm or webgpu; got "${draftDevice}"`);
+  if (draftDevice !== undefined && draftDevice !== 'auto' && draftDevice !== 'wasm' && draftDevice !== 'webgpu')
+    throw new UsageError(`--draft-device must be auto, wasm or webgpu; got "${draftDevice}"`);
   const precision = str('precision') ?? 'auto';
   if (!(PRECISIONS as readonly string[]).includes(precision))
     throw new UsageError(`--precision must be one of ${PRECISIONS.join(', ')}; got "${precision}"`);

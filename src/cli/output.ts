@@ -73,8 +73,11 @@ export function jsonResult(
     threadChoice?: { how: string; timings: readonly ThreadTiming[] };
     /** What the target ran: its precision label, graph variant and whether decoding is exact. */
     target?: { precision: string; graph: string; exact: boolean };
-    /** Where the draft model ran and in what precision (when one was loaded). */
-    draft?: { device: string; precision: string };
+    /**
+     * Where the draft model ran and in what precision (when one was loaded), and how its device was decided: asked
+     * for, measured (with the timed calls on each device) or remembered.
+     */
+    draft?: { device: string; precision: string; how: string; timings?: readonly object[] };
   },
 ): string {
   const { stats } = result;

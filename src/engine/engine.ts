@@ -3,7 +3,7 @@
  * one at a time, with any method. DOM-free: the same class runs in the Worker, the CLI and the benchmarks.
  */
 
-import type { ComputeType, GraphVariant, HubOptions, Precision } from '../model/index';
+import type { ComputeType, DraftDeviceChoice, GraphVariant, HubOptions, Precision } from '../model/index';
 import {
   type ModelRunner,
   type OpenedHeads,
@@ -46,11 +46,12 @@ export interface EngineLoadOptions {
   heads?: string;
   device: Device;
   /**
-   * Where the draft model runs (default: `device`): 'wasm' next to a WebGPU target runs the draft on the CPU, where a
-   * small model's call costs what its weights cost to read instead of a GPU's per-dispatch cost. Its precision and
-   * graph are then that device's defaults.
+   * Where the draft model runs: 'auto' (the default) times it on both devices next to a WebGPU target and keeps the
+   * faster, remembered in the store (model/draft-device.ts); 'wasm' next to a WebGPU target runs it on the CPU, where
+   * a small model's call costs what its weights cost to read instead of a GPU's per-dispatch cost. On another device
+   * than the target's, its precision and graph are that device's defaults.
    */
-  draftDevice?: Device;
+  draftDevice?: Device | 'auto';
   compute?: ComputeType | 'auto';
   /** Weights and arithmetic: 'fp32', 'fp16', 'int4', 'int8' (wasm) or 'auto' (model/precision.ts). */
   precision?: Precision;
@@ -139,6 +140,8 @@ export class SpecEngine {
   private readonly relearned = new Set<string>();
   private busy = false;
   private costs: CostModel | null = null;
+  /** Where the draft model runs and how that was decided (null: no draft model). */
+  draftDevice: DraftDeviceChoice | null = null;
   readonly timings: EngineTimings = { loadMs: 0, warmupMs: 0, calibrationMs: 0, calibration: 'none' };
 
   private constructor(
@@ -165,6 +168,7 @@ export class SpecEngine {
     const started = performance.now();
     const opened = await openModels(ort, { target, ...(draft ? { draft } : {}), ...(heads ? { heads } : {}) }, open);
     const engine = new SpecEngine(opened.target, opened.draft, opened.heads, calibration, store);
+    engine.draftDevice = opened.draftDevice;
     engine.timings.loadMs = performance.now() - started;
     if (warmup) await engine.warmup();
     return engine;

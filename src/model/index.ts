@@ -3,11 +3,13 @@
  * that can prefill, verify a token tree in one call, and compact its cache.
  */
 import { ModelLoadError } from './errors';
+import { type DraftDeviceChoice, openDraftOn } from './draft-device';
 import { hiddenKindFor, type LoadedHeads, loadHeads, type OpenedHeads, openHeads } from './heads/index';
 import { assertSameVocabulary, type LoadedModel, type LoadOptions, loadModel } from './load';
 import { ModelRunner, type RunnerOptions } from './runner';
 
 export { parseLlamaConfig } from './config';
+export type { DraftDeviceChoice } from './draft-device';
 export { DownloadError, ModelLoadError } from './errors';
 export { type ComputeType, type GraphVariant, MASKED } from './graph/llama';
 export {
@@ -27,11 +29,12 @@ type Ort = Parameters<typeof ModelRunner.create>[0];
 
 export interface OpenOptions extends LoadOptions, Omit<RunnerOptions, 'onProgress'> {
   /**
-   * Where the draft model runs (default: `device`). A draft on wasm next to a target on WebGPU: a small model's call
-   * on a GPU costs its dispatches (8-17 ms for the bundled draft on an H100, 81 ms on SwiftShader), on the CPU what
-   * its weights cost to read (0.3 ms). Its precision and graph are then its device's defaults ('auto').
+   * Where the draft model runs: 'auto' (the default) measures it next to a WebGPU target on both devices and keeps
+   * the faster (draft-device.ts; on wasm targets it runs on wasm). A small model's call on a GPU costs its dispatches
+   * (8-17 ms for the bundled draft on an H100, 81 ms on SwiftShader), on the CPU what its weights cost to read (0.3-1
+   * ms). On another device than the target's, its precision and graph are that device's defaults ('auto').
    */
-  draftDevice?: RunnerOptions['device'];
+  draftDevice?: RunnerOptions['device'] | 'auto';
 }
 
 /**
@@ -40,7 +43,7 @@ export interface OpenOptions extends LoadOptions, Omit<RunnerOptions, 'onProgres
  */
 function runnerOptions(o: OpenOptions, role: ModelRole = 'target'): RunnerOptions {
   const { device, precision, compute, int4, graph, onProgress, layerSwitches, hidden, variantMemory, exact } = o;
-  if (role === 'draft' && o.draftDevice !== undefined && o.draftDevice !== device) {
+  if (role === 'draft' && o.draftDevice !== undefined && o.draftDevice !== 'auto' && o.draftDevice !== device) {
     // Another device than the target's: the precision and graph asked for are the target's device's.
     return {
       device: o.draftDevice,
@@ -107,6 +110,8 @@ export async function openPair(
 export interface OpenedModels {
   target: ModelRunner;
   draft: ModelRunner | null;
+  /** Where the draft runs and how that was decided (draft-device.ts). */
+  draftDevice: DraftDeviceChoice | null;
   heads: OpenedHeads | null;
 }
 
@@ -151,18 +156,27 @@ export async function openModels(
       ModelRunner.create(ort, targetModel, runnerOptions({ ...options, ...(hidden ? { hidden } : {}) })),
     );
     built.push(target);
-    const draft = draftModel
+    const opened = draftModel
       ? await asRole('draft', specs.draft as string, () =>
-          ModelRunner.create(ort, draftModel, runnerOptions(options, 'draft')),
+          openDraftOn(
+            draftModel,
+            options.device,
+            options.draftDevice ?? 'auto',
+            (device) =>
+              ModelRunner.create(ort, draftModel, runnerOptions({ ...options, draftDevice: device }, 'draft')),
+            (ort as { env?: { versions?: { web?: string } } }).env?.versions?.web ?? '?',
+            options.variantMemory,
+          ),
         )
       : null;
+    const draft = opened?.runner ?? null;
     if (draft) built.push(draft);
     const heads = headsModel
       ? await asRole('heads', specs.heads as string, () =>
           openHeads(ort, headsModel, targetModel, options.device, target.compute),
         )
       : null;
-    return { target, draft, heads };
+    return { target, draft, draftDevice: opened?.choice ?? null, heads };
   } catch (e) {
     for (const m of built) await m.release();
     throw e;

@@ -1,0 +1,70 @@
+/**
+ * The draft model's device next to a WebGPU target: timed on both and the faster kept (the slower released), the
+ * choice remembered in the store and in the process, and a device asked for built alone. Fake runners whose calls
+ * take a set time stand in for the two builds.
+ */
+import { describe, expect, it } from 'vitest';
+import { MemoryStore } from '../engine/store';
+import { openDraftOn } from './draft-device';
+import type { LoadedModel } from './load';
+import type { Device } from './precision';
+import type { ModelRunner } from './runner';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function fakes(msPerCall: Record<Device, number>) {
+  const built: Device[] = [];
+  const released: Device[] = [];
+  const build = async (device: Device) => {
+    built.push(device);
+    return {
+      device,
+      model: { config: { vocabSize: 100, maxPositions: 64 } },
+      reset() {},
+      keep() {},
+      async forward() {
+        await sleep(msPerCall[device]);
+        return new Float32Array(0);
+      },
+      async release() {
+        released.push(device);
+      },
+    } as unknown as ModelRunner;
+  };
+  return { build, built, released };
+}
+
+const model = (spec: string) =>
+  ({ spec, weightBytes: 1000, config: { hiddenSize: 8, numLayers: 1, vocabSize: 100 } }) as unknown as LoadedModel;
+
+describe('where the draft model runs next to a WebGPU target', () => {
+  it('times both devices, keeps the faster, releases the other, and remembers the choice', async () => {
+    const store = new MemoryStore();
+    const a = fakes({ wasm: 1, webgpu: 6 });
+    const first = await openDraftOn(model('m1'), 'webgpu', 'auto', a.build, 'v', store);
+    expect(first.runner.device).toBe('wasm');
+    expect(first.choice.how).toBe('measured');
+    expect(first.choice.timings.map((t) => t.device)).toEqual(['wasm', 'webgpu']);
+    expect(first.choice.timings[0]?.q1).toBeLessThan(first.choice.timings[1]?.q1 as number);
+    expect(a.released).toEqual(['webgpu']);
+    // Remembered: built once, on the chosen device.
+    const b = fakes({ wasm: 1, webgpu: 6 });
+    const again = await openDraftOn(model('m1'), 'webgpu', 'auto', b.build, 'v', store);
+    expect([again.runner.device, again.choice.how, b.built]).toEqual(['wasm', 'remembered', ['wasm']]);
+    // A faster GPU keeps the GPU's build.
+    const c = fakes({ wasm: 6, webgpu: 1 });
+    const gpu = await openDraftOn(model('m2'), 'webgpu', 'auto', c.build, 'v', new MemoryStore());
+    expect([gpu.runner.device, c.released]).toEqual(['webgpu', ['wasm']]);
+  });
+
+  it('builds once where the device is asked for, and on wasm next to a wasm target', async () => {
+    const a = fakes({ wasm: 1, webgpu: 1 });
+    expect((await openDraftOn(model('m3'), 'webgpu', 'wasm', a.build, 'v')).choice).toEqual({
+      device: 'wasm',
+      timings: [],
+      how: 'asked',
+    });
+    expect((await openDraftOn(model('m3'), 'wasm', 'auto', a.build, 'v')).runner.device).toBe('wasm');
+    expect(a.built).toEqual(['wasm', 'wasm']);
+  });
+});

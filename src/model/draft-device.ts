@@ -1,0 +1,135 @@
+/**
+ * Where the draft model runs next to a target on WebGPU, chosen by measurement (OpenOptions.draftDevice 'auto', the
+ * default). A small model's call on a GPU costs its dispatches and their submission, whatever its size: the bundled
+ * draft (1.6M parameters) took 8.6-16.7 ms a call on an NVIDIA H100 through Dawn, 33 ms on lavapipe and 81 ms on
+ * SwiftShader, where the same call on the CPU (onnxruntime's wasm EP) takes what reading its weights takes, 0.3-1 ms.
+ * A large draft on a real GPU goes the other way. So on a WebGPU target the draft is built on both devices and timed at
+ * the widths drafting calls (one token, a chain's steps; four, a tree's expansion), the faster kept and the other
+ * released. The choice is remembered per draft model, device pair and onnxruntime version, for the process and in the
+ * engine's store (a file in Node, IndexedDB in a page), so later loads build the draft once.
+ */
+import { safeGet, safeSet } from '../engine/store';
+import type { LoadedModel } from './load';
+import type { Device } from './precision';
+import type { ModelRunner } from './runner';
+import { chainBias } from '../engine/tree';
+import type { VariantMemory } from './variant';
+
+export interface DraftDeviceTiming {
+  device: Device;
+  /** Fastest ms of a draft call of one and of four tokens after a short context. */
+  q1: number;
+  q4: number;
+}
+
+export interface DraftDeviceChoice {
+  device: Device;
+  /** The measured calls (empty when the choice was remembered or not measured). */
+  timings: DraftDeviceTiming[];
+  how: 'measured' | 'remembered' | 'asked';
+}
+
+/** Context before the timed calls, repeats per width (fastest taken), untimed rounds first. */
+const PROBE = { context: 16, reps: 5, warm: 2 } as const;
+
+const remembered = new Map<string, DraftDeviceChoice>();
+
+function isChoice(v: unknown): v is DraftDeviceChoice {
+  const c = v as Partial<DraftDeviceChoice> | undefined;
+  return typeof c === 'object' && c !== null && (c.device === 'wasm' || c.device === 'webgpu');
+}
+
+/** One-token and four-token calls after a short context, interleaved; the fastest of each. */
+export async function timeDraftCalls(runner: ModelRunner): Promise<DraftDeviceTiming> {
+  const { vocabSize, maxPositions } = runner.model.config;
+  const ctx = Math.min(PROBE.context, maxPositions - 5);
+  const tokens = (n: number, from: number) => Array.from({ length: n }, (_, i) => (from + i * 7) % vocabSize);
+  runner.reset();
+  const prefix = tokens(ctx, 1);
+  await runner.forward({
+    tokens: prefix,
+    positions: prefix.map((_, i) => i),
+    bias: chainBias(0, ctx),
+    rows: [ctx - 1],
+  });
+  const keep = Array.from({ length: ctx }, (_, i) => i);
+  const call = async (q: number) => {
+    runner.keep(keep);
+    const batch = tokens(q, ctx);
+    const t = performance.now();
+    await runner.forward({
+      tokens: batch,
+      positions: batch.map((_, i) => ctx + i),
+      bias: chainBias(ctx, q),
+      rows: batch.map((_, i) => i),
+    });
+    return performance.now() - t;
+  };
+  const times = { 1: [] as number[], 4: [] as number[] };
+  for (let r = 0; r < PROBE.warm + PROBE.reps; r++) {
+    for (const q of [1, 4] as const) {
+      const ms = await call(q);
+      if (r >= PROBE.warm) times[q].push(ms);
+    }
+  }
+  runner.reset();
+  return { device: runner.device, q1: Math.min(...times[1]), q4: Math.min(...times[4]) };
+}
+
+/** The key of a draft's choice: the model, the device pair and the runtime. */
+function choiceKey(model: LoadedModel, ortVersion: string): string {
+  const c = model.config;
+  return [
+    'draft-device:v1',
+    ortVersion,
+    model.spec,
+    model.weightBytes,
+    c.hiddenSize,
+    c.numLayers,
+    c.vocabSize,
+    'target:webgpu',
+  ].join(':');
+}
+
+/**
+ * Build the draft on `asked` ('wasm' or 'webgpu'), or on a WebGPU target with 'auto' on the device measured faster
+ * (remembered after the first time). `build` makes the draft's runner on a device.
+ */
+export async function openDraftOn(
+  model: LoadedModel,
+  targetDevice: Device,
+  asked: Device | 'auto',
+  build: (device: Device) => Promise<ModelRunner>,
+  ortVersion: string,
+  memory?: VariantMemory,
+): Promise<{ runner: ModelRunner; choice: DraftDeviceChoice }> {
+  if (asked !== 'auto' || targetDevice === 'wasm') {
+    const device = asked === 'auto' ? targetDevice : asked;
+    return { runner: await build(device), choice: { device, timings: [], how: 'asked' } };
+  }
+  const key = choiceKey(model, ortVersion);
+  const known = remembered.get(key) ?? (memory ? await safeGet(memory, key) : undefined);
+  if (isChoice(known)) {
+    const choice = { ...known, how: 'remembered' as const };
+    remembered.set(key, choice);
+    return { runner: await build(choice.device), choice };
+  }
+  const onCpu = await build('wasm');
+  let onGpu: ModelRunner | null = null;
+  try {
+    const cpu = await timeDraftCalls(onCpu);
+    onGpu = await build('webgpu');
+    const gpu = await timeDraftCalls(onGpu);
+    const device: Device = cpu.q1 + cpu.q4 <= gpu.q1 + gpu.q4 ? 'wasm' : 'webgpu';
+    const choice: DraftDeviceChoice = { device, timings: [cpu, gpu], how: 'measured' };
+    remembered.set(key, choice);
+    if (memory) await safeSet(memory, key, choice);
+    const [keep, drop] = device === 'wasm' ? [onCpu, onGpu] : [onGpu, onCpu];
+    await drop.release();
+    return { runner: keep, choice };
+  } catch (e) {
+    await onCpu.release();
+    await onGpu?.release();
+    throw e;
+  }
+}
