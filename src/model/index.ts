@@ -2,8 +2,9 @@
  * The model layer's public face: load a Hugging Face folder (or hf:org/name when online) and open it as a runner
  * that can prefill, verify a token tree in one call, and compact its cache.
  */
-import { ModelLoadError } from './errors';
+
 import { type DraftDeviceChoice, openDraftOn } from './draft-device';
+import { ModelLoadError } from './errors';
 import { hiddenKindFor, type LoadedHeads, loadHeads, type OpenedHeads, openHeads } from './heads/index';
 import { assertSameVocabulary, type LoadedModel, type LoadOptions, loadModel } from './load';
 import { ModelRunner, type RunnerOptions } from './runner';
