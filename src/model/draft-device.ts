@@ -9,10 +9,10 @@
  * engine's store (a file in Node, IndexedDB in a page), so later loads build the draft once.
  */
 import { safeGet, safeSet } from '../engine/store';
+import { chainBias } from '../engine/tree';
 import type { LoadedModel } from './load';
 import type { Device } from './precision';
 import type { ModelRunner } from './runner';
-import { chainBias } from '../engine/tree';
 import type { VariantMemory } from './variant';
 
 export interface DraftDeviceTiming {
