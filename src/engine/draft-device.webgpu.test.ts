@@ -1,8 +1,8 @@
 /**
  * The draft model on another device than the target (EngineLoadOptions.draftDevice), on WebGPU in Node (lavapipe
  * here): the bundled target on WebGPU, its draft on wasm. The draft really runs there, drafting still gives plain
- * greedy decoding's tokens, and the measured costs see the draft's own device (a wasm call is a small fraction of a
- * WebGPU target call). By default ('auto') the draft is timed on both devices and the faster kept: wasm here.
+ * greedy decoding's tokens. By default ('auto') the draft is timed on both devices and the faster kept (wasm here),
+ * then remembered.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeWebGpu, webGpuOrt, webGpuTitle } from '../runtime/testing/node-webgpu';
@@ -35,16 +35,14 @@ async function run(method: 'ar' | 'chain') {
 }
 
 describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('the draft model on wasm next to a target on WebGPU'), () => {
-  it('drafts on wasm, gives plain decoding tokens, and the costs measure each model on its device', async () => {
+  it('drafts on wasm and gives plain decoding tokens', async () => {
     expect(engine.target.device).toBe('webgpu');
     expect(engine.draft?.device).toBe('wasm');
     const plain = await run('ar');
     const chain = await run('chain');
     expect(chain.stats.draftCalls).toBeGreaterThan(0);
     expect(chain.tokens).toEqual(plain.tokens);
-    const costs = await engine.calibrate([1, 2], 1);
-    // On lavapipe a wasm draft call took about 1 ms against a WebGPU target call's 260-380 ms (0.13 on WebGPU).
-    expect(costs.draftRelative).toBeLessThan(0.05);
+    expect(engine.draftDevice).toEqual({ device: 'wasm', timings: [], how: 'asked' });
   }, 120_000);
 
   it('by default times the draft on both devices and keeps the faster, then remembers it', async () => {
@@ -63,15 +61,16 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('the draft model on wasm next to a t
       expect(first.draftDevice?.how).toBe('measured');
       const [cpu, gpu] = first.draftDevice?.timings ?? [];
       expect([cpu?.device, gpu?.device]).toEqual(['wasm', 'webgpu']);
-      // lavapipe: about 1 ms a call on wasm against 30-40 on WebGPU.
-      expect(first.draft?.device).toBe('wasm');
-      expect((cpu?.q1 as number) < (gpu?.q1 as number)).toBe(true);
+      // The build kept is the one timed faster (lavapipe: about 1 ms a call on wasm against 30-40 on WebGPU).
+      const faster = (cpu?.q1 ?? 0) + (cpu?.q4 ?? 0) <= (gpu?.q1 ?? 0) + (gpu?.q4 ?? 0) ? 'wasm' : 'webgpu';
+      expect(first.draft?.device).toBe(faster);
+      expect(first.draftDevice?.device).toBe(faster);
     } finally {
       await first.release();
     }
     const second = await load();
     try {
-      expect([second.draftDevice?.how, second.draft?.device]).toEqual(['remembered', 'wasm']);
+      expect([second.draftDevice?.how, second.draft?.device]).toEqual(['remembered', first.draftDevice?.device]);
     } finally {
       await second.release();
     }
