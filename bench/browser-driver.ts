@@ -154,6 +154,7 @@ export async function runBrowserBenches(
         methods: plannedMethods(plan.options.methods, cli),
         ...(cli.draftModel ? {} : { withoutDraft: true as const }),
         ...(cli.draftDevice && plan.device === 'webgpu' ? { draftDevice: cli.draftDevice } : {}),
+        ...(cli.headsDevice && plan.device === 'webgpu' ? { headsDevice: cli.headsDevice } : {}),
         prompts: selectPrompts(
           allPrompts,
           cli.categories ?? plan.categories,

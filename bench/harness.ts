@@ -66,6 +66,8 @@ export interface BenchOptions {
   withoutDraft?: true;
   /** Where the draft model runs (bench --draft-device): read by the callers that load the engines. */
   draftDevice?: 'wasm' | 'webgpu' | 'auto';
+  /** Where the draft heads run (bench --heads-device). */
+  headsDevice?: 'wasm' | 'webgpu' | 'auto';
 }
 
 export interface Spread {

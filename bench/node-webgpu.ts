@@ -322,6 +322,7 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
         device: 'webgpu',
         ...extrasOptions(extras, o.draft),
         ...(extras.draft && o.cli?.draftDevice ? { draftDevice: o.cli.draftDevice } : {}),
+        ...(extras.heads && o.cli?.headsDevice ? { headsDevice: o.cli.headsDevice } : {}),
       }),
     o.log,
     'webgpu',

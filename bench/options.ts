@@ -52,6 +52,7 @@ category); writes bench/results/<date>-<machine>.json and bench/results/latest.m
   --draft-device D     where the draft model runs on the WebGPU backends (node-webgpu, chromium-webgpu): auto (the
                        engine's default: timed on both, the faster kept), wasm or webgpu; "draft-wasm" (etc.) in
                        the results files' names
+  --heads-device D     the same for the draft heads; "heads-wasm" (etc.) in the results files' names
   --no-peer            skip the transformers.js peer comparison in Chromium
   --quick              about a minute: node-wasm only (unless --backends), one prompt per category, 16 tokens,
                        a short curve; also BENCH_QUICK=1
@@ -78,6 +79,8 @@ export interface BenchCli {
   draftModel: boolean;
   /** Where the draft model runs on the WebGPU backends (--draft-device; absent: the engine's default, auto). */
   draftDevice?: 'wasm' | 'webgpu' | 'auto';
+  /** Where the draft heads run on the WebGPU backends (--heads-device; absent: auto). */
+  headsDevice?: 'wasm' | 'webgpu' | 'auto';
   /** Sampling settings for the harness runs (null: greedy). */
   sampling: SamplingParams | null;
   peer: boolean;
@@ -117,6 +120,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
       '--top-k',
       '--top-p',
       '--draft-device',
+      '--heads-device',
     ]);
     ({ values } = parseArgs({
       args: joinNegativeValues(argv, valueFlags),
@@ -135,6 +139,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
         'top-k': { type: 'string' },
         'top-p': { type: 'string' },
         'draft-device': { type: 'string' },
+        'heads-device': { type: 'string' },
         'no-peer': { type: 'boolean' },
         'no-draft': { type: 'boolean' },
         exact: { type: 'boolean' },
@@ -157,8 +162,13 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
   if (precision !== null && !(PRECISIONS as readonly string[]).includes(precision))
     throw new BenchUsageError(`--precision must be one of ${PRECISIONS.join(', ')}; got "${precision}"`);
   const draftDevice = values['draft-device'] as string | undefined;
-  if (draftDevice !== undefined && draftDevice !== 'auto' && draftDevice !== 'wasm' && draftDevice !== 'webgpu')
-    throw new BenchUsageError(`--draft-device must be auto, wasm or webgpu; got "${draftDevice}"`);
+  const headsDevice = values['heads-device'] as string | undefined;
+  for (const [flag, v] of [
+    ['--draft-device', draftDevice],
+    ['--heads-device', headsDevice],
+  ] as const)
+    if (v !== undefined && v !== 'auto' && v !== 'wasm' && v !== 'webgpu')
+      throw new BenchUsageError(`${flag} must be auto, wasm or webgpu; got "${v}"`);
   const categories = list(values.categories as string | undefined);
   for (const c of categories ?? [])
     if (!kinds.includes(c))
@@ -176,6 +186,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     exact: Boolean(values.exact),
     draftModel: !values['no-draft'],
     ...(draftDevice ? { draftDevice: draftDevice as 'wasm' | 'webgpu' | 'auto' } : {}),
+    ...(headsDevice ? { headsDevice: headsDevice as 'wasm' | 'webgpu' | 'auto' } : {}),
     sampling: samplingFlags(values),
     peer: !values['no-peer'] && !quick,
     quick,
@@ -235,6 +246,7 @@ export function partialRun(cli: BenchCli): string | null {
   if (cli.exact) parts.push('exact');
   if (!cli.draftModel) parts.push('no-draft');
   if (cli.draftDevice) parts.push(`draft-${cli.draftDevice}`);
+  if (cli.headsDevice) parts.push(`heads-${cli.headsDevice}`);
   return parts.length > 0 ? parts.join('-') : null;
 }
 

@@ -59,6 +59,7 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
           base: req.base,
           ...extrasOptions(extras, req.draft),
           ...(extras.draft && req.options.draftDevice ? { draftDevice: req.options.draftDevice } : {}),
+          ...(extras.heads && req.options.headsDevice ? { headsDevice: req.options.headsDevice } : {}),
         }),
       log,
       req.device,

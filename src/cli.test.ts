@@ -122,6 +122,10 @@ describe('CLI chat flags', () => {
     expect(() => parseCli(['--prompt', 'x', '--draft-device', 'cpu'])).toThrow(
       /--draft-device must be auto, wasm or webgpu; got "cpu"/,
     );
+    expect(parseCli(['--prompt', 'x', '--heads-device', 'wasm']).headsDevice).toBe('wasm');
+    expect(() => parseCli(['--prompt', 'x', '--heads-device', 'gpu'])).toThrow(
+      /--heads-device must be auto, wasm or webgpu; got "gpu"/,
+    );
   });
 
   it('parses --chat and --system, and refuses --system alone', () => {

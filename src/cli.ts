@@ -65,6 +65,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       device: runtime.device,
       // A draft on WebGPU next to a target that fell back to wasm would need the adapter that was not there.
       ...(options.draftDevice && runtime.device === 'webgpu' ? { draftDevice: options.draftDevice } : {}),
+      ...(options.headsDevice && runtime.device === 'webgpu' ? { headsDevice: options.headsDevice } : {}),
       precision: options.precision,
       ...(options.exact ? { exact: true } : {}),
       store,
@@ -87,6 +88,15 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
             precision: engine.draft.precision,
             how: engine.draftDevice.how,
             ...(engine.draftDevice.timings.length > 0 ? { timings: engine.draftDevice.timings } : {}),
+          },
+        }
+      : {}),
+    ...(engine.headsDevice
+      ? {
+          heads: {
+            device: engine.headsDevice.device,
+            how: engine.headsDevice.how,
+            ...(engine.headsDevice.timings.length > 0 ? { timings: engine.headsDevice.timings } : {}),
           },
         }
       : {}),

@@ -24,7 +24,7 @@ export const DEFAULT_HEADS = { medusa: 'public/models/austen-medusa', eagle3: 'p
 
 export const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--heads DIR] [--method NAME]
        [--max-new-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S] [--device wasm|webgpu]
-       [--draft-device auto|wasm|webgpu] [--precision fp32|fp16|int4|int8|auto] [--exact] [--verify rejection|typical] [--threads N|auto]
+       [--draft-device auto|wasm|webgpu] [--heads-device auto|wasm|webgpu] [--precision fp32|fp16|int4|int8|auto] [--exact] [--verify rejection|typical] [--threads N|auto]
        [--chat [--system TEXT]] [--json]
 
 --target/--draft/--heads take a folder or a hub id, hf:org/name[@revision] (HF_ENDPOINT, HF_TOKEN and HF_HOME as
@@ -36,7 +36,7 @@ machine and remembers the fastest (SPEC_DECODER_CACHE). --exact: greedy speculat
 tokens, bit-exact near-ties included (the target's attention in its row-invariant form, checked at load on this
 device; a few percent slower). --draft-device: where the draft model runs; auto (the default) times it on both
 next to --device webgpu and keeps the faster, remembered per machine (a small draft's call on the CPU costs what its
-weights cost to read, on a GPU its dispatches).
+weights cost to read, on a GPU its dispatches). --heads-device: the same for the draft heads.
 
 methods (--method; the draft model and heads are loaded only for methods that need them):
 ${METHODS.map((m) => `  ${m.name.padEnd(14)} ${m.description} [${describeNeeds(m)}${m.lossless ? '' : ', LOSSY'}]`).join('\n')}
@@ -57,6 +57,8 @@ export interface CliOptions {
   device: 'wasm' | 'webgpu';
   /** Where the draft model runs (EngineLoadOptions.draftDevice; absent: auto, measured next to a WebGPU target). */
   draftDevice?: 'wasm' | 'webgpu' | 'auto';
+  /** Where the draft heads run (EngineLoadOptions.headsDevice; absent: auto). */
+  headsDevice?: 'wasm' | 'webgpu' | 'auto';
   /** onnxruntime's wasm threads (wasm only): a number, or 'auto' (the default): measured once per machine and model. */
   threads: number | 'auto';
   precision: Precision;
@@ -83,6 +85,7 @@ const VALUE_FLAGS = [
   'seed',
   'device',
   'draft-device',
+  'heads-device',
   'precision',
   'verify',
   'threads',
@@ -121,8 +124,12 @@ export function parseCli(argv: string[]): CliOptions {
   if (device !== 'wasm' && device !== 'webgpu')
     throw new UsageError(`--device must be wasm or webgpu; got "${device}"`);
   const draftDevice = str('draft-device');
-  if (draftDevice !== undefined && draftDevice !== 'auto' && draftDevice !== 'wasm' && draftDevice !== 'webgpu')
+  const devices = ['auto', 'wasm', 'webgpu'];
+  if (draftDevice !== undefined && !devices.includes(draftDevice))
     throw new UsageError(`--draft-device must be auto, wasm or webgpu; got "${draftDevice}"`);
+  const headsDevice = str('heads-device');
+  if (headsDevice !== undefined && !devices.includes(headsDevice))
+    throw new UsageError(`--heads-device must be auto, wasm or webgpu; got "${headsDevice}"`);
   const precision = str('precision') ?? 'auto';
   if (!(PRECISIONS as readonly string[]).includes(precision))
     throw new UsageError(`--precision must be one of ${PRECISIONS.join(', ')}; got "${precision}"`);
@@ -163,7 +170,8 @@ export function parseCli(argv: string[]): CliOptions {
     maxNewTokens,
     sampling,
     device,
-    ...(draftDevice !== undefined ? { draftDevice } : {}),
+    ...(draftDevice !== undefined ? { draftDevice: draftDevice as 'auto' | 'wasm' | 'webgpu' } : {}),
+    ...(headsDevice !== undefined ? { headsDevice: headsDevice as 'auto' | 'wasm' | 'webgpu' } : {}),
     threads,
     precision: precision as Precision,
     exact: Boolean(values.exact),

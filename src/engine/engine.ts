@@ -3,7 +3,7 @@
  * one at a time, with any method. DOM-free: the same class runs in the Worker, the CLI and the benchmarks.
  */
 
-import type { ComputeType, DraftDeviceChoice, GraphVariant, HubOptions, Precision } from '../model/index';
+import type { ComputeType, DeviceChoice, GraphVariant, HubOptions, Precision } from '../model/index';
 import {
   type ModelRunner,
   type OpenedHeads,
@@ -52,6 +52,11 @@ export interface EngineLoadOptions {
    * than the target's, its precision and graph are that device's defaults.
    */
   draftDevice?: Device | 'auto';
+  /**
+   * Where the draft heads run: 'auto' (the default) times them on both next to a WebGPU target and keeps the faster;
+   * on wasm they read the target's hidden rows on the CPU, in fp32.
+   */
+  headsDevice?: Device | 'auto';
   compute?: ComputeType | 'auto';
   /** Weights and arithmetic: 'fp32', 'fp16', 'int4', 'int8' (wasm) or 'auto' (model/precision.ts). */
   precision?: Precision;
@@ -141,7 +146,9 @@ export class SpecEngine {
   private busy = false;
   private costs: CostModel | null = null;
   /** Where the draft model runs and how that was decided (null: no draft model). */
-  draftDevice: DraftDeviceChoice | null = null;
+  draftDevice: DeviceChoice | null = null;
+  /** Where the draft heads run and how that was decided (null: no heads). */
+  headsDevice: DeviceChoice | null = null;
   readonly timings: EngineTimings = { loadMs: 0, warmupMs: 0, calibrationMs: 0, calibration: 'none' };
 
   private constructor(
@@ -169,6 +176,7 @@ export class SpecEngine {
     const opened = await openModels(ort, { target, ...(draft ? { draft } : {}), ...(heads ? { heads } : {}) }, open);
     const engine = new SpecEngine(opened.target, opened.draft, opened.heads, calibration, store);
     engine.draftDevice = opened.draftDevice;
+    engine.headsDevice = opened.headsDevice;
     engine.timings.loadMs = performance.now() - started;
     if (warmup) await engine.warmup();
     return engine;

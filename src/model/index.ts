@@ -3,14 +3,14 @@
  * that can prefill, verify a token tree in one call, and compact its cache.
  */
 
-import { type DraftDeviceChoice, openDraftOn } from './draft-device';
+import { choiceKey, type DeviceChoice, openDraftOn, openOnFaster } from './device-choice';
 import { ModelLoadError } from './errors';
-import { hiddenKindFor, type LoadedHeads, loadHeads, type OpenedHeads, openHeads } from './heads/index';
+import { hiddenKindFor, type LoadedHeads, loadHeads, type OpenedHeads, openHeads, timeHeadsCalls } from './heads/index';
 import { assertSameVocabulary, type LoadedModel, type LoadOptions, loadModel } from './load';
 import { ModelRunner, type RunnerOptions } from './runner';
 
 export { parseLlamaConfig } from './config';
-export type { DraftDeviceChoice } from './draft-device';
+export type { DeviceChoice } from './device-choice';
 export { DownloadError, ModelLoadError } from './errors';
 export { type ComputeType, type GraphVariant, MASKED } from './graph/llama';
 export {
@@ -36,6 +36,11 @@ export interface OpenOptions extends LoadOptions, Omit<RunnerOptions, 'onProgres
    * ms). On another device than the target's, its precision and graph are that device's defaults ('auto').
    */
   draftDevice?: RunnerOptions['device'] | 'auto';
+  /**
+   * Where the draft heads run: 'auto' (the default) as the draft model's (timed on both next to a WebGPU target). On
+   * wasm they read the target's hidden rows as they come back to the CPU from each call, in fp32.
+   */
+  headsDevice?: RunnerOptions['device'] | 'auto';
 }
 
 /**
@@ -111,8 +116,10 @@ export async function openPair(
 export interface OpenedModels {
   target: ModelRunner;
   draft: ModelRunner | null;
-  /** Where the draft runs and how that was decided (draft-device.ts). */
-  draftDevice: DraftDeviceChoice | null;
+  /** Where the draft runs and how that was decided (device-choice.ts). */
+  draftDevice: DeviceChoice | null;
+  /** Where the heads run and how that was decided. */
+  headsDevice: DeviceChoice | null;
   heads: OpenedHeads | null;
 }
 
@@ -151,6 +158,7 @@ export async function openModels(
   ];
   if (draftModel) assertSameVocabulary(targetModel, draftModel);
   const built: { release(): Promise<void> }[] = [];
+  const ortVersion = (ort as { env?: { versions?: { web?: string } } }).env?.versions?.web ?? '?';
   try {
     const hidden = headsModel ? hiddenKindFor(headsModel.kind) : undefined;
     const target = await asRole('target', specs.target, () =>
@@ -165,19 +173,36 @@ export async function openModels(
             options.draftDevice ?? 'auto',
             (device) =>
               ModelRunner.create(ort, draftModel, runnerOptions({ ...options, draftDevice: device }, 'draft')),
-            (ort as { env?: { versions?: { web?: string } } }).env?.versions?.web ?? '?',
+            ortVersion,
             options.variantMemory,
           ),
         )
       : null;
     const draft = opened?.runner ?? null;
     if (draft) built.push(draft);
-    const heads = headsModel
+    const headsOpened = headsModel
       ? await asRole('heads', specs.heads as string, () =>
-          openHeads(ort, headsModel, targetModel, options.device, target.compute),
+          openOnFaster(
+            choiceKey('heads', headsModel, ortVersion),
+            options.device,
+            options.headsDevice ?? 'auto',
+            // On another device than the target's, in fp32 (the CPU's arithmetic).
+            (device) =>
+              openHeads(ort, headsModel, targetModel, device, device === options.device ? target.compute : 'fp32'),
+            (h, device) => timeHeadsCalls(h, target.hiddenWidth, device),
+            (h) => h.release(),
+            options.variantMemory,
+          ),
         )
       : null;
-    return { target, draft, draftDevice: opened?.choice ?? null, heads };
+    const heads = headsOpened?.built ?? null;
+    return {
+      target,
+      draft,
+      draftDevice: opened?.choice ?? null,
+      heads,
+      headsDevice: headsOpened?.choice ?? null,
+    };
   } catch (e) {
     for (const m of built) await m.release();
     throw e;

@@ -46,6 +46,68 @@ export async function openHeads(
 }
 
 /**
+ * The heads' calls as drafting makes them, fastest of five after two untimed: Medusa's one prediction per round (its
+ * q4 the same call), the EAGLE-3 head's one-row and four-row calls after sixteen real rows (its cache reset after).
+ */
+export async function timeHeadsCalls(
+  heads: OpenedHeads,
+  hiddenWidth: number,
+  device: Device,
+): Promise<{ device: Device; q1: number; q4: number }> {
+  const fastest = async (call: () => Promise<unknown>) => {
+    const times: number[] = [];
+    for (let r = 0; r < 7; r++) {
+      const t = performance.now();
+      await call();
+      if (r >= 2) times.push(performance.now() - t);
+    }
+    return Math.min(...times);
+  };
+  if (heads.medusa) {
+    const m = heads.medusa;
+    const q1 = await fastest(() => m.predict(new Float32Array(hiddenWidth)));
+    return { device, q1, q4: q1 };
+  }
+  const e = heads.eagle3;
+  if (!e) return { device, q1: 0, q4: 0 };
+  const d = e.hiddenSize;
+  const ctx = 16;
+  const call = async (q: number) => {
+    e.reset();
+    const rows = Array.from({ length: ctx }, (_, i) => i);
+    await e.forward({
+      tokens: rows,
+      inputs: rows.map(() => ({ feature: new Float32Array(3 * d) })),
+      positions: rows,
+      bias: chainBias(0, ctx),
+      rows: [ctx - 1],
+    });
+    const drafted = Array.from({ length: q }, (_, i) => ctx + i);
+    const t = performance.now();
+    await e.forward({
+      tokens: drafted.map((i) => i % 7),
+      inputs: drafted.map(() => ({ drafted: new Float32Array(d) })),
+      positions: drafted,
+      bias: chainBias(ctx, q),
+      rows: drafted.map((_, i) => i),
+    });
+    return performance.now() - t;
+  };
+  const timed = async (q: number) => {
+    const times: number[] = [];
+    for (let r = 0; r < 7; r++) {
+      const ms = await call(q);
+      if (r >= 2) times.push(ms);
+    }
+    return Math.min(...times);
+  };
+  const q1 = await timed(1);
+  const q4 = await timed(4);
+  e.reset();
+  return { device, q1, q4 };
+}
+
+/**
  * A few calls at the shapes drafting uses, so the first round runs warm: Medusa on one hidden row; the EAGLE-3
  * head on a prompt-sized chunk of real rows, then a few drafted rows (its cache is reset afterwards).
  */

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../engine/store';
-import { openDraftOn } from './draft-device';
+import { openDraftOn } from './device-choice';
 import type { LoadedModel } from './load';
 import type { Device } from './precision';
 import type { ModelRunner } from './runner';

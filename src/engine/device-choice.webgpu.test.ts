@@ -2,7 +2,7 @@
  * The draft model on another device than the target (EngineLoadOptions.draftDevice), on WebGPU in Node (lavapipe
  * here): the bundled target on WebGPU, its draft on wasm. The draft really runs there, drafting still gives plain
  * greedy decoding's tokens. By default ('auto') the draft is timed on both devices and the faster kept (wasm here),
- * then remembered.
+ * then remembered; the EAGLE head likewise.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeWebGpu, webGpuOrt, webGpuTitle } from '../runtime/testing/node-webgpu';
@@ -73,6 +73,36 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('the draft model on wasm next to a t
       expect([second.draftDevice?.how, second.draft?.device]).toEqual(['remembered', first.draftDevice?.device]);
     } finally {
       await second.release();
+    }
+  }, 180_000);
+
+  it('times the EAGLE head on both devices too, keeps the faster, and eagle still gives plain decoding tokens', async () => {
+    const headed = await SpecEngine.load(webGpuOrt(), {
+      target: 'public/models/austen-target',
+      heads: 'public/models/austen-eagle3',
+      device: 'webgpu',
+      calibration: 'never',
+      store: new MemoryStore(),
+    });
+    try {
+      const choice = headed.headsDevice;
+      expect(choice?.how).toBe('measured');
+      const [cpu, gpu] = choice?.timings ?? [];
+      expect([cpu?.device, gpu?.device]).toEqual(['wasm', 'webgpu']);
+      const faster = (cpu?.q1 ?? 0) + (cpu?.q4 ?? 0) <= (gpu?.q1 ?? 0) + (gpu?.q4 ?? 0) ? 'wasm' : 'webgpu';
+      expect(choice?.device).toBe(faster);
+      const generate = async (method: 'ar' | 'eagle') => {
+        const it = headed.generate(TEXT, { method, maxNewTokens: 8, sampling: GREEDY });
+        let step = await it.next();
+        while (!step.done) step = await it.next();
+        return step.value;
+      };
+      const plain = await generate('ar');
+      const eagle = await generate('eagle');
+      expect(eagle.stats.draftCalls).toBeGreaterThan(0);
+      expect(eagle.tokens).toEqual(plain.tokens);
+    } finally {
+      await headed.release();
     }
   }, 180_000);
 });

@@ -1,11 +1,12 @@
 /**
- * Where the draft model runs next to a target on WebGPU, chosen by measurement (OpenOptions.draftDevice 'auto', the
- * default). A small model's call on a GPU costs its dispatches and their submission, whatever its size: the bundled
+ * Where the draft model (and the draft heads) run next to a target on WebGPU, chosen by measurement
+ * (OpenOptions.draftDevice and headsDevice 'auto', the defaults). A small model's call on a GPU costs its dispatches and their submission, whatever its size: the bundled
  * draft (1.6M parameters) took 8.6-16.7 ms a call on an NVIDIA H100 through Dawn, 33 ms on lavapipe and 81 ms on
  * SwiftShader, where the same call on the CPU (onnxruntime's wasm EP) takes what reading its weights takes, 0.3-1 ms.
  * A large draft on a real GPU goes the other way. So on a WebGPU target the draft is built on both devices and timed at
  * the widths drafting calls (one token, a chain's steps; four, a tree's expansion), the faster kept and the other
- * released. The choice is remembered per draft model, device pair and onnxruntime version, for the process and in the
+ * released. The heads the same way (heads/index.ts timeHeadsCalls): on the CPU they read the target's hidden rows as
+ * they come back from each call anyway. The choice is remembered per draft model, device pair and onnxruntime version, for the process and in the
  * engine's store (a file in Node, IndexedDB in a page), so later loads build the draft once.
  */
 import { safeGet, safeSet } from '../engine/store';
@@ -15,32 +16,32 @@ import type { Device } from './precision';
 import type { ModelRunner } from './runner';
 import type { VariantMemory } from './variant';
 
-export interface DraftDeviceTiming {
+export interface DeviceTiming {
   device: Device;
   /** Fastest ms of a draft call of one and of four tokens after a short context. */
   q1: number;
   q4: number;
 }
 
-export interface DraftDeviceChoice {
+export interface DeviceChoice {
   device: Device;
   /** The measured calls (empty when the choice was remembered or not measured). */
-  timings: DraftDeviceTiming[];
+  timings: DeviceTiming[];
   how: 'measured' | 'remembered' | 'asked';
 }
 
 /** Context before the timed calls, repeats per width (fastest taken), untimed rounds first. */
 const PROBE = { context: 16, reps: 5, warm: 2 } as const;
 
-const remembered = new Map<string, DraftDeviceChoice>();
+const remembered = new Map<string, DeviceChoice>();
 
-function isChoice(v: unknown): v is DraftDeviceChoice {
-  const c = v as Partial<DraftDeviceChoice> | undefined;
+function isChoice(v: unknown): v is DeviceChoice {
+  const c = v as Partial<DeviceChoice> | undefined;
   return typeof c === 'object' && c !== null && (c.device === 'wasm' || c.device === 'webgpu');
 }
 
 /** One-token and four-token calls after a short context, interleaved; the fastest of each. */
-export async function timeDraftCalls(runner: ModelRunner): Promise<DraftDeviceTiming> {
+export async function timeDraftCalls(runner: ModelRunner): Promise<DeviceTiming> {
   const { vocabSize, maxPositions } = runner.model.config;
   const ctx = Math.min(PROBE.context, maxPositions - 5);
   const tokens = (n: number, from: number) => Array.from({ length: n }, (_, i) => (from + i * 7) % vocabSize);
@@ -76,25 +77,68 @@ export async function timeDraftCalls(runner: ModelRunner): Promise<DraftDeviceTi
   return { device: runner.device, q1: Math.min(...times[1]), q4: Math.min(...times[4]) };
 }
 
-/** The key of a draft's choice: the model, the device pair and the runtime. */
-function choiceKey(model: LoadedModel, ortVersion: string): string {
-  const c = model.config;
+/** The key of a model's choice: what it is, the device pair and the runtime. */
+export function choiceKey(
+  kind: 'draft' | 'heads',
+  model: LoadedModel | { spec: string; weightBytes: number },
+  ortVersion: string,
+): string {
+  const c = (model as LoadedModel).config;
   return [
-    'draft-device:v1',
+    `${kind}-device:v1`,
     ortVersion,
     model.spec,
     model.weightBytes,
-    c.hiddenSize,
-    c.numLayers,
-    c.vocabSize,
+    c ? `${c.hiddenSize}x${c.numLayers}x${c.vocabSize}` : '',
     'target:webgpu',
   ].join(':');
 }
 
 /**
- * Build the draft on `asked` ('wasm' or 'webgpu'), or on a WebGPU target with 'auto' on the device measured faster
- * (remembered after the first time). `build` makes the draft's runner on a device.
+ * Open a model on `asked` ('wasm' or 'webgpu'), or next to a WebGPU target with 'auto' on the device timed faster
+ * (remembered under `key` after the first time): `build` makes it on a device, `time` gives its calls' ms there
+ * (the sum of its q1 and q4 decides), `release` frees the build not kept.
  */
+export async function openOnFaster<T>(
+  key: string,
+  targetDevice: Device,
+  asked: Device | 'auto',
+  build: (device: Device) => Promise<T>,
+  time: (built: T, device: Device) => Promise<DeviceTiming>,
+  release: (built: T) => Promise<void>,
+  memory?: VariantMemory,
+): Promise<{ built: T; choice: DeviceChoice }> {
+  if (asked !== 'auto' || targetDevice === 'wasm') {
+    const device = asked === 'auto' ? targetDevice : asked;
+    return { built: await build(device), choice: { device, timings: [], how: 'asked' } };
+  }
+  const known = remembered.get(key) ?? (memory ? await safeGet(memory, key) : undefined);
+  if (isChoice(known)) {
+    const choice = { ...known, how: 'remembered' as const };
+    remembered.set(key, choice);
+    return { built: await build(choice.device), choice };
+  }
+  const onCpu = await build('wasm');
+  let onGpu: T | null = null;
+  try {
+    const cpu = await time(onCpu, 'wasm');
+    onGpu = await build('webgpu');
+    const gpu = await time(onGpu, 'webgpu');
+    const device: Device = cpu.q1 + cpu.q4 <= gpu.q1 + gpu.q4 ? 'wasm' : 'webgpu';
+    const choice: DeviceChoice = { device, timings: [cpu, gpu], how: 'measured' };
+    remembered.set(key, choice);
+    if (memory) await safeSet(memory, key, choice);
+    const [keep, drop] = device === 'wasm' ? [onCpu, onGpu] : [onGpu, onCpu];
+    await release(drop);
+    return { built: keep, choice };
+  } catch (e) {
+    await release(onCpu);
+    if (onGpu) await release(onGpu);
+    throw e;
+  }
+}
+
+/** The draft model on its device ('auto': the faster next to a WebGPU target; see openOnFaster). */
 export async function openDraftOn(
   model: LoadedModel,
   targetDevice: Device,
@@ -102,34 +146,15 @@ export async function openDraftOn(
   build: (device: Device) => Promise<ModelRunner>,
   ortVersion: string,
   memory?: VariantMemory,
-): Promise<{ runner: ModelRunner; choice: DraftDeviceChoice }> {
-  if (asked !== 'auto' || targetDevice === 'wasm') {
-    const device = asked === 'auto' ? targetDevice : asked;
-    return { runner: await build(device), choice: { device, timings: [], how: 'asked' } };
-  }
-  const key = choiceKey(model, ortVersion);
-  const known = remembered.get(key) ?? (memory ? await safeGet(memory, key) : undefined);
-  if (isChoice(known)) {
-    const choice = { ...known, how: 'remembered' as const };
-    remembered.set(key, choice);
-    return { runner: await build(choice.device), choice };
-  }
-  const onCpu = await build('wasm');
-  let onGpu: ModelRunner | null = null;
-  try {
-    const cpu = await timeDraftCalls(onCpu);
-    onGpu = await build('webgpu');
-    const gpu = await timeDraftCalls(onGpu);
-    const device: Device = cpu.q1 + cpu.q4 <= gpu.q1 + gpu.q4 ? 'wasm' : 'webgpu';
-    const choice: DraftDeviceChoice = { device, timings: [cpu, gpu], how: 'measured' };
-    remembered.set(key, choice);
-    if (memory) await safeSet(memory, key, choice);
-    const [keep, drop] = device === 'wasm' ? [onCpu, onGpu] : [onGpu, onCpu];
-    await drop.release();
-    return { runner: keep, choice };
-  } catch (e) {
-    await onCpu.release();
-    await onGpu?.release();
-    throw e;
-  }
+): Promise<{ runner: ModelRunner; choice: DeviceChoice }> {
+  const { built, choice } = await openOnFaster(
+    choiceKey('draft', model, ortVersion),
+    targetDevice,
+    asked,
+    build,
+    (runner) => timeDraftCalls(runner),
+    (runner) => runner.release(),
+    memory,
+  );
+  return { runner: built, choice };
 }
