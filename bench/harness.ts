@@ -130,8 +130,10 @@ export interface BenchReport {
   sampling?: SamplingParams;
   /** No engine of the run held a draft model (bench --no-draft, or a draft model that was not there). */
   withoutDraft?: true;
-  /** Where the draft model ran, when not on the target's device (bench --draft-device). */
+  /** Where the draft model ran, when not on the target's device (bench --draft-device, or auto's choice). */
   draftDevice?: string;
+  /** Where the draft heads ran, when not on the target's device. */
+  headsDevice?: string;
 }
 
 /**
@@ -257,6 +259,13 @@ function summarise(
   };
 }
 
+/** Where the first engine with heads ran them, when not on its target's device. */
+function headsDeviceOf(engines: readonly SpecEngine[]): { headsDevice?: string } {
+  const headed = engines.find((e) => e.headsDevice);
+  const device = headed?.headsDevice?.device;
+  return headed && device && device !== headed.device ? { headsDevice: device } : {};
+}
+
 export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<BenchReport> {
   const log = o.log ?? (() => {});
   const on = (m: Method) => (m === 'ar' ? engine : (o.engineFor?.(m) ?? engine));
@@ -338,6 +347,7 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
     ...(sampling ? { sampling } : {}),
     ...([engine, ...methods.map(on)].every((e) => e.draft === null) ? { withoutDraft: true as const } : {}),
     ...(engine.draft && engine.draft.device !== engine.device ? { draftDevice: engine.draft.device } : {}),
+    ...headsDeviceOf(methods.map(on)),
     prompts: o.prompts.length,
     repeats: o.repeats,
     maxNewTokens: o.maxNewTokens,
@@ -426,7 +436,7 @@ export function markdown(title: string, r: BenchReport): string {
   const lines = [
     `### ${title}`,
     '',
-    `${r.prompts} prompts x ${r.repeats} repeats, ${r.maxNewTokens} new tokens, ${samplingLabel(r.sampling)}, ${r.device} (${r.compute})${r.runtime ? `, ${r.runtime}` : ''}${r.withoutDraft ? ', no draft model' : ''}${r.draftDevice ? `, draft model on ${r.draftDevice}` : ''}; target weights ${(r.targetWeightBytes / 1e6).toFixed(1)} MB`,
+    `${r.prompts} prompts x ${r.repeats} repeats, ${r.maxNewTokens} new tokens, ${samplingLabel(r.sampling)}, ${r.device} (${r.compute})${r.runtime ? `, ${r.runtime}` : ''}${r.withoutDraft ? ', no draft model' : ''}${r.draftDevice ? `, draft model on ${r.draftDevice}` : ''}${r.headsDevice ? `, heads on ${r.headsDevice}` : ''}; target weights ${(r.targetWeightBytes / 1e6).toFixed(1)} MB`,
     '',
     `| method | tau | acceptance by depth | tok/s (median) | speedup median [p25, p75] | target calls | draft calls | tree size (call width) | overhead | target GB/s | ideal | measured/ideal | ${r.sampling ? '= plain (sampled: n/a)' : '= plain greedy'} |`,
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
