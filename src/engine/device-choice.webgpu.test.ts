@@ -27,8 +27,8 @@ afterAll(async () => {
   await engine?.release();
 });
 
-async function run(method: 'ar' | 'chain') {
-  const it = engine.generate(TEXT, { method, maxNewTokens: 8, sampling: GREEDY });
+async function run(method: 'ar' | 'chain' | 'eagle', on: SpecEngine = engine) {
+  const it = on.generate(TEXT, { method, maxNewTokens: 8, sampling: GREEDY });
   let step = await it.next();
   while (!step.done) step = await it.next();
   return step.value;
@@ -91,14 +91,8 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('the draft model on wasm next to a t
       expect([cpu?.device, gpu?.device]).toEqual(['wasm', 'webgpu']);
       const faster = (cpu?.q1 ?? 0) + (cpu?.q4 ?? 0) <= (gpu?.q1 ?? 0) + (gpu?.q4 ?? 0) ? 'wasm' : 'webgpu';
       expect(choice?.device).toBe(faster);
-      const generate = async (method: 'ar' | 'eagle') => {
-        const it = headed.generate(TEXT, { method, maxNewTokens: 8, sampling: GREEDY });
-        let step = await it.next();
-        while (!step.done) step = await it.next();
-        return step.value;
-      };
-      const plain = await generate('ar');
-      const eagle = await generate('eagle');
+      const plain = await run('ar', headed);
+      const eagle = await run('eagle', headed);
       expect(eagle.stats.draftCalls).toBeGreaterThan(0);
       expect(eagle.tokens).toEqual(plain.tokens);
     } finally {

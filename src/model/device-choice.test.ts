@@ -20,6 +20,7 @@ function fakes(msPerCall: Record<Device, number>) {
     return {
       device,
       model: { config: { vocabSize: 100, maxPositions: 64 } },
+      config: { vocabSize: 100, maxPositions: 64 },
       reset() {},
       keep() {},
       async forward() {

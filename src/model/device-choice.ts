@@ -9,8 +9,9 @@
  * they come back from each call anyway. The choice is remembered per draft model, device pair and onnxruntime version, for the process and in the
  * engine's store (a file in Node, IndexedDB in a page), so later loads build the draft once.
  */
+
+import { measureCurve } from '../engine/calibrate';
 import { safeGet, safeSet } from '../engine/store';
-import { chainBias } from '../engine/tree';
 import type { LoadedModel } from './load';
 import type { Device } from './precision';
 import type { ModelRunner } from './runner';
@@ -40,41 +41,16 @@ function isChoice(v: unknown): v is DeviceChoice {
   return typeof c === 'object' && c !== null && (c.device === 'wasm' || c.device === 'webgpu');
 }
 
-/** One-token and four-token calls after a short context, interleaved; the fastest of each. */
+/**
+ * One-token and four-token calls after a short context, interleaved, the fastest of each (the calibration's own
+ * measurement, calibrate.ts measureCurve, at these widths).
+ */
 export async function timeDraftCalls(runner: ModelRunner): Promise<DeviceTiming> {
-  const { vocabSize, maxPositions } = runner.model.config;
-  const ctx = Math.min(PROBE.context, maxPositions - 5);
-  const tokens = (n: number, from: number) => Array.from({ length: n }, (_, i) => (from + i * 7) % vocabSize);
-  runner.reset();
-  const prefix = tokens(ctx, 1);
-  await runner.forward({
-    tokens: prefix,
-    positions: prefix.map((_, i) => i),
-    bias: chainBias(0, ctx),
-    rows: [ctx - 1],
-  });
-  const keep = Array.from({ length: ctx }, (_, i) => i);
-  const call = async (q: number) => {
-    runner.keep(keep);
-    const batch = tokens(q, ctx);
-    const t = performance.now();
-    await runner.forward({
-      tokens: batch,
-      positions: batch.map((_, i) => ctx + i),
-      bias: chainBias(ctx, q),
-      rows: batch.map((_, i) => i),
-    });
-    return performance.now() - t;
-  };
-  const times = { 1: [] as number[], 4: [] as number[] };
-  for (let r = 0; r < PROBE.warm + PROBE.reps; r++) {
-    for (const q of [1, 4] as const) {
-      const ms = await call(q);
-      if (r >= PROBE.warm) times[q].push(ms);
-    }
-  }
-  runner.reset();
-  return { device: runner.device, q1: Math.min(...times[1]), q4: Math.min(...times[4]) };
+  const { vocabSize } = runner.model.config;
+  const tokens = Array.from({ length: PROBE.context + 8 }, (_, i) => (1 + i * 7) % vocabSize);
+  const curve = await measureCurve(runner, tokens, [1, 4], PROBE.reps, PROBE.context, PROBE.warm);
+  const ms = (q: number) => curve.points.find((p) => p.q === q)?.ms ?? Number.NaN;
+  return { device: runner.device, q1: ms(1), q4: ms(4) };
 }
 
 /** The key of a model's choice: what it is, the device pair and the runtime. */
