@@ -12,10 +12,11 @@ import type { ModelRunner } from './runner';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function fakes(msPerCall: Record<Device, number>) {
+function fakes(msPerCall: Record<Device, number>, failOn?: Device) {
   const built: Device[] = [];
   const released: Device[] = [];
   const build = async (device: Device) => {
+    if (device === failOn) throw new Error(`no ${device} here`);
     built.push(device);
     return {
       device,
@@ -56,6 +57,24 @@ describe('where the draft model runs next to a WebGPU target', () => {
     const c = fakes({ wasm: 6, webgpu: 1 });
     const gpu = await openDraftOn(model('m2'), 'webgpu', 'auto', c.build, 'v', new MemoryStore());
     expect([gpu.runner.device, c.released]).toEqual(['webgpu', ['wasm']]);
+  });
+
+  it('keeps the other device where one fails to build, without remembering that', async () => {
+    const store = new MemoryStore();
+    const noCpu = fakes({ wasm: 1, webgpu: 6 }, 'wasm');
+    const a = await openDraftOn(model('m4'), 'webgpu', 'auto', noCpu.build, 'v', store);
+    expect([a.runner.device, a.choice.how, noCpu.built]).toEqual(['webgpu', 'fallback', ['webgpu']]);
+    const noGpu = fakes({ wasm: 6, webgpu: 1 }, 'webgpu');
+    const b = await openDraftOn(model('m4'), 'webgpu', 'auto', noGpu.build, 'v', store);
+    expect([b.runner.device, b.choice.how, b.choice.timings.length, noGpu.released]).toEqual([
+      'wasm',
+      'fallback',
+      1,
+      [],
+    ]);
+    // Nothing was remembered: the next load measures both.
+    const both = fakes({ wasm: 1, webgpu: 6 });
+    expect((await openDraftOn(model('m4'), 'webgpu', 'auto', both.build, 'v', store)).choice.how).toBe('measured');
   });
 
   it('builds once where the device is asked for, and on wasm next to a wasm target', async () => {

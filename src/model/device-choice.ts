@@ -28,7 +28,8 @@ export interface DeviceChoice {
   device: Device;
   /** The measured calls (empty when the choice was remembered or not measured). */
   timings: DeviceTiming[];
-  how: 'measured' | 'remembered' | 'asked';
+  /** 'fallback': the build or timing failed on the other device (not remembered). */
+  how: 'measured' | 'remembered' | 'asked' | 'fallback';
 }
 
 /** Context before the timed calls, repeats per width (fastest taken), untimed rounds first. */
@@ -94,24 +95,45 @@ export async function openOnFaster<T>(
     remembered.set(key, choice);
     return { built: await build(choice.device), choice };
   }
-  const onCpu = await build('wasm');
-  let onGpu: T | null = null;
+  // A build or timing that fails on one device leaves the other (a model that cannot load fails on both, and the
+  // second failure is the one reported); such a choice is not remembered.
+  const fallback = (built: T, device: Device, timings: DeviceTiming[]) => ({
+    built,
+    choice: { device, timings, how: 'fallback' as const },
+  });
+  let onCpu: T;
+  let cpu: DeviceTiming;
   try {
-    const cpu = await time(onCpu, 'wasm');
-    onGpu = await build('webgpu');
-    const gpu = await time(onGpu, 'webgpu');
-    const device: Device = cpu.q1 + cpu.q4 <= gpu.q1 + gpu.q4 ? 'wasm' : 'webgpu';
-    const choice: DeviceChoice = { device, timings: [cpu, gpu], how: 'measured' };
-    remembered.set(key, choice);
-    if (memory) await safeSet(memory, key, choice);
-    const [keep, drop] = device === 'wasm' ? [onCpu, onGpu] : [onGpu, onCpu];
-    await release(drop);
-    return { built: keep, choice };
-  } catch (e) {
-    await release(onCpu);
-    if (onGpu) await release(onGpu);
-    throw e;
+    onCpu = await build('wasm');
+  } catch {
+    return fallback(await build('webgpu'), 'webgpu', []);
   }
+  try {
+    cpu = await time(onCpu, 'wasm');
+  } catch {
+    await release(onCpu);
+    return fallback(await build('webgpu'), 'webgpu', []);
+  }
+  let onGpu: T;
+  let gpu: DeviceTiming;
+  try {
+    onGpu = await build('webgpu');
+  } catch {
+    return fallback(onCpu, 'wasm', [cpu]);
+  }
+  try {
+    gpu = await time(onGpu, 'webgpu');
+  } catch {
+    await release(onGpu);
+    return fallback(onCpu, 'wasm', [cpu]);
+  }
+  const device: Device = cpu.q1 + cpu.q4 <= gpu.q1 + gpu.q4 ? 'wasm' : 'webgpu';
+  const choice: DeviceChoice = { device, timings: [cpu, gpu], how: 'measured' };
+  remembered.set(key, choice);
+  if (memory) await safeSet(memory, key, choice);
+  const [keep, drop] = device === 'wasm' ? [onCpu, onGpu] : [onGpu, onCpu];
+  await release(drop);
+  return { built: keep, choice };
 }
 
 /** The draft model on its device ('auto': the faster next to a WebGPU target; see openOnFaster). */
