@@ -62,6 +62,10 @@ const BUNDLED_HEADS = { medusa: 'models/austen-medusa/', eagle3: 'models/austen-
 const threadsText = (t: NonNullable<LoadInfo['threads']>) =>
   `${t.threads} wasm thread${t.threads === 1 ? '' : 's'}, ${t.how}`;
 
+/** ", draft on wasm" for the runtime line, where a model runs on another device than the target. */
+const elsewhere = (what: string, info: LoadInfo, on: LoadInfo['draftDevice']) =>
+  on && on.device !== info.device ? `, ${what} on ${on.device}` : '';
+
 const isBusy = (s: Status) => s === 'loading' || s === 'generating';
 
 @customElement('spec-decoder')
@@ -635,7 +639,11 @@ export class SpecDecoder extends LitElement {
             ? html`<small part="runtime"
                 >on ${this.loadInfo.device} (${this.loadInfo.precision ?? this.loadInfo.compute}${
                   this.loadInfo.exact ? ', exact' : ''
-                }${this.loadInfo.threads ? `, ${threadsText(this.loadInfo.threads)}` : ''})</small
+                }${this.loadInfo.threads ? `, ${threadsText(this.loadInfo.threads)}` : ''}${elsewhere(
+                  'draft',
+                  this.loadInfo,
+                  this.loadInfo.draftDevice,
+                )}${elsewhere('heads', this.loadInfo, this.loadInfo.headsDevice)})</small
               >`
             : nothing
         }

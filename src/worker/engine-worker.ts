@@ -160,6 +160,8 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     target: info(engine.target),
     ...(engine.draft ? { draft: info(engine.draft) } : {}),
     ...(engine.heads ? { heads: engine.heads.loaded.spec } : {}),
+    ...(engine.draftDevice ? { draftDevice: { device: engine.draftDevice.device, how: engine.draftDevice.how } } : {}),
+    ...(engine.headsDevice ? { headsDevice: { device: engine.headsDevice.device, how: engine.headsDevice.how } } : {}),
     ...(fallback ? { fallback } : {}),
     ...(warning && device === 'webgpu' ? { warning } : {}),
     ...(adapter ? { adapter } : {}),

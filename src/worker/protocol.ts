@@ -82,6 +82,9 @@ export interface LoadInfo {
   draft?: ModelInfo;
   /** The draft heads loaded next to the target (their folder), if any. */
   heads?: string;
+  /** Where the draft model and the heads run, and how that was decided (EngineLoadOptions.draftDevice, headsDevice). */
+  draftDevice?: { device: 'wasm' | 'webgpu'; how: string };
+  headsDevice?: { device: 'wasm' | 'webgpu'; how: string };
   /** Loading, warm-up and calibration times of the engine (milliseconds). */
   timings?: EngineTimings;
 }
