@@ -74,7 +74,6 @@ if (cli.backends.includes('node-wasm')) {
     curveQs: cli.quick ? [1, 2, 4, 8] : [1, 2, 4, 8, 16, 32, 64],
     curveReps: cli.quick ? 2 : 7,
     ...(cli.sampling ? { sampling: cli.sampling } : {}),
-    ...(cli.draftModel ? {} : { withoutDraft: true as const }),
     log: (l) => console.log(`  ${l}`),
   });
   await release();

@@ -1,13 +1,14 @@
 /**
  * Where the draft model (and the draft heads) run next to a target on WebGPU, chosen by measurement
- * (OpenOptions.draftDevice and headsDevice 'auto', the defaults). A small model's call on a GPU costs its dispatches and their submission, whatever its size: the bundled
- * draft (1.6M parameters) took 8.6-16.7 ms a call on an NVIDIA H100 through Dawn, 33 ms on lavapipe and 81 ms on
- * SwiftShader, where the same call on the CPU (onnxruntime's wasm EP) takes what reading its weights takes, 0.3-1 ms.
- * A large draft on a real GPU goes the other way. So on a WebGPU target the draft is built on both devices and timed at
- * the widths drafting calls (one token, a chain's steps; four, a tree's expansion), the faster kept and the other
- * released. The heads the same way (heads/index.ts timeHeadsCalls): on the CPU they read the target's hidden rows as
- * they come back from each call anyway. The choice is remembered per draft model, device pair and onnxruntime version, for the process and in the
- * engine's store (a file in Node, IndexedDB in a page), so later loads build the draft once.
+ * (OpenOptions.draftDevice and headsDevice 'auto', the defaults). A small model's call on a GPU costs its dispatches
+ * and their submission, whatever its size: the bundled draft (1.6M parameters) took 8.6-16.7 ms a call on an NVIDIA
+ * H100 through Dawn, 33 ms on lavapipe and 81 ms on SwiftShader, where the same call on the CPU (onnxruntime's wasm
+ * EP) takes what reading its weights takes, 0.3-1 ms. A large draft on a real GPU goes the other way. So on a WebGPU
+ * target the draft is built on both devices and timed at the widths drafting calls (one token, a chain's steps; four,
+ * a tree's expansion), the faster kept and the other released. The heads the same way (heads/index.ts
+ * timeHeadsCalls): on the CPU they read the target's hidden rows as they come back from each call anyway. The choice
+ * is remembered per model, device pair and onnxruntime version, for the process and in the engine's store (a file in
+ * Node, IndexedDB in a page), so later loads build it once.
  */
 
 import { measureCurve } from '../engine/calibrate';
@@ -54,21 +55,13 @@ export async function timeDraftCalls(runner: ModelRunner): Promise<DeviceTiming>
   return { device: runner.device, q1: ms(1), q4: ms(4) };
 }
 
-/** The key of a model's choice: what it is, the device pair and the runtime. */
+/** The key of a model's choice: what it is (folder and weight bytes), the device pair and the runtime. */
 export function choiceKey(
   kind: 'draft' | 'heads',
-  model: LoadedModel | { spec: string; weightBytes: number },
+  model: { spec: string; weightBytes: number },
   ortVersion: string,
 ): string {
-  const c = (model as LoadedModel).config;
-  return [
-    `${kind}-device:v1`,
-    ortVersion,
-    model.spec,
-    model.weightBytes,
-    c ? `${c.hiddenSize}x${c.numLayers}x${c.vocabSize}` : '',
-    'target:webgpu',
-  ].join(':');
+  return [`${kind}-device:v1`, ortVersion, model.spec, model.weightBytes, 'target:webgpu'].join(':');
 }
 
 /**

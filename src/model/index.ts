@@ -31,7 +31,7 @@ type Ort = Parameters<typeof ModelRunner.create>[0];
 export interface OpenOptions extends LoadOptions, Omit<RunnerOptions, 'onProgress'> {
   /**
    * Where the draft model runs: 'auto' (the default) measures it next to a WebGPU target on both devices and keeps
-   * the faster (draft-device.ts; on wasm targets it runs on wasm). A small model's call on a GPU costs its dispatches
+   * the faster (device-choice.ts; on wasm targets it runs on wasm). A small model's call on a GPU costs its dispatches
    * (8-17 ms for the bundled draft on an H100, 81 ms on SwiftShader), on the CPU what its weights cost to read (0.3-1
    * ms). On another device than the target's, its precision and graph are that device's defaults ('auto').
    */
