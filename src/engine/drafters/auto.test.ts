@@ -63,9 +63,10 @@ class Arm implements Drafter {
     this.lastRound = this.round;
     const delay = (this.proposed++ < this.cold.rounds ? this.cold.ms : this.delayMs) + this.caughtUp;
     spend(delay);
-    this.counter.calls += this.length;
+    const length = Math.min(this.length, req.maxDepth);
+    this.counter.calls += length;
     const tree: DraftTree = { tokens: [req.committed.at(-1) as number], parents: [-1], draftProbs: [null] };
-    for (let i = 0; i < this.length; i++) {
+    for (let i = 0; i < length; i++) {
       tree.tokens.push(i);
       tree.parents.push(i);
       tree.draftProbs.push(null);
@@ -98,13 +99,15 @@ async function run(
   arms: Arm[],
   rounds: number,
   sampling = SAMPLED,
+  /** Tokens still wanted, less one (DraftRequest.maxDepth): small at a generation's end. */
+  maxDepth = 32,
 ): Promise<{ chosen: Map<string, number>; why: string[] }> {
   const chosen = new Map<string, number>();
   const why: string[] = [];
   const req: DraftRequest = {
     committed: [1, 2, 3],
     maxNodes: 32,
-    maxDepth: 32,
+    maxDepth,
     sampling,
     rng: new Rng(1),
     eos: new Set(),
@@ -315,6 +318,21 @@ describe('auto between arms', () => {
       'trying good',
     ]);
     expect(chosen.get('good')).toBeGreaterThan(30);
+  });
+
+  it("a round cut by the generation's end is not counted: it says how many tokens were left, not how well the arm drafts", async () => {
+    // good brings 4 tokens a round, fair 3; good is tried in the last two rounds of a short generation (one token and
+    // the target's own left: each round brings 2, all there was to bring). Counted, they put good at 2 tokens a call
+    // behind fair's 3, and fair ran until good's revisit 12 rounds on.
+    const arms = [new Arm('good', 4, 3, { calls: 0 }), new Arm('fair', 4, 2, { calls: 0 })];
+    const auto = timedAuto(
+      arms.map((a) => ({ name: a.name, drafter: a })),
+      () => FLAT,
+    );
+    expect((await run(auto, arms, 2, SAMPLED, 1)).chosen.get('good')).toBe(2);
+    const { chosen, why } = await run(auto, arms, 12);
+    expect(why[0]).toContain('trying good');
+    expect(chosen.get('good')).toBeGreaterThanOrEqual(10);
   });
 
   it('a pause is not the arm: a round counts for at most twice what the measured costs predict for it', async () => {

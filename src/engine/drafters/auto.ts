@@ -274,6 +274,8 @@ export class AutoDrafter implements Drafter {
   private ended: string | null = null;
   /** Whether this round is a copy round (prompt lookup over the chosen arm; counted in no arm's record). */
   private copying = false;
+  /** Tokens the round could bring at most (the generation's end or the context's: DraftRequest.maxDepth + 1). */
+  private wanted = Number.POSITIVE_INFINITY;
 
   constructor(
     arms: ArmSpec[],
@@ -480,6 +482,7 @@ export class AutoDrafter implements Drafter {
     if (measure === 'time' && this.memory) await this.restore(this.memory);
     this.predict();
     this.current = this.choose(req);
+    this.wanted = req.maxDepth + 1;
     if (this.ended) this.why += `; ${this.ended}'s run ended: its latest rounds are its record`;
     this.ended = null;
     const copy = measure === 'time' ? await this.copyRound(req) : null;
@@ -577,6 +580,13 @@ export class AutoDrafter implements Drafter {
       if (this.visit?.arm !== arm) this.visit = { arm, left: 1 };
       return;
     }
+    // A round that brought every token still wanted was cut by the generation's end, not by the target: what it
+    // brought says how many were left, not how well the arm drafts, and it is not counted. Every generation ends in
+    // such a round, and the bench's warm-up generations (8 tokens) are a few rounds long: on lavapipe with the draft
+    // model on wasm, the draft model's chain tried in one ended on a round of 1 token (its rounds bring 3 to 17),
+    // its record fell to 8.5 tok/s against the EAGLE head's 13.9, and the head ran until the chain's revisit (in a
+    // bench run, the chain got 2 of auto's 35 rounds: 0.53 of the adaptive chain alone).
+    if (result.path.length >= this.wanted) return;
     arm.cost += cost;
     arm.tokens += result.path.length;
     const keep = arm.gap > RECENT_GAP ? 0 : RECENT_DECAY;
