@@ -129,6 +129,58 @@ test('the demo generates on WebGPU: all three token kinds appear, and the text e
   await expect(el.locator('sd-tree-view svg')).toBeVisible();
 });
 
+test("the page's draft-device setting: beside a WebGPU target the draft model runs where asked, and a device that is not one is refused in one line", async ({
+  page,
+  expectWebGpuAdapter,
+}) => {
+  test.setTimeout(600_000);
+  await page.goto('./');
+  await expectWebGpuAdapter();
+  await page.evaluate(() => {
+    document.querySelector('spec-decoder')?.addEventListener('sd-loaded', (e) => {
+      (window as unknown as { loadedInfo?: unknown }).loadedInfo = (e as CustomEvent).detail;
+    });
+  });
+  const loaded = () =>
+    page.evaluate(
+      () => (window as unknown as { loadedInfo?: { draftDevice?: { device: string; how: string } } }).loadedInfo,
+    );
+  const cli = cliGreedy(PROMPT, 'chain', 4);
+  // On WebGPU, as asked (auto would time both and keep wasm on SwiftShader: the demo test above).
+  const el = await configure(page, {
+    device: 'webgpu',
+    'max-new-tokens': '4',
+    temperature: '0',
+    'draft-device': 'webgpu',
+  });
+  await el.locator('select[part="method"]').selectOption('chain');
+  await watch(page);
+  await el.locator('button[part="generate"]').click();
+  await expect.poll(async () => (await state(page)).done !== undefined, { timeout: 280_000 }).toBe(true);
+  expect((await state(page)).errors).toEqual([]);
+  expect((await loaded())?.draftDevice).toEqual({ device: 'webgpu', how: 'asked' });
+  await expect(el.locator('[part="legend"]')).toContainText('on webgpu');
+  await expect(el.locator('[part="legend"]')).not.toContainText('draft on');
+  expect((await state(page)).done?.tokens).toEqual(cli.tokens);
+  // A device that is not one: one line naming the option and the model, and the element stays usable.
+  await el.evaluate((e) => e.setAttribute('draft-device', 'gpu'));
+  await el.locator('button[part="generate"]').click();
+  await expect(el.locator('[part="error"]')).toContainText(
+    `draftDevice "gpu" (the draft model's device) is not one of auto, wasm, webgpu`,
+    { timeout: 60_000 },
+  );
+  await expect(el.locator('button[part="generate"]')).toBeEnabled();
+  // On wasm, as asked, through the page's setting: the runtime line says so.
+  await configure(page, { 'draft-device': 'wasm' });
+  await watch(page);
+  await el.locator('button[part="generate"]').click();
+  await expect.poll(async () => (await state(page)).done !== undefined, { timeout: 280_000 }).toBe(true);
+  expect((await state(page)).errors).toEqual([]);
+  expect((await loaded())?.draftDevice).toEqual({ device: 'wasm', how: 'asked' });
+  await expect(el.locator('[part="legend"]')).toContainText('draft on wasm');
+  expect((await state(page)).done?.tokens).toEqual(cli.tokens);
+});
+
 test('the page\'s "exact" box loads the target for exact decoding on wasm, and the text equals the CLI\'s --exact', async ({
   page,
 }) => {

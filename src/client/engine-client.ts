@@ -31,6 +31,8 @@ export interface ClientLoadOptions
       | 'exact'
       | 'heads'
       | 'gpuHeads'
+      | 'draftDevice'
+      | 'headsDevice'
       | 'threads'
     >
   > {
@@ -119,6 +121,8 @@ export class EngineClient {
       ...(options.exact ? { exact: true } : {}),
       ...(options.heads ? { heads: options.heads } : {}),
       ...(options.gpuHeads ? { gpuHeads: options.gpuHeads } : {}),
+      ...(options.draftDevice ? { draftDevice: options.draftDevice } : {}),
+      ...(options.headsDevice ? { headsDevice: options.headsDevice } : {}),
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
     };
     this.loaded = null;

@@ -87,6 +87,19 @@ describe('SpecEngine', () => {
         device: 'wasm',
       }),
     ).rejects.toThrow(/^heads model public\/models\/austen-draft: /);
+    // A device for the draft model or the heads that is not one (the element passes its attribute as it is).
+    for (const [option, role] of [
+      ['draftDevice', 'draft model'],
+      ['headsDevice', 'heads'],
+    ])
+      await expect(
+        SpecEngine.load(ortForNode(), {
+          target: 'public/models/austen-target',
+          draft: 'public/models/austen-draft',
+          device: 'wasm',
+          [option as string]: 'gpu',
+        }),
+      ).rejects.toThrow(`${option} "gpu" (the ${role}'s device) is not one of auto, wasm, webgpu`);
   });
 
   // int8 rounds every projection's input to 8 bits, so a last-bit difference between a one-token call and a verify

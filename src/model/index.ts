@@ -44,6 +44,19 @@ export interface OpenOptions extends LoadOptions, Omit<RunnerOptions, 'onProgres
 }
 
 /**
+ * Refuses a device for the draft model or the heads that is not one, naming the option (the element passes its
+ * attributes as they are, and its worker checks them before it knows the target's device).
+ */
+export function checkPlacement(o: Pick<OpenOptions, 'draftDevice' | 'headsDevice'>): void {
+  for (const [option, role, asked] of [
+    ['draftDevice', 'draft model', o.draftDevice],
+    ['headsDevice', 'heads', o.headsDevice],
+  ] as const)
+    if (asked !== undefined && !(['auto', 'wasm', 'webgpu'] as unknown[]).includes(asked))
+      throw new RangeError(`${option} "${String(asked)}" (the ${role}'s device) is not one of auto, wasm, webgpu`);
+}
+
+/**
  * The runner options of one model: layer switches, hidden-state outputs and exact decoding are the target's alone (a
  * draft never skips its layers or feeds heads, and its last bits change only what is proposed, never the text).
  */
@@ -133,6 +146,7 @@ export async function openModels(
   specs: { target: string; draft?: string; heads?: string },
   options: OpenOptions,
 ): Promise<OpenedModels> {
+  checkPlacement(options);
   const targetLoad = asRole('target', specs.target, () => loadModel(specs.target, options));
   const draftLoad = specs.draft
     ? asRole('draft', specs.draft, () => loadModel(specs.draft as string, options))

@@ -5,7 +5,8 @@
  * disabled), method, max-new-tokens, temperature, top-p, top-k, seed, device ("auto" default: a hardware WebGPU
  * adapter, else wasm, with a notice saying why; "webgpu" uses even a software adapter, with a warning; "wasm"),
  * precision ("auto" default, "fp32", "fp16", "int4", "int8" on wasm), exact (greedy speculation gives exactly plain
- * decoding's tokens: the target built row-invariant and checked at load), verify, prompt, group-rounds, hide-rejected,
+ * decoding's tokens: the target built row-invariant and checked at load), draft-device and heads-device (beside a
+ * WebGPU target: "auto" default, timed on both devices, the faster kept; "wasm"; "webgpu"), verify, prompt, group-rounds, hide-rejected,
  * ort-base, threads, hub-endpoint (the hub host for hf:org/name ids; a token goes in the hubToken property), mode
  * ("text", or "chat": messages in through the target's chat template, see chat-view.ts). The prompt can also come
  * from a slotted element: <span slot="prompt">…</span>. cachedModels() and clearCache() show and empty the hub cache.
@@ -167,6 +168,13 @@ export class SpecDecoder extends LitElement {
   @property() precision: 'auto' | 'fp32' | 'fp16' | 'int4' | 'int8' = 'auto';
   /** Exact decoding: greedy speculation gives exactly plain decoding's tokens, bit-exact near-ties included. */
   @property({ type: Boolean }) exact = false;
+  /**
+   * Where the draft model runs beside a WebGPU target: "auto" (timed on both, the faster kept; a small model's call
+   * costs a GPU its dispatches), "wasm" or "webgpu". An engine on wasm runs it on wasm.
+   */
+  @property({ attribute: 'draft-device' }) draftDevice: 'auto' | 'wasm' | 'webgpu' = 'auto';
+  /** Where the draft heads (medusa, eagle, auto's EAGLE head) run beside a WebGPU target, as draft-device. */
+  @property({ attribute: 'heads-device' }) headsDevice: 'auto' | 'wasm' | 'webgpu' = 'auto';
   @property() prompt = '';
   @property({ type: Boolean, attribute: 'group-rounds' }) groupRounds = false;
   /** Leave rejected draft tokens out of the text (they are kept, struck through, by default). */
@@ -218,6 +226,8 @@ export class SpecDecoder extends LitElement {
       this.device,
       this.precision,
       this.exact,
+      this.draftDevice,
+      this.headsDevice,
       this.ortBase,
       this.threads,
       this.hubEndpoint,
@@ -301,6 +311,8 @@ export class SpecDecoder extends LitElement {
       device: this.device,
       precision: this.precision,
       ...(this.exact ? { exact: true } : {}),
+      ...(this.draftDevice !== 'auto' ? { draftDevice: this.draftDevice } : {}),
+      ...(this.headsDevice !== 'auto' ? { headsDevice: this.headsDevice } : {}),
       ...(this.needsLayerSwitches ? { layerSwitches: true } : {}),
       ...(this.headsInUse ? { heads: this.headsInUse } : {}),
       ...(this.gpuHeadsInUse ? { gpuHeads: this.gpuHeadsInUse } : {}),

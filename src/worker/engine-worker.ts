@@ -4,6 +4,7 @@
  * ORT is imported here, not proxied (ORT's proxy mode does not work with WebGPU).
  */
 import { SpecEngine } from '../engine/engine';
+import { checkPlacement } from '../model/index';
 import { type ModelRunner, SessionCreateError } from '../model/runner';
 import type { ProgressInfo } from '../model/source';
 import { chooseDevice } from '../runtime/device';
@@ -110,6 +111,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
   const ort = ortForWeb(req.ortBase);
   await engine?.release();
   engine = null;
+  checkPlacement(req);
   const choice = chooseDevice(req.device, req.device === 'wasm' ? null : await probeWebGpu(self.navigator.gpu));
   let { device, fallback } = choice;
   const { adapter, warning, calibration } = choice;
@@ -128,19 +130,25 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     onProgress: (info: ProgressInfo) => post({ type: 'progress', id, info }),
   };
   // The heads asked for, or those asked for only on WebGPU (auto's bundled EAGLE head) when the engine runs there.
-  const withHeads = (d: 'wasm' | 'webgpu') => {
+  // Where the draft model and the heads run, as asked, beside a WebGPU target; beside a wasm one (asked, or a
+  // fallback) on wasm.
+  const extrasOn = (d: 'wasm' | 'webgpu') => {
     const heads = req.heads ?? (d === 'webgpu' ? req.gpuHeads : undefined);
-    return heads ? { heads } : {};
+    return {
+      ...(heads ? { heads } : {}),
+      ...(d === 'webgpu' && req.draftDevice ? { draftDevice: req.draftDevice } : {}),
+      ...(d === 'webgpu' && req.headsDevice ? { headsDevice: req.headsDevice } : {}),
+    };
   };
   try {
-    engine = await SpecEngine.load(ort, { ...options, ...withHeads(device), device });
+    engine = await SpecEngine.load(ort, { ...options, ...extrasOn(device), device });
   } catch (e) {
     // A WebGPU session that cannot be built (an unsupported op, an adapter limit) falls back to wasm; bad model
     // files fail the same way on every device, so they are reported as they are.
     if (device !== 'webgpu' || !(e instanceof SessionCreateError)) throw e;
     device = 'wasm';
     fallback = `WebGPU session failed (${(e as Error).message}); running on the wasm (CPU) backend instead`;
-    engine = await SpecEngine.load(ort, { ...options, ...withHeads(device), device, calibration: 'auto' });
+    engine = await SpecEngine.load(ort, { ...options, ...extrasOn(device), device, calibration: 'auto' });
   }
   // Whatever this load ran, onnxruntime's wasm has started: its thread count is fixed for this worker.
   started ??= threads ?? {

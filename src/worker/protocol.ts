@@ -37,6 +37,12 @@ export interface LoadRequest {
   /** Heads loaded only when the engine runs on WebGPU, if `heads` is unset (auto's EAGLE head: defaultHeads). */
   gpuHeads?: string;
   /**
+   * Where the draft model and the heads run beside a WebGPU target (EngineLoadOptions.draftDevice, headsDevice):
+   * 'auto' (the default) times both devices and keeps the faster. An engine on wasm runs them on wasm.
+   */
+  draftDevice?: 'auto' | 'wasm' | 'webgpu';
+  headsDevice?: 'auto' | 'wasm' | 'webgpu';
+  /**
    * onnxruntime's wasm threads on the wasm device: unset, onnxruntime's default (half the cores, at most 4); 'auto'
    * measures 1, 2, ... up to the cores once per browser, machine and models and remembers the fastest (see
    * thread-probe-web.ts for why that is not the default); a number is used as given. Fixed by the worker's first
