@@ -129,7 +129,7 @@ test('the demo generates on WebGPU: all three token kinds appear, and the text e
   await expect(el.locator('sd-tree-view svg')).toBeVisible();
 });
 
-test("the page's draft-device setting: beside a WebGPU target the draft model runs where asked, and a device that is not one is refused in one line", async ({
+test("the page's draft-device setting: beside a WebGPU target the draft model runs where asked, a device that is not one is refused in one line, and beside a wasm target a notice says it runs on wasm", async ({
   page,
   expectWebGpuAdapter,
 }) => {
@@ -178,6 +178,17 @@ test("the page's draft-device setting: beside a WebGPU target the draft model ru
   expect((await state(page)).errors).toEqual([]);
   expect((await loaded())?.draftDevice).toEqual({ device: 'wasm', how: 'asked' });
   await expect(el.locator('[part="legend"]')).toContainText('draft on wasm');
+  expect((await state(page)).done?.tokens).toEqual(cli.tokens);
+  // Beside a target on wasm the draft model runs on wasm whatever was asked, and a notice says so.
+  await configure(page, { device: 'wasm', 'draft-device': 'webgpu' });
+  await watch(page);
+  await el.locator('button[part="generate"]').click();
+  await expect.poll(async () => (await state(page)).done !== undefined, { timeout: 280_000 }).toBe(true);
+  expect((await state(page)).errors).toEqual([]);
+  expect((await loaded())?.draftDevice).toEqual({ device: 'wasm', how: 'target' });
+  await expect(el.locator('[part="warning"]')).toContainText(
+    'the draft model runs on wasm beside a target on wasm (draft-device webgpu applies beside a WebGPU target)',
+  );
   expect((await state(page)).done?.tokens).toEqual(cli.tokens);
 });
 

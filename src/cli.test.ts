@@ -173,6 +173,21 @@ describe('CLI runs (bundled models)', () => {
     expect((await run([])).exact).toBe(false);
   }, 60_000);
 
+  it('--draft-device webgpu beside a target on wasm: the draft runs on wasm, a note on stderr says so, and the JSON does not say "asked"', async () => {
+    const io = capture();
+    const args = ['--prompt', 'She was', '--method', 'chain', '--max-new-tokens', '4', '--json', '--device', 'wasm'];
+    expect(await main([...args, '--draft-device', 'webgpu', '--heads-device', 'webgpu'], io)).toBe(0);
+    expect(io.stderr()).toContain(
+      'note: the draft model runs on wasm beside a target on wasm (--draft-device webgpu applies beside a WebGPU target)',
+    );
+    expect(io.stderr()).toContain('note: the heads run on wasm beside a target on wasm (--heads-device webgpu');
+    expect(JSON.parse(io.stdout()).runtime.draft).toMatchObject({ device: 'wasm', how: 'target' });
+    // Without the flag, no note.
+    const quiet = capture();
+    expect(await main(args, quiet)).toBe(0);
+    expect(quiet.stderr()).not.toContain('note:');
+  }, 60_000);
+
   it('a prompt near the context limit with the adaptive tree stops cleanly with everything generated', async () => {
     const words = readFileSync('tools/data/heldout_prompts.txt', 'utf8').replace(/\s+/g, ' ');
     const io = capture();

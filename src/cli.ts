@@ -8,6 +8,7 @@ import { jsonResult, painter, type RoundIds, roundIds, statsLine, wantColour } f
 import { methodSpec, uses } from './engine/drafters/index';
 import { SpecEngine } from './engine/engine';
 import { GenerationError, type GenerationResult } from './engine/events';
+import { placementNotes } from './model/index';
 import { nodeRuntime } from './runtime/node-device';
 import { FileStore } from './runtime/store-node';
 
@@ -54,6 +55,10 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       : options.threads,
     { maxNewTokens: options.maxNewTokens },
   );
+  // A draft model or heads asked for on WebGPU beside a target on wasm (asked, or no adapter) run on wasm: say so.
+  if (runtime.device === 'wasm')
+    for (const line of placementNotes(options.draftDevice, options.headsDevice, '--draft-device', '--heads-device'))
+      io.err(`note: ${line}\n`);
   let engine: SpecEngine;
   try {
     engine = await SpecEngine.load(runtime.ort, {

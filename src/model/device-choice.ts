@@ -29,8 +29,11 @@ export interface DeviceChoice {
   device: Device;
   /** The measured calls (empty when the choice was remembered or not measured). */
   timings: DeviceTiming[];
-  /** 'fallback': the build or timing failed on the other device (not remembered). */
-  how: 'measured' | 'remembered' | 'asked' | 'fallback';
+  /**
+   * 'asked': the device asked for; 'target': the target's device, with nothing to choose ('auto' beside a target on
+   * wasm); 'fallback': the build or timing failed on the other device (not remembered).
+   */
+  how: 'measured' | 'remembered' | 'asked' | 'target' | 'fallback';
 }
 
 /** Context before the timed calls, repeats per width (fastest taken), untimed rounds first. */
@@ -78,10 +81,9 @@ export async function openOnFaster<T>(
   release: (built: T) => Promise<void>,
   memory?: VariantMemory,
 ): Promise<{ built: T; choice: DeviceChoice }> {
-  if (asked !== 'auto' || targetDevice === 'wasm') {
-    const device = asked === 'auto' ? targetDevice : asked;
-    return { built: await build(device), choice: { device, timings: [], how: 'asked' } };
-  }
+  if (asked !== 'auto') return { built: await build(asked), choice: { device: asked, timings: [], how: 'asked' } };
+  if (targetDevice === 'wasm')
+    return { built: await build('wasm'), choice: { device: 'wasm', timings: [], how: 'target' } };
   const known = remembered.get(key) ?? (memory ? await safeGet(memory, key) : undefined);
   if (isChoice(known)) {
     const choice = { ...known, how: 'remembered' as const };

@@ -57,6 +57,27 @@ export function checkPlacement(o: Pick<OpenOptions, 'draftDevice' | 'headsDevice
 }
 
 /**
+ * Notices for a draft model or heads asked for on WebGPU beside a target on wasm (asked for, or without an adapter):
+ * they run on wasm there, which the user should not have to find in the runtime report. `flags` name the options as
+ * the user wrote them (the CLI's flags, the element's attributes).
+ */
+export function placementNotes(
+  draftDevice: string | undefined,
+  headsDevice: string | undefined,
+  draftFlag: string,
+  headsFlag: string,
+): string[] {
+  const notes: string[] = [];
+  if (draftDevice === 'webgpu')
+    notes.push(
+      `the draft model runs on wasm beside a target on wasm (${draftFlag} webgpu applies beside a WebGPU target)`,
+    );
+  if (headsDevice === 'webgpu')
+    notes.push(`the heads run on wasm beside a target on wasm (${headsFlag} webgpu applies beside a WebGPU target)`);
+  return notes;
+}
+
+/**
  * The runner options of one model: layer switches, hidden-state outputs and exact decoding are the target's alone (a
  * draft never skips its layers or feeds heads, and its last bits change only what is proposed, never the text).
  */

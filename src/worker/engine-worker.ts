@@ -4,7 +4,7 @@
  * ORT is imported here, not proxied (ORT's proxy mode does not work with WebGPU).
  */
 import { SpecEngine } from '../engine/engine';
-import { checkPlacement } from '../model/index';
+import { checkPlacement, placementNotes } from '../model/index';
 import { type ModelRunner, SessionCreateError } from '../model/runner';
 import type { ProgressInfo } from '../model/source';
 import { chooseDevice } from '../runtime/device';
@@ -140,6 +140,12 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
       ...(d === 'webgpu' && req.headsDevice ? { headsDevice: req.headsDevice } : {}),
     };
   };
+  const noteIfWasm = (d: 'wasm' | 'webgpu') => {
+    if (d !== 'wasm') return;
+    for (const message of placementNotes(req.draftDevice, req.headsDevice, 'draft-device', 'heads-device'))
+      post({ type: 'progress', id, info: { status: 'warning', name: req.target, message } });
+  };
+  noteIfWasm(device);
   try {
     engine = await SpecEngine.load(ort, { ...options, ...extrasOn(device), device });
   } catch (e) {
@@ -148,6 +154,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     if (device !== 'webgpu' || !(e instanceof SessionCreateError)) throw e;
     device = 'wasm';
     fallback = `WebGPU session failed (${(e as Error).message}); running on the wasm (CPU) backend instead`;
+    noteIfWasm(device);
     engine = await SpecEngine.load(ort, { ...options, ...extrasOn(device), device, calibration: 'auto' });
   }
   // Whatever this load ran, onnxruntime's wasm has started: its thread count is fixed for this worker.
