@@ -145,16 +145,16 @@ export class SpecEngine {
   private readonly relearned = new Set<string>();
   private busy = false;
   private costs: CostModel | null = null;
-  /** Where the draft model runs and how that was decided (null: no draft model). */
-  draftDevice: DeviceChoice | null = null;
-  /** Where the draft heads run and how that was decided (null: no heads). */
-  headsDevice: DeviceChoice | null = null;
   readonly timings: EngineTimings = { loadMs: 0, warmupMs: 0, calibrationMs: 0, calibration: 'none' };
 
   private constructor(
     readonly target: ModelRunner,
     readonly draft: ModelRunner | null,
     readonly heads: OpenedHeads | null,
+    /** Where the draft model runs and how that was decided (null: no draft model). */
+    readonly draftDevice: DeviceChoice | null,
+    /** Where the draft heads run and how that was decided (null: no heads). */
+    readonly headsDevice: DeviceChoice | null,
     private readonly calibration: 'auto' | 'never',
     private readonly store: KeyValueStore,
   ) {}
@@ -174,9 +174,15 @@ export class SpecEngine {
     const open = { ...rest, graph, variantMemory: store };
     const started = performance.now();
     const opened = await openModels(ort, { target, ...(draft ? { draft } : {}), ...(heads ? { heads } : {}) }, open);
-    const engine = new SpecEngine(opened.target, opened.draft, opened.heads, calibration, store);
-    engine.draftDevice = opened.draftDevice;
-    engine.headsDevice = opened.headsDevice;
+    const engine = new SpecEngine(
+      opened.target,
+      opened.draft,
+      opened.heads,
+      opened.draftDevice,
+      opened.headsDevice,
+      calibration,
+      store,
+    );
     engine.timings.loadMs = performance.now() - started;
     if (warmup) await engine.warmup();
     return engine;
