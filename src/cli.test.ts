@@ -173,15 +173,23 @@ describe('CLI runs (bundled models)', () => {
     expect((await run([])).exact).toBe(false);
   }, 60_000);
 
-  it('--draft-device webgpu beside a target on wasm: the draft runs on wasm, a note on stderr says so, and the JSON does not say "asked"', async () => {
+  it('--draft-device webgpu beside a target on wasm: the draft runs on wasm, a note on stderr says so (of the models that load), and the JSON does not say "asked"', async () => {
     const io = capture();
     const args = ['--prompt', 'She was', '--method', 'chain', '--max-new-tokens', '4', '--json', '--device', 'wasm'];
     expect(await main([...args, '--draft-device', 'webgpu', '--heads-device', 'webgpu'], io)).toBe(0);
     expect(io.stderr()).toContain(
       'note: the draft model runs on wasm beside a target on wasm (--draft-device webgpu applies beside a WebGPU target)',
     );
-    expect(io.stderr()).toContain('note: the heads run on wasm beside a target on wasm (--heads-device webgpu');
+    // chain loads no heads: nothing to say about them.
+    expect(io.stderr()).not.toContain('the heads run');
     expect(JSON.parse(io.stdout()).runtime.draft).toMatchObject({ device: 'wasm', how: 'target' });
+    // eagle loads the bundled target's EAGLE head: the note is about it.
+    const heads = capture();
+    const eagle = ['--prompt', 'She was', '--method', 'eagle', '--max-new-tokens', '4', '--device', 'wasm'];
+    expect(await main([...eagle, '--heads-device', 'webgpu'], heads)).toBe(0);
+    expect(heads.stderr()).toContain(
+      'note: the heads run on wasm beside a target on wasm (--heads-device webgpu applies beside a WebGPU target)',
+    );
     // Without the flag, no note.
     const quiet = capture();
     expect(await main(args, quiet)).toBe(0);

@@ -57,7 +57,12 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
   );
   // A draft model or heads asked for on WebGPU beside a target on wasm (asked, or no adapter) run on wasm: say so.
   if (runtime.device === 'wasm')
-    for (const line of placementNotes(options.draftDevice, options.headsDevice, '--draft-device', '--heads-device'))
+    for (const line of placementNotes(
+      usesDraft ? options.draftDevice : undefined,
+      options.heads ? options.headsDevice : undefined,
+      '--draft-device',
+      '--heads-device',
+    ))
       io.err(`note: ${line}\n`);
   let engine: SpecEngine;
   try {

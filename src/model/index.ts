@@ -58,8 +58,9 @@ export function checkPlacement(o: Pick<OpenOptions, 'draftDevice' | 'headsDevice
 
 /**
  * Notices for a draft model or heads asked for on WebGPU beside a target on wasm (asked for, or without an adapter):
- * they run on wasm there, which the user should not have to find in the runtime report. `flags` name the options as
- * the user wrote them (the CLI's flags, the element's attributes).
+ * they run on wasm there, which the user should not have to find in the runtime report. The devices are those asked
+ * for the models that load (undefined for one that does not); `draftFlag` and `headsFlag` name the options as the
+ * user wrote them (the CLI's flags, the element's attributes).
  */
 export function placementNotes(
   draftDevice: string | undefined,

@@ -142,8 +142,13 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
   };
   const noteIfWasm = (d: 'wasm' | 'webgpu') => {
     if (d !== 'wasm') return;
-    for (const message of placementNotes(req.draftDevice, req.headsDevice, 'draft-device', 'heads-device'))
-      post({ type: 'progress', id, info: { status: 'warning', name: req.target, message } });
+    const notes = placementNotes(
+      req.draft ? req.draftDevice : undefined,
+      req.heads ? req.headsDevice : undefined,
+      'draft-device',
+      'heads-device',
+    );
+    for (const message of notes) post({ type: 'progress', id, info: { status: 'warning', name: req.target, message } });
   };
   noteIfWasm(device);
   try {
