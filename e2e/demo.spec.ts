@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import type { Locator, Page } from '@playwright/test';
 import type { GenerationResult } from '../src/engine/events';
 import { type ThreadTiming, threadCandidates } from '../src/runtime/thread-probe';
+import type { LoadInfo } from '../src/worker/protocol';
 import { expect, test } from './fixtures';
 
 const PROMPT = 'It is a truth universally acknowledged, that a single man';
@@ -78,6 +79,26 @@ function cliGreedy(
   return JSON.parse(out);
 }
 
+/** Generate with the element as configured, wait for the end, check nothing failed, and return what was watched. */
+async function generateToEnd(page: Page, el: Locator, timeout = 280_000): Promise<Watched> {
+  await watch(page);
+  await el.locator('button[part="generate"]').click();
+  await expect.poll(async () => (await state(page)).done !== undefined, { timeout }).toBe(true);
+  const s = await state(page);
+  expect(s.errors).toEqual([]);
+  return s;
+}
+
+/** Keep the element's latest LoadInfo (its sd-loaded event); the returned function reads it. */
+async function captureLoaded(page: Page): Promise<() => Promise<Partial<LoadInfo> | undefined>> {
+  await page.evaluate(() => {
+    document.querySelector('spec-decoder')?.addEventListener('sd-loaded', (e) => {
+      (window as unknown as { loadedInfo?: unknown }).loadedInfo = (e as CustomEvent).detail;
+    });
+  });
+  return () => page.evaluate(() => (window as unknown as { loadedInfo?: Partial<LoadInfo> }).loadedInfo);
+}
+
 test('the demo generates on WebGPU: all three token kinds appear, and the text equals the CLI greedy output', async ({
   page,
   expectWebGpuAdapter,
@@ -136,15 +157,7 @@ test("the page's draft-device setting: beside a WebGPU target the draft model ru
   test.setTimeout(600_000);
   await page.goto('./');
   await expectWebGpuAdapter();
-  await page.evaluate(() => {
-    document.querySelector('spec-decoder')?.addEventListener('sd-loaded', (e) => {
-      (window as unknown as { loadedInfo?: unknown }).loadedInfo = (e as CustomEvent).detail;
-    });
-  });
-  const loaded = () =>
-    page.evaluate(
-      () => (window as unknown as { loadedInfo?: { draftDevice?: { device: string; how: string } } }).loadedInfo,
-    );
+  const loaded = await captureLoaded(page);
   const cli = cliGreedy(PROMPT, 'chain', 4);
   // On WebGPU, as asked (auto would time both and keep wasm on SwiftShader: the demo test above).
   const el = await configure(page, {
@@ -154,14 +167,11 @@ test("the page's draft-device setting: beside a WebGPU target the draft model ru
     'draft-device': 'webgpu',
   });
   await el.locator('select[part="method"]').selectOption('chain');
-  await watch(page);
-  await el.locator('button[part="generate"]').click();
-  await expect.poll(async () => (await state(page)).done !== undefined, { timeout: 280_000 }).toBe(true);
-  expect((await state(page)).errors).toEqual([]);
+  const s = await generateToEnd(page, el);
   expect((await loaded())?.draftDevice).toEqual({ device: 'webgpu', how: 'asked' });
   await expect(el.locator('[part="legend"]')).toContainText('on webgpu');
   await expect(el.locator('[part="legend"]')).not.toContainText('draft on');
-  expect((await state(page)).done?.tokens).toEqual(cli.tokens);
+  expect(s.done?.tokens).toEqual(cli.tokens);
   // A device that is not one: one line naming the option and the model, and the element stays usable.
   await el.evaluate((e) => e.setAttribute('draft-device', 'gpu'));
   await el.locator('button[part="generate"]').click();
@@ -172,24 +182,18 @@ test("the page's draft-device setting: beside a WebGPU target the draft model ru
   await expect(el.locator('button[part="generate"]')).toBeEnabled();
   // On wasm, as asked, through the page's setting: the runtime line says so.
   await configure(page, { 'draft-device': 'wasm' });
-  await watch(page);
-  await el.locator('button[part="generate"]').click();
-  await expect.poll(async () => (await state(page)).done !== undefined, { timeout: 280_000 }).toBe(true);
-  expect((await state(page)).errors).toEqual([]);
+  const s2 = await generateToEnd(page, el);
   expect((await loaded())?.draftDevice).toEqual({ device: 'wasm', how: 'asked' });
   await expect(el.locator('[part="legend"]')).toContainText('draft on wasm');
-  expect((await state(page)).done?.tokens).toEqual(cli.tokens);
+  expect(s2.done?.tokens).toEqual(cli.tokens);
   // Beside a target on wasm the draft model runs on wasm whatever was asked, and a notice says so.
   await configure(page, { device: 'wasm', 'draft-device': 'webgpu' });
-  await watch(page);
-  await el.locator('button[part="generate"]').click();
-  await expect.poll(async () => (await state(page)).done !== undefined, { timeout: 280_000 }).toBe(true);
-  expect((await state(page)).errors).toEqual([]);
+  const s3 = await generateToEnd(page, el);
   expect((await loaded())?.draftDevice).toEqual({ device: 'wasm', how: 'target' });
   await expect(el.locator('[part="warning"]')).toContainText(
     'the draft model runs on wasm beside a target on wasm (draft-device webgpu applies beside a WebGPU target)',
   );
-  expect((await state(page)).done?.tokens).toEqual(cli.tokens);
+  expect(s3.done?.tokens).toEqual(cli.tokens);
 });
 
 test('the page\'s "exact" box loads the target for exact decoding on wasm, and the text equals the CLI\'s --exact', async ({
@@ -197,22 +201,12 @@ test('the page\'s "exact" box loads the target for exact decoding on wasm, and t
 }) => {
   test.setTimeout(300_000);
   await page.goto('./');
-  await page.evaluate(() => {
-    const w = window as unknown as { loadedInfo?: unknown };
-    document.querySelector('spec-decoder')?.addEventListener('sd-loaded', (e) => {
-      w.loadedInfo = (e as CustomEvent).detail;
-    });
-  });
+  const loaded = await captureLoaded(page);
   const el = await configure(page, { device: 'wasm', 'max-new-tokens': String(TOKENS), temperature: '0' });
   await page.locator('#settings [name="exact"]').check();
   await el.locator('select[part="method"]').selectOption('chain');
-  await watch(page);
-  await el.locator('button[part="generate"]').click();
-  await expect.poll(async () => (await state(page)).done !== undefined, { timeout: 280_000 }).toBe(true);
-  const s = await state(page);
-  expect(s.errors).toEqual([]);
-  const info = await page.evaluate(() => (window as unknown as { loadedInfo?: { exact?: boolean } }).loadedInfo);
-  expect(info?.exact).toBe(true);
+  const s = await generateToEnd(page, el);
+  expect((await loaded())?.exact).toBe(true);
   await expect(el.locator('[part="runtime"]')).toContainText('on wasm (fp32, exact');
   const cli = cliGreedy(PROMPT, 'chain', TOKENS, ['--exact']);
   expect(cli.runtime.target.exact).toBe(true);
