@@ -155,6 +155,29 @@ test('the tree opens on the most informative round, with a key; acceptance bars 
   }
 });
 
+test('a wide tree scrolls inside its column: the numbers keep theirs, and nothing runs past the element', async () => {
+  // On the demo page a 16-token chain (auto's, or adaptive's) took the stats' column down to its minimum (14rem), and
+  // their values wrapped a word a line. Here the fixed chain's 5 nodes in an element 640 px wide do the same.
+  await page.setViewportSize({ width: 1100, height: 900 });
+  const run = await generate({ method: 'chain', maxNewTokens: 24 });
+  const wide = run.rounds.findIndex((r) => r.tree.tokens.length >= 5);
+  expect(wide).toBeGreaterThanOrEqual(0);
+  await host().locator('[part="tree"] input[type="range"]').fill(String(wide));
+  await host().evaluate((e) => {
+    (e as HTMLElement).style.width = '640px';
+  });
+  const box = async (selector: string) =>
+    (await host().locator(selector).boundingBox()) as { x: number; width: number };
+  const element = (await host().boundingBox()) as { x: number; width: number };
+  const stats = await box('sd-stats-panel');
+  const tree = await box('.panels > [part="tree"]');
+  expect(stats.width).toBeGreaterThanOrEqual(300);
+  expect(tree.x + tree.width).toBeLessThanOrEqual(element.x + element.width + 1);
+  await host().evaluate((e) => {
+    (e as HTMLElement).style.width = '';
+  });
+});
+
 test('while running, focus is on Cancel; Enter cancels; the status says how many tokens; focus returns to Generate', async () => {
   test.setTimeout(120_000);
   await page.evaluate(() => {

@@ -136,9 +136,14 @@ export class SpecDecoder extends LitElement {
       }
       .panels {
         display: grid;
-        grid-template-columns: minmax(14rem, 1fr) 2fr;
+        /* The tree scrolls inside its column (a 16-token chain is wider than the page): with an automatic minimum
+           its width took the stats' column down to its minimum, and their values wrapped a word a line. */
+        grid-template-columns: minmax(20rem, 1fr) minmax(0, 2fr);
         gap: 1rem;
         margin-top: 0.75rem;
+      }
+      .panels > * {
+        min-width: 0;
       }
       progress {
         width: 12rem;

@@ -32,7 +32,12 @@ export class StatsPanel extends LitElement {
         margin: 0;
         font-variant-numeric: tabular-nums;
       }
+      /* Deep trees (up to 16 depths and more) scroll inside the panel's column instead of running under the tree. */
+      .depths {
+        overflow-x: auto;
+      }
       .bars {
+        width: max-content;
         display: flex;
         align-items: flex-end;
         gap: 3px;
@@ -56,6 +61,7 @@ export class StatsPanel extends LitElement {
         background: var(--_sd-accepted);
       }
       .axis {
+        width: max-content;
         display: flex;
         gap: 3px;
         font-size: 0.7rem;
@@ -98,7 +104,7 @@ export class StatsPanel extends LitElement {
       ${
         depth.length > 0
           ? html`<div part="acceptance" aria-label="acceptance rate per tree depth">
-              <div class="bars">
+              <div class="depths"><div class="bars">
                 ${depth.map(
                   (a, d) =>
                     html`<div class="col" title=${`depth ${d + 1}: ${(100 * a).toFixed(0)}% accepted`}>
@@ -107,7 +113,7 @@ export class StatsPanel extends LitElement {
                     </div>`,
                 )}
               </div>
-              <div class="axis">${depth.map((_, d) => html`<span>${d + 1}</span>`)}</div>
+              <div class="axis">${depth.map((_, d) => html`<span>${d + 1}</span>`)}</div></div>
               <small>accepted at each tree depth</small>
             </div>`
           : nothing
