@@ -6,10 +6,13 @@
 import { describe, expect, it } from 'vitest';
 import { type CostCurve, worthExtending } from '../calibrate';
 import { GREEDY, Rng } from '../sampling';
-import { ToyLM } from '../testing/toy-lm';
+import { hashedLogits, ToyLM } from '../testing/toy-lm';
+import { childrenOf } from '../tree';
 import type { VerifyResult } from '../verify';
 import { AdaptiveChainDrafter } from './adaptive-chain';
+import { DraftModelState } from './draft-model';
 import type { DraftRequest, DraftTree } from './drafter';
+import { DYNAMIC_DEFAULTS, DynamicTreeDrafter } from './dynamic-tree';
 import type { CostModel } from './method';
 
 const curveOf = (relative: (q: number) => number): CostCurve => ({
@@ -275,5 +278,37 @@ describe('the adaptive chain with measured costs', () => {
     }
     expect(drafter.calibration).toBeLessThan(0.2);
     expect((await drafter.propose(request(committed))).tokens.length - 1).toBeLessThan(4);
+  });
+  it("learns the draft's first choices from a tree drafting with the same model too (auto's chain and tree arms)", async () => {
+    const state = new DraftModelState(new ToyLM(V, hashedLogits(V, 5)));
+    const chain = new AdaptiveChainDrafter(state, () => costsOf(FLAT));
+    const tree = new DynamicTreeDrafter(state, DYNAMIC_DEFAULTS);
+    const before = Array.from({ length: 10 }, (_, b) => chain.acceptanceOf((b + 0.5) / 10));
+    // Greedy rounds of the tree whose target text is the draft's first choices, all the way down.
+    const committed = [...PROMPT];
+    for (let r = 0; r < 6; r++) {
+      const t = await tree.propose(request(committed));
+      const kids = childrenOf(t.parents);
+      const firstChild = (n: number) => kids[n]?.[0];
+      const path = [0];
+      for (let c = firstChild(0); c !== undefined; c = firstChild(c)) path.push(c);
+      const bonus = 3;
+      const argmax = (n: number) => {
+        const c = firstChild(n);
+        return c === undefined ? bonus : (t.tokens[c] as number);
+      };
+      tree.accept(
+        t,
+        { path, token: bonus, kind: 'bonus', status: [] },
+        { logits: () => new Float32Array(V), auxLogits: () => new Float32Array(V), argmax },
+      );
+      committed.push(...path.slice(1).map((n) => t.tokens[n] as number), bonus);
+    }
+    const judged = state.firstChoice.offered;
+    expect(judged.reduce((a, b) => a + b, 0)).toBeGreaterThan(5);
+    // Every first choice was the target's: where the tree's rounds judged some, the chain now expects more.
+    judged.forEach((n, b) => {
+      if (n > 0) expect(chain.acceptanceOf((b + 0.5) / 10)).toBeGreaterThan(before[b] as number);
+    });
   });
 });

@@ -16,7 +16,7 @@ import { paysToExtend, worthExtending } from '../calibrate';
 import { RoundCosts } from '../round-costs';
 import type { VerifyResult } from '../verify';
 import { ChainDrafter } from './chain';
-import type { DraftModelState } from './draft-model';
+import { CONFIDENCE_BUCKETS, confidenceBucket, type DraftModelState, type FirstChoiceCounts } from './draft-model';
 import type { DraftRequest, DraftTree } from './drafter';
 import { type CostModel, draftOf, type MethodSpec } from './method';
 
@@ -49,10 +49,12 @@ export class AdaptiveChainDrafter extends ChainDrafter {
    * calibrated confidence counting as two more (acceptanceOf). The relation is far from linear: over the bench
    * prompts on wasm the bundled draft's tokens at confidence 0.0-0.1 were accepted 42% of the time, 0.1-0.2 58%,
    * 0.2-0.3 75%, 0.3-0.4 92%, above 0.4 96-100%, where confidence x calibration (2.2) said 11%, 33%, 55%, 77%: its
-   * chains stopped at 2.1 tokens a round where the fixed chain of 4 ran faster.
+   * chains stopped at 2.1 tokens a round where the fixed chain of 4 ran faster. Kept with the draft model's state
+   * (DraftModelState.firstChoice), so a tree drafting with the same state (auto's tree arm) adds to it.
    */
-  private offered = new Array<number>(BUCKETS).fill(0);
-  private acceptedIn = new Array<number>(BUCKETS).fill(0);
+  private get table(): FirstChoiceCounts {
+    return this.state.firstChoice;
+  }
 
   constructor(
     draft: DraftModelState['lm'] | DraftModelState,
@@ -90,8 +92,9 @@ export class AdaptiveChainDrafter extends ChainDrafter {
    * with q times the calibration counting as two tokens (before any are measured, that alone).
    */
   acceptanceOf(q: number): number {
-    const b = bucketOf(q);
-    return ((this.acceptedIn[b] as number) + 2 * Math.min(1, q * this.calibration)) / ((this.offered[b] as number) + 2);
+    const b = confidenceBucket(q);
+    const { accepted, offered } = this.table;
+    return ((accepted[b] as number) + 2 * Math.min(1, q * this.calibration)) / ((offered[b] as number) + 2);
   }
 
   /** Acceptance measured over the draft's mean confidence on the same tokens (1 before any evidence). */
@@ -131,9 +134,7 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     this.confidence = 0.95 * this.confidence + probs.reduce((a, b) => a + b, 0);
     if (!tree.draftProbs[0])
       probs.forEach((q, i) => {
-        const b = bucketOf(q);
-        this.offered[b] = (this.offered[b] as number) + 1;
-        if (i < acceptedNow) this.acceptedIn[b] = (this.acceptedIn[b] as number) + 1;
+        this.table.record(confidenceBucket(q), i < acceptedNow);
       });
     // With measured costs the expected-gain rule sizes each chain; the heuristic's length is for rounds without them.
     if (this.costs()) return;
@@ -175,7 +176,7 @@ export class AdaptiveChainDrafter extends ChainDrafter {
       accepted: this.accepted,
       tried: this.tried,
       confidence: this.confidence,
-      byConfidence: { offered: [...this.offered], accepted: [...this.acceptedIn] },
+      byConfidence: { offered: [...this.table.offered], accepted: [...this.table.accepted] },
     };
   }
 
@@ -197,12 +198,13 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     this.confidence = countLike(confidence) && confidence <= tried ? confidence : accepted;
     // The acceptance by confidence, where it fits (records from before it was kept have none).
     const table = byConfidence as { offered?: unknown; accepted?: unknown } | undefined;
-    const fits = (a: unknown): a is number[] => Array.isArray(a) && a.length === BUCKETS && a.every(countLike);
+    const fits = (a: unknown): a is number[] =>
+      Array.isArray(a) && a.length === CONFIDENCE_BUCKETS && a.every(countLike);
     const offered = table?.offered;
     const acceptedIn = table?.accepted;
     if (fits(offered) && fits(acceptedIn) && acceptedIn.every((a, i) => a <= (offered[i] as number))) {
-      this.offered = [...offered];
-      this.acceptedIn = [...acceptedIn];
+      this.table.offered = [...offered];
+      this.table.accepted = [...acceptedIn];
     }
   }
 
@@ -216,15 +218,8 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     this.tried = 0;
     this.confidence = 0;
     this.measured.clear();
-    this.offered.fill(0);
-    this.acceptedIn.fill(0);
+    this.table.clear();
   }
-}
-
-/** Buckets of the draft's confidence for the measured greedy acceptance: [0, 0.1), [0.1, 0.2), ... [0.9, 1]. */
-const BUCKETS = 10;
-function bucketOf(q: number): number {
-  return Math.min(BUCKETS - 1, Math.max(0, Math.floor(q * BUCKETS)));
 }
 
 /** The draft's probability of each of the first n drafted tokens of a chain (from its path values). */

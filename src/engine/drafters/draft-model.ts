@@ -139,7 +139,40 @@ export class DraftDist {
  */
 const ORDINARY_SYNC = 2;
 
+/** Buckets of the draft's confidence in a token: [0, 0.1), [0.1, 0.2), ... [0.9, 1]. */
+export const CONFIDENCE_BUCKETS = 10;
+export function confidenceBucket(q: number): number {
+  return Math.min(CONFIDENCE_BUCKETS - 1, Math.max(0, Math.floor(q * CONFIDENCE_BUCKETS)));
+}
+
+/**
+ * Greedy acceptance of the draft's first choice by its confidence in it: per bucket, the tokens the target judged
+ * and those it accepted (the target's greedy token was the draft's first choice).
+ */
+export class FirstChoiceCounts {
+  offered = new Array<number>(CONFIDENCE_BUCKETS).fill(0);
+  accepted = new Array<number>(CONFIDENCE_BUCKETS).fill(0);
+
+  record(bucket: number, accepted: boolean): void {
+    this.offered[bucket] = (this.offered[bucket] as number) + 1;
+    if (accepted) this.accepted[bucket] = (this.accepted[bucket] as number) + 1;
+  }
+
+  clear(): void {
+    this.offered.fill(0);
+    this.accepted.fill(0);
+  }
+}
+
 export class DraftModelState implements TreeDraftModel {
+  /**
+   * What greedy rounds showed of the draft's first choices, from every drafter drafting with this state: auto's
+   * chain sizes its chains on it (adaptive-chain.ts), and its tree arm, drafting with the same model, adds what its
+   * rounds show. Learned by the chain alone, it was learned only in the rounds auto gave the chain, after the other
+   * arms' trials: on lavapipe auto's chain drafted 3 to 5 tokens through the first two prompts where the adaptive
+   * chain alone, the same model, drafted 6 to 16.
+   */
+  readonly firstChoice = new FirstChoiceCounts();
   /** Tokens whose K/V are in the draft cache, slot by slot (committed tokens only, between rounds). */
   private cached: number[] = [];
   /** Cache length at the start of this round's drafting (the committed prefix including the root). */

@@ -16,7 +16,7 @@ import { relativeCost } from '../calibrate';
 import type { CausalLM } from '../lm';
 import { childrenOf } from '../tree';
 import type { VerifyResult } from '../verify';
-import { DraftDist, DraftModelState, type DraftRow, type TreeDraftModel } from './draft-model';
+import { confidenceBucket, DraftDist, DraftModelState, type DraftRow, type TreeDraftModel } from './draft-model';
 import { type Drafter, type DraftRequest, type DraftTree, rootOnly, type TargetOutputs } from './drafter';
 import { type CostModel, draftOf, type MethodSpec } from './method';
 
@@ -51,7 +51,6 @@ export interface DynamicTreeOptions {
  * Calibration buckets: a child's rank among its siblings (its draw order; 3 = the fourth and later) and its
  * conditional probability in tenths. A bucket's prior acceptance is the probability's midpoint.
  */
-const bucketOf = (p: number): number => Math.min(9, Math.max(0, Math.floor(p * 10)));
 const bucketPrior = (key: string): number => (Number(key.split(':')[1]) + 0.5) / 10;
 /** The adaptive tree's depth moves within these bounds. */
 const MIN_ADAPTIVE_DEPTH = 2;
@@ -133,7 +132,7 @@ export class DynamicTreeDrafter implements Drafter {
       d.children(this.options.branch, req.rng).forEach(({ token, score }, rank) => {
         const q = d.prob(token);
         const prob = parent.prob * q;
-        const key = `${Math.min(rank, 3)}:${bucketOf(q)}`;
+        const key = `${Math.min(rank, 3)}:${confidenceBucket(q)}`;
         const value = this.options.calibrated ? parent.value * this.table.rate(key) : prob;
         cands.push({ token, parent: node, depth: parent.depth + 1, score: parent.score + score, prob, value, key });
         work.tokens.push(token);
@@ -262,12 +261,30 @@ export class DynamicTreeDrafter implements Drafter {
 
   accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
     this.state.accept(tree, result, outputs);
+    if (this.state instanceof DraftModelState && !tree.draftProbs[0]) this.recordFirstChoices(tree, result, outputs);
     if (this.options.calibrated) this.table.recordOffered(tree.parents, result.path, (n) => this.keys[n] as string);
     if (!this.options.adaptive) return;
     const accepted = result.path.length - 1;
     if (accepted >= this.depth - 1) this.depth = Math.min(this.depth + 1, MAX_ADAPTIVE_DEPTH);
     else if (accepted < this.depth / 3) this.depth = Math.max(this.depth - 1, MIN_ADAPTIVE_DEPTH);
     this.budget = this.budgetAt(this.depth);
+  }
+
+  /**
+   * Under greedy decoding, what this round showed of the draft's first choices (DraftModelState.firstChoice): at each
+   * node of the accepted path the target's own token is known, and so whether the draft's first choice there (its
+   * first child, whatever was verified of it) was the target's, at the draft's confidence in it.
+   */
+  private recordFirstChoices(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
+    const table = (this.state as DraftModelState).firstChoice;
+    const kids = childrenOf(tree.parents);
+    for (const node of result.path) {
+      const first = (kids[node] ?? []).find((c) => this.keys[c]?.startsWith('0:'));
+      const target = outputs.argmax?.(node);
+      if (first === undefined || target === undefined) continue;
+      const bucket = Number((this.keys[first] as string).split(':')[1]);
+      table.record(bucket, tree.tokens[first] === target);
+    }
   }
 
   /** The adaptive tree's node budget at a depth: the configured budget scaled with it, at least 8. */
