@@ -36,8 +36,8 @@ export interface DeviceChoice {
   how: 'measured' | 'remembered' | 'asked' | 'target' | 'fallback';
 }
 
-/** Context before the timed calls, repeats per width (fastest taken), untimed rounds first. */
-const PROBE = { context: 16, reps: 5, warm: 2 } as const;
+/** Context before the timed calls, repeats per width (fastest taken), untimed rounds first (the heads' too). */
+export const PROBE = { context: 16, reps: 5, warm: 2 } as const;
 
 const remembered = new Map<string, DeviceChoice>();
 

@@ -5,6 +5,7 @@
 
 import { chainBias } from '../../engine/tree';
 import { median } from '../../util/median';
+import { type DeviceTiming, PROBE } from '../device-choice';
 import type { HiddenKind } from '../graph/llama';
 import type { LoadedModel } from '../load';
 import type { Device } from '../precision';
@@ -46,20 +47,17 @@ export async function openHeads(
 }
 
 /**
- * The heads' calls as drafting makes them, fastest of five after two untimed: Medusa's one prediction per round (its
- * q4 the same call), the EAGLE-3 head's one-row and four-row calls after sixteen real rows (its cache reset after).
+ * The heads' calls as drafting makes them, timed as the draft model's are (device-choice.ts PROBE: fastest of five
+ * after two untimed, after sixteen rows): Medusa's one prediction per round (its q4 the same call), the EAGLE-3 head's
+ * one-row and four-row calls (its cache reset after).
  */
-export async function timeHeadsCalls(
-  heads: OpenedHeads,
-  hiddenWidth: number,
-  device: Device,
-): Promise<{ device: Device; q1: number; q4: number }> {
-  /** The fastest of five runs after two untimed; each run gives the milliseconds of its timed call. */
+export async function timeHeadsCalls(heads: OpenedHeads, hiddenWidth: number, device: Device): Promise<DeviceTiming> {
+  /** The fastest of PROBE.reps runs after PROBE.warm untimed (as the draft's probe); each gives its call's ms. */
   const fastest = async (run: () => Promise<number>) => {
     const times: number[] = [];
-    for (let r = 0; r < 7; r++) {
+    for (let r = 0; r < PROBE.warm + PROBE.reps; r++) {
       const ms = await run();
-      if (r >= 2) times.push(ms);
+      if (r >= PROBE.warm) times.push(ms);
     }
     return Math.min(...times);
   };
@@ -75,17 +73,9 @@ export async function timeHeadsCalls(
   const e = heads.eagle3;
   if (!e) return { device, q1: 0, q4: 0 };
   const d = e.hiddenSize;
-  const ctx = 16;
+  const ctx = PROBE.context;
   const call = async (q: number) => {
-    e.reset();
-    const rows = Array.from({ length: ctx }, (_, i) => i);
-    await e.forward({
-      tokens: rows,
-      inputs: rows.map(() => ({ feature: new Float32Array(3 * d) })),
-      positions: rows,
-      bias: chainBias(0, ctx),
-      rows: [ctx - 1],
-    });
+    await prefillEagle(e, ctx);
     const drafted = Array.from({ length: q }, (_, i) => ctx + i);
     const t = performance.now();
     await e.forward({
@@ -101,6 +91,19 @@ export async function timeHeadsCalls(
   const q4 = await fastest(() => call(4));
   e.reset();
   return { device, q1, q4 };
+}
+
+/** The EAGLE-3 head's cache reset and filled with `context` rows of (zero) target features, as after a prompt. */
+async function prefillEagle(e: NonNullable<OpenedHeads['eagle3']>, context: number): Promise<void> {
+  e.reset();
+  const rows = Array.from({ length: context }, (_, i) => i);
+  await e.forward({
+    tokens: rows,
+    inputs: rows.map(() => ({ feature: new Float32Array(3 * e.hiddenSize) })),
+    positions: rows,
+    bias: chainBias(0, context),
+    rows: [context - 1],
+  });
 }
 
 /**
@@ -143,17 +146,7 @@ export async function timeHeadsCall(
 ): Promise<number> {
   const e = heads.eagle3;
   const context = e ? 64 : 0;
-  if (e) {
-    e.reset();
-    const rows = Array.from({ length: context }, (_, i) => i);
-    await e.forward({
-      tokens: rows,
-      inputs: rows.map(() => ({ feature: new Float32Array(3 * e.hiddenSize) })),
-      positions: rows,
-      bias: chainBias(0, context),
-      rows: [context - 1],
-    });
-  }
+  if (e) await prefillEagle(e, context);
   const kept = Array.from({ length: context }, (_, i) => i);
   const times: number[] = [];
   for (let i = 0; i <= reps; i++) {
