@@ -11,6 +11,7 @@ import type { SpecEngine } from '../src/engine/engine';
 import type { ArmStats, GenerationResult } from '../src/engine/events';
 import { GREEDY, isGreedy, type SamplingParams } from '../src/engine/sampling';
 import { addArm, armsText, pooledAcceptance } from '../src/engine/stats';
+import type { Placement } from '../src/model/device-choice';
 
 /**
  * The order the methods run in for the k-th prompt run: a Williams design (a Latin square balanced for first-order
@@ -65,9 +66,9 @@ export interface BenchOptions {
    */
   withoutDraft?: true;
   /** Where the draft model runs (bench --draft-device): read by the callers that load the engines. */
-  draftDevice?: 'wasm' | 'webgpu' | 'auto';
+  draftDevice?: Placement;
   /** Where the draft heads run (bench --heads-device). */
-  headsDevice?: 'wasm' | 'webgpu' | 'auto';
+  headsDevice?: Placement;
 }
 
 export interface Spread {

@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { isMethod, METHOD_NAMES, type Method } from '../src/engine/drafters/index';
 import { checkSampling, isGreedy, type SamplingParams } from '../src/engine/sampling';
+import { isPlacement, type Placement } from '../src/model/device-choice';
 import { PRECISIONS, type Precision } from '../src/model/precision';
 import { joinNegativeValues, numberFlag } from '../src/util/args';
 import type { BenchPrompt } from './harness';
@@ -78,9 +79,9 @@ export interface BenchCli {
   /** Whether the engines may load the draft model (false: --no-draft). */
   draftModel: boolean;
   /** Where the draft model runs on the WebGPU backends (--draft-device; absent: the engine's default, auto). */
-  draftDevice?: 'wasm' | 'webgpu' | 'auto';
+  draftDevice?: Placement;
   /** Where the draft heads run on the WebGPU backends (--heads-device; absent: auto). */
-  headsDevice?: 'wasm' | 'webgpu' | 'auto';
+  headsDevice?: Placement;
   /** Sampling settings for the harness runs (null: greedy). */
   sampling: SamplingParams | null;
   peer: boolean;
@@ -167,7 +168,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     ['--draft-device', draftDevice],
     ['--heads-device', headsDevice],
   ] as const)
-    if (v !== undefined && v !== 'auto' && v !== 'wasm' && v !== 'webgpu')
+    if (v !== undefined && !isPlacement(v))
       throw new BenchUsageError(`${flag} must be auto, wasm or webgpu; got "${v}"`);
   const categories = list(values.categories as string | undefined);
   for (const c of categories ?? [])
@@ -185,8 +186,8 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     precision: precision as Precision | null,
     exact: Boolean(values.exact),
     draftModel: !values['no-draft'],
-    ...(draftDevice ? { draftDevice: draftDevice as 'wasm' | 'webgpu' | 'auto' } : {}),
-    ...(headsDevice ? { headsDevice: headsDevice as 'wasm' | 'webgpu' | 'auto' } : {}),
+    ...(draftDevice ? { draftDevice: draftDevice as Placement } : {}),
+    ...(headsDevice ? { headsDevice: headsDevice as Placement } : {}),
     sampling: samplingFlags(values),
     peer: !values['no-peer'] && !quick,
     quick,

@@ -8,7 +8,7 @@ import { jsonResult, painter, type RoundIds, roundIds, statsLine, wantColour } f
 import { methodSpec, uses } from './engine/drafters/index';
 import { SpecEngine } from './engine/engine';
 import { GenerationError, type GenerationResult } from './engine/events';
-import { placementNotes } from './model/index';
+import { type DeviceChoice, placementNotes } from './model/index';
 import { nodeRuntime } from './runtime/node-device';
 import { FileStore } from './runtime/store-node';
 
@@ -92,24 +92,9 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     ...(runtime.threads ? { threadChoice: { how: runtime.threads.how, timings: runtime.threads.timings } } : {}),
     target: { precision: engine.target.precision, graph: engine.target.variant, exact: engine.target.exact },
     ...(engine.draft && engine.draftDevice
-      ? {
-          draft: {
-            device: engine.draft.device,
-            precision: engine.draft.precision,
-            how: engine.draftDevice.how,
-            ...(engine.draftDevice.timings.length > 0 ? { timings: engine.draftDevice.timings } : {}),
-          },
-        }
+      ? { draft: { ...placed(engine.draftDevice), precision: engine.draft.precision } }
       : {}),
-    ...(engine.headsDevice
-      ? {
-          heads: {
-            device: engine.headsDevice.device,
-            how: engine.headsDevice.how,
-            ...(engine.headsDevice.timings.length > 0 ? { timings: engine.headsDevice.timings } : {}),
-          },
-        }
-      : {}),
+    ...(engine.headsDevice ? { heads: placed(engine.headsDevice) } : {}),
   };
   const rounds: RoundIds[] = [];
   try {
@@ -150,6 +135,15 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     await engine.release();
     await runtime.shutdown();
   }
+}
+
+/** Where a draft model or heads ran, how that was decided, and the timed calls when it was measured (the JSON). */
+function placed(choice: DeviceChoice): { device: string; how: string; timings?: readonly object[] } {
+  return {
+    device: choice.device,
+    how: choice.how,
+    ...(choice.timings.length > 0 ? { timings: choice.timings } : {}),
+  };
 }
 
 // Run when executed directly (tsx src/cli.ts …), not when imported by tests.

@@ -14,6 +14,7 @@ import {
   methodSpec,
 } from '../engine/drafters/index';
 import type { SamplingParams } from '../engine/sampling';
+import { isPlacement, type Placement } from '../model/device-choice';
 import { PRECISIONS, type Precision } from '../model/precision';
 import { firstLine, joinNegativeValues, numberFlag } from '../util/args';
 
@@ -56,9 +57,9 @@ export interface CliOptions {
   sampling: SamplingParams;
   device: 'wasm' | 'webgpu';
   /** Where the draft model runs (EngineLoadOptions.draftDevice; absent: auto, measured next to a WebGPU target). */
-  draftDevice?: 'wasm' | 'webgpu' | 'auto';
+  draftDevice?: Placement;
   /** Where the draft heads run (EngineLoadOptions.headsDevice; absent: auto). */
-  headsDevice?: 'wasm' | 'webgpu' | 'auto';
+  headsDevice?: Placement;
   /** onnxruntime's wasm threads (wasm only): a number, or 'auto' (the default): measured once per machine and model. */
   threads: number | 'auto';
   precision: Precision;
@@ -124,12 +125,12 @@ export function parseCli(argv: string[]): CliOptions {
   if (device !== 'wasm' && device !== 'webgpu')
     throw new UsageError(`--device must be wasm or webgpu; got "${device}"`);
   const draftDevice = str('draft-device');
-  const devices = ['auto', 'wasm', 'webgpu'];
-  if (draftDevice !== undefined && !devices.includes(draftDevice))
-    throw new UsageError(`--draft-device must be auto, wasm or webgpu; got "${draftDevice}"`);
   const headsDevice = str('heads-device');
-  if (headsDevice !== undefined && !devices.includes(headsDevice))
-    throw new UsageError(`--heads-device must be auto, wasm or webgpu; got "${headsDevice}"`);
+  for (const [flag, v] of [
+    ['--draft-device', draftDevice],
+    ['--heads-device', headsDevice],
+  ] as const)
+    if (v !== undefined && !isPlacement(v)) throw new UsageError(`${flag} must be auto, wasm or webgpu; got "${v}"`);
   const precision = str('precision') ?? 'auto';
   if (!(PRECISIONS as readonly string[]).includes(precision))
     throw new UsageError(`--precision must be one of ${PRECISIONS.join(', ')}; got "${precision}"`);
@@ -170,8 +171,8 @@ export function parseCli(argv: string[]): CliOptions {
     maxNewTokens,
     sampling,
     device,
-    ...(draftDevice !== undefined ? { draftDevice: draftDevice as 'auto' | 'wasm' | 'webgpu' } : {}),
-    ...(headsDevice !== undefined ? { headsDevice: headsDevice as 'auto' | 'wasm' | 'webgpu' } : {}),
+    ...(draftDevice !== undefined ? { draftDevice: draftDevice as Placement } : {}),
+    ...(headsDevice !== undefined ? { headsDevice: headsDevice as Placement } : {}),
     threads,
     precision: precision as Precision,
     exact: Boolean(values.exact),

@@ -18,6 +18,11 @@ import type { Device } from './precision';
 import type { ModelRunner } from './runner';
 import type { VariantMemory } from './variant';
 
+/** Where a draft model or heads may be asked to run: 'auto' (timed beside a WebGPU target), 'wasm' or 'webgpu'. */
+export const PLACEMENTS = ['auto', 'wasm', 'webgpu'] as const;
+export type Placement = (typeof PLACEMENTS)[number];
+export const isPlacement = (v: unknown): v is Placement => (PLACEMENTS as readonly unknown[]).includes(v);
+
 export interface DeviceTiming {
   device: Device;
   /** Fastest ms of a draft call of one and of four tokens after a short context. */

@@ -3,14 +3,14 @@
  * that can prefill, verify a token tree in one call, and compact its cache.
  */
 
-import { choiceKey, type DeviceChoice, openDraftOn, openOnFaster } from './device-choice';
+import { choiceKey, type DeviceChoice, isPlacement, openDraftOn, openOnFaster } from './device-choice';
 import { ModelLoadError } from './errors';
 import { hiddenKindFor, type LoadedHeads, loadHeads, type OpenedHeads, openHeads, timeHeadsCalls } from './heads/index';
 import { assertSameVocabulary, type LoadedModel, type LoadOptions, loadModel } from './load';
 import { ModelRunner, type RunnerOptions } from './runner';
 
 export { parseLlamaConfig } from './config';
-export type { DeviceChoice } from './device-choice';
+export type { DeviceChoice, Placement } from './device-choice';
 export { DownloadError, ModelLoadError } from './errors';
 export { type ComputeType, type GraphVariant, MASKED } from './graph/llama';
 export {
@@ -52,7 +52,7 @@ export function checkPlacement(o: Pick<OpenOptions, 'draftDevice' | 'headsDevice
     ['draftDevice', 'draft model', o.draftDevice],
     ['headsDevice', 'heads', o.headsDevice],
   ] as const)
-    if (asked !== undefined && !(['auto', 'wasm', 'webgpu'] as unknown[]).includes(asked))
+    if (asked !== undefined && !isPlacement(asked))
       throw new RangeError(`${option} "${String(asked)}" (the ${role}'s device) is not one of auto, wasm, webgpu`);
 }
 

@@ -38,6 +38,7 @@ import {
 } from '../engine/drafters/index';
 import type { GenerationResult, GenerationStats, RoundEvent } from '../engine/events';
 import { statsFromEvents } from '../engine/stats';
+import type { Placement } from '../model/device-choice';
 import { type CachedRepo, clearCachedModels, listCachedModels } from '../model/hub/cache-admin';
 import type { ProgressInfo } from '../model/source';
 import type { ChatMessage } from '../model/tokenizer';
@@ -177,9 +178,9 @@ export class SpecDecoder extends LitElement {
    * Where the draft model runs beside a WebGPU target: "auto" (timed on both, the faster kept; a small model's call
    * costs a GPU its dispatches), "wasm" or "webgpu". An engine on wasm runs it on wasm.
    */
-  @property({ attribute: 'draft-device' }) draftDevice: 'auto' | 'wasm' | 'webgpu' = 'auto';
+  @property({ attribute: 'draft-device' }) draftDevice: Placement = 'auto';
   /** Where the draft heads (medusa, eagle, auto's EAGLE head) run beside a WebGPU target, as draft-device. */
-  @property({ attribute: 'heads-device' }) headsDevice: 'auto' | 'wasm' | 'webgpu' = 'auto';
+  @property({ attribute: 'heads-device' }) headsDevice: Placement = 'auto';
   @property() prompt = '';
   @property({ type: Boolean, attribute: 'group-rounds' }) groupRounds = false;
   /** Leave rejected draft tokens out of the text (they are kept, struck through, by default). */

@@ -4,6 +4,7 @@ import type { EngineTimings } from '../engine/engine';
 import type { GenerationResult, RoundEvent } from '../engine/events';
 import type { SamplingParams } from '../engine/sampling';
 import type { VerifyRule } from '../engine/verify';
+import type { Placement } from '../model/device-choice';
 import type { ProgressInfo } from '../model/source';
 import type { ChatMessage } from '../model/tokenizer';
 import type { DeviceRequest } from '../runtime/device';
@@ -40,8 +41,8 @@ export interface LoadRequest {
    * Where the draft model and the heads run beside a WebGPU target (EngineLoadOptions.draftDevice, headsDevice):
    * 'auto' (the default) times both devices and keeps the faster. An engine on wasm runs them on wasm.
    */
-  draftDevice?: 'auto' | 'wasm' | 'webgpu';
-  headsDevice?: 'auto' | 'wasm' | 'webgpu';
+  draftDevice?: Placement;
+  headsDevice?: Placement;
   /**
    * onnxruntime's wasm threads on the wasm device: unset, onnxruntime's default (half the cores, at most 4); 'auto'
    * measures 1, 2, ... up to the cores once per browser, machine and models and remembers the fastest (see
