@@ -16,7 +16,14 @@ import { relativeCost } from '../calibrate';
 import type { CausalLM } from '../lm';
 import { childrenOf } from '../tree';
 import type { VerifyResult } from '../verify';
-import { confidenceBucket, DraftDist, DraftModelState, type DraftRow, type TreeDraftModel } from './draft-model';
+import {
+  confidenceBucket,
+  DraftDist,
+  DraftModelState,
+  type DraftRow,
+  type FirstChoiceCounts,
+  type TreeDraftModel,
+} from './draft-model';
 import { type Drafter, type DraftRequest, type DraftTree, rootOnly, type TargetOutputs } from './drafter';
 import { type CostModel, draftOf, type MethodSpec } from './method';
 
@@ -261,7 +268,8 @@ export class DynamicTreeDrafter implements Drafter {
 
   accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
     this.state.accept(tree, result, outputs);
-    if (this.state instanceof DraftModelState && !tree.draftProbs[0]) this.recordFirstChoices(tree, result, outputs);
+    if (this.state instanceof DraftModelState && !tree.draftProbs[0])
+      this.recordFirstChoices(this.state.firstChoice, tree, result, outputs);
     if (this.options.calibrated) this.table.recordOffered(tree.parents, result.path, (n) => this.keys[n] as string);
     if (!this.options.adaptive) return;
     const accepted = result.path.length - 1;
@@ -275,8 +283,12 @@ export class DynamicTreeDrafter implements Drafter {
    * node of the accepted path the target's own token is known, and so whether the draft's first choice there (its
    * first child, whatever was verified of it) was the target's, at the draft's confidence in it.
    */
-  private recordFirstChoices(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
-    const table = (this.state as DraftModelState).firstChoice;
+  private recordFirstChoices(
+    table: FirstChoiceCounts,
+    tree: DraftTree,
+    result: VerifyResult,
+    outputs: TargetOutputs,
+  ): void {
     const kids = childrenOf(tree.parents);
     for (const node of result.path) {
       const first = (kids[node] ?? []).find((c) => this.keys[c]?.startsWith('0:'));
