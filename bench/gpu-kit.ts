@@ -29,6 +29,7 @@ import {
   parseCurveVariants,
 } from './node-webgpu';
 import { type BenchCli, parseBenchArgs } from './options';
+import { traceWriter } from './trace';
 
 const KIT_FLAGS = new Set(['--models', '--plan', '--out', '--curves', '--feeds-ab']);
 /** The kit's own flags; the rest are the bench's (--methods, --categories, --prompts, --repeats, --max-new-tokens...). */
@@ -79,6 +80,7 @@ if (benchArgs.length > 0) {
     process.exit(2);
   }
 }
+const trace = cli?.trace ? traceWriter(cli.trace) : null;
 const started = new Date();
 const { env: ortEnv } = await import('onnxruntime-web/webgpu');
 const machine = {
@@ -121,9 +123,14 @@ const report = await benchNodeWebGpu({
   ...(cli ? { cli } : {}),
   ...(curveVariants ? { curveVariants } : {}),
   ...(values['feeds-ab'] ? { feedsAB: true } : {}),
+  ...(trace ? { onRound: trace.rounds('node-webgpu') } : {}),
   log: (line) => console.log(`  ${line}`),
-  progress: (partial) => write(partial, false),
+  progress: (partial) => {
+    trace?.flush();
+    write(partial, false);
+  },
 });
+trace?.flush();
 if ('error' in report) {
   console.error(`error: ${report.error}`);
   process.exit(1);

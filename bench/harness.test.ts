@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SpecEngine } from '../src/engine/engine';
 import { ortForNode } from '../src/runtime/ort-node';
-import { autoVsBest, type CellReport, markdown, methodOrder, type Run, runBench } from './harness';
+import { autoVsBest, type CellReport, markdown, methodOrder, type Run, runBench, type TraceRow } from './harness';
 
 let engine: SpecEngine;
 beforeAll(async () => {
@@ -39,6 +39,32 @@ describe('benchmark harness', () => {
     expect(Object.keys(report.categories)).toEqual(['x', 'y']);
     expect(report.categories.x?.[1]?.runs).toBe(1);
     expect(report.categories.x?.[0]?.speedup.median).toBe(1);
+  });
+
+  it('traces every round of the timed generations: their tokens add up to each run, notes included', async () => {
+    const rows: TraceRow[] = [];
+    const report = await runBench(engine, {
+      prompts: [
+        { kind: 'x', text: 'It is a truth universally acknowledged' },
+        { kind: 'y', text: 'She was' },
+      ],
+      methods: ['auto'],
+      maxNewTokens: 7,
+      repeats: 1,
+      curveQs: [1, 2],
+      curveReps: 1,
+      onRound: (row) => rows.push(row),
+    });
+    for (const method of ['ar', 'auto'] as const)
+      for (const prompt of [0, 1]) {
+        const mine = rows.filter((r) => r.method === method && r.prompt === prompt);
+        expect(mine.map((r) => r.round)).toEqual(mine.map((_, i) => i));
+        expect(mine.reduce((a, r) => a + r.tokens, 0)).toBe(7);
+        expect(mine.every((r) => r.ms > 0 && r.width >= 1)).toBe(true);
+      }
+    expect(rows.filter((r) => r.method === 'auto').every((r) => r.note?.startsWith('auto: '))).toBe(true);
+    // Only timed generations: no warm-up rows (8 tokens).
+    expect(rows.length).toBe(report.cells.reduce((a, c) => a + c.targetCalls, 0) - 4);
   });
 
   it('says when no engine held a draft model, and skips the methods that need one', async () => {

@@ -69,6 +69,29 @@ export interface BenchOptions {
   draftDevice?: Placement;
   /** Where the draft heads run (bench --heads-device). */
   headsDevice?: Placement;
+  /**
+   * Called after every round of every timed generation (bench --trace FILE writes them as JSON lines): how a method
+   * such as `auto` spent its rounds, which the report's totals do not show.
+   */
+  onRound?: (row: TraceRow) => void;
+}
+
+/** One round of a timed generation, for bench --trace. */
+export interface TraceRow {
+  method: Method;
+  repeat: number;
+  prompt: number;
+  round: number;
+  /** Tokens the round brought (accepted draft tokens and the target's own). */
+  tokens: number;
+  /** Nodes in the verified tree (the root included) and riding along beside it. */
+  width: number;
+  aux: number;
+  /** The round's milliseconds (drafting, verifying and the loop's own work). */
+  ms: number;
+  /** The drafter's note, where it gives one. */
+  note?: string;
+  fields?: Record<string, number | string>;
 }
 
 export interface Spread {
@@ -206,12 +229,24 @@ async function runNoted(
   prompt: string,
   maxNewTokens: number,
   sampling: SamplingParams,
+  onRound?: (row: Omit<TraceRow, 'method' | 'repeat' | 'prompt'>) => void,
 ): Promise<{ result: GenerationResult; note: DrafterNote | null }> {
   const it = engine.generate(prompt, { method, maxNewTokens, sampling });
   let note: DrafterNote | null = null;
   let step = await it.next();
   while (!step.done) {
-    note = step.value.note ?? note;
+    const e = step.value;
+    note = e.note ?? note;
+    if (onRound) {
+      onRound({
+        round: e.round,
+        tokens: e.accepted.length + e.target.length,
+        width: e.tree.tokens.length,
+        aux: e.tree.aux?.tokens.length ?? 0,
+        ms: Number(e.timings.totalMs.toFixed(3)),
+        ...(e.note ? { note: e.note.text, ...(e.note.fields ? { fields: e.note.fields } : {}) } : {}),
+      });
+    }
     step = await it.next();
   }
   return { result: step.value, note };
@@ -295,12 +330,14 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
       const order = methodOrder(methods, r * o.prompts.length + p);
       const results = new Map<Method, GenerationResult>();
       for (const method of order) {
+        const trace = o.onRound;
         const { result, note } = await runNoted(
           on(method),
           method,
           (o.prompts[p] as BenchPrompt).text,
           o.maxNewTokens,
           samplingFor(r, p),
+          trace && ((row) => trace({ method, repeat: r, prompt: p, ...row })),
         );
         results.set(method, result);
         if (method === 'swift' && note?.fields) swiftNotes.push({ ...note.fields, ms: result.stats.wallMs });

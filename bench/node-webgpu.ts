@@ -189,6 +189,8 @@ export interface NodeWebGpuBenchOptions {
   heads?: HeadsFolders;
   /** Also measure the GPU-buffer inputs against CPU inputs in this process (bench/feeds-ab.ts). */
   feedsAB?: boolean;
+  /** Every round of the harness's timed generations (bench --trace). */
+  onRound?: BenchOptions['onRound'];
   log: (line: string) => void;
   /**
    * Called with the report so far after the harness, after each curve and after each exact check, so that a run cut
@@ -344,6 +346,7 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
       ...(cli?.maxNewTokens ? { maxNewTokens: cli.maxNewTokens } : {}),
       ...(cli?.repeats ? { repeats: cli.repeats } : {}),
       ...(cli?.sampling ? { sampling: cli.sampling } : {}),
+      ...(o.onRound ? { onRound: o.onRound } : {}),
       methods,
       prompts: selectPrompts(
         o.prompts,

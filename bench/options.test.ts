@@ -61,6 +61,12 @@ describe('npm run bench flags', () => {
     expect(() => parse(['--draft-device', 'gpu'])).toThrow(/--draft-device must be auto, wasm or webgpu; got "gpu"/);
   });
 
+  it('--trace: a file for the rounds, absent unless given, and a value it needs', () => {
+    expect(parse([]).trace).toBeUndefined();
+    expect(parse(['--trace', '/tmp/rounds.jsonl']).trace).toBe('/tmp/rounds.jsonl');
+    expect(() => parse(['--trace'])).toThrow(/--trace/);
+  });
+
   it('--precision: checked, the engine default when absent, and named in the results file', () => {
     expect(parse([]).precision).toBeNull();
     expect(parse(['--precision', 'int8']).precision).toBe('int8');

@@ -54,6 +54,8 @@ category); writes bench/results/<date>-<machine>.json and bench/results/latest.m
                        engine's default: timed on both, the faster kept), wasm or webgpu; "draft-wasm" (etc.) in
                        the results files' names
   --heads-device D     the same for the draft heads; "heads-wasm" (etc.) in the results files' names
+  --trace FILE         node-wasm and node-webgpu: every round of the timed generations as JSON lines (method,
+                       prompt, repeat, round, tokens, tree width, ms, the drafter's note): how auto spent its rounds
   --no-peer            skip the transformers.js peer comparison in Chromium
   --quick              about a minute: node-wasm only (unless --backends), one prompt per category, 16 tokens,
                        a short curve; also BENCH_QUICK=1
@@ -82,6 +84,8 @@ export interface BenchCli {
   draftDevice?: Placement;
   /** Where the draft heads run on the WebGPU backends (--heads-device; absent: auto). */
   headsDevice?: Placement;
+  /** A file for every round of the timed generations, as JSON lines (--trace; node-wasm and node-webgpu). */
+  trace?: string;
   /** Sampling settings for the harness runs (null: greedy). */
   sampling: SamplingParams | null;
   peer: boolean;
@@ -122,6 +126,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
       '--top-p',
       '--draft-device',
       '--heads-device',
+      '--trace',
     ]);
     ({ values } = parseArgs({
       args: joinNegativeValues(argv, valueFlags),
@@ -141,6 +146,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
         'top-p': { type: 'string' },
         'draft-device': { type: 'string' },
         'heads-device': { type: 'string' },
+        trace: { type: 'string' },
         'no-peer': { type: 'boolean' },
         'no-draft': { type: 'boolean' },
         exact: { type: 'boolean' },
@@ -188,6 +194,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     draftModel: !values['no-draft'],
     ...(draftDevice ? { draftDevice: draftDevice as Placement } : {}),
     ...(headsDevice ? { headsDevice: headsDevice as Placement } : {}),
+    ...(typeof values.trace === 'string' ? { trace: values.trace } : {}),
     sampling: samplingFlags(values),
     peer: !values['no-peer'] && !quick,
     quick,

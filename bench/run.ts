@@ -10,6 +10,7 @@ import { DEFAULT_HEADS } from '../src/cli/args';
 import { type BenchPrompt, type BenchReport, markdown, runBench } from './harness';
 import { nodeWasmEngines } from './heads-engines';
 import { BENCH_USAGE, type BenchCli, BenchUsageError, parseBenchArgs, partialRun, selectPrompts } from './options';
+import { traceWriter } from './trace';
 
 const promptFile = JSON.parse(readFileSync('bench/prompts.json', 'utf8')) as { prompts: BenchPrompt[] };
 const allPrompts = promptFile.prompts.map(({ kind, text }) => ({ kind, text }));
@@ -27,6 +28,7 @@ if (cli.help) {
   process.exit(0);
 }
 
+const trace = cli.trace ? traceWriter(cli.trace) : null;
 const reports: Record<string, BenchReport | { error: string }> = {};
 const tables: string[] = [];
 
@@ -74,8 +76,10 @@ if (cli.backends.includes('node-wasm')) {
     curveQs: cli.quick ? [1, 2, 4, 8] : [1, 2, 4, 8, 16, 32, 64],
     curveReps: cli.quick ? 2 : 7,
     ...(cli.sampling ? { sampling: cli.sampling } : {}),
+    ...(trace ? { onRound: trace.rounds('node-wasm') } : {}),
     log: (l) => console.log(`  ${l}`),
   });
+  trace?.flush();
   await release();
   publish('node-wasm', report, markdown('wasm in Node', report));
 }
@@ -137,8 +141,10 @@ if (cli.backends.includes('node-webgpu')) {
     heads: DEFAULT_HEADS,
     prompts: allPrompts,
     cli,
+    ...(trace ? { onRound: trace.rounds('node-webgpu') } : {}),
     log: (l) => console.log(`  ${l}`),
   });
+  trace?.flush();
   if ('error' in r) {
     reports['node-webgpu'] = r;
     console.log(`\nnode-webgpu: ${r.error}\n`);
