@@ -19,6 +19,11 @@ const DECAY = 0.95;
 const PRIOR_ROUNDS = 2;
 /** Discounted rounds a width needs for the line through the measured widths. */
 const MIN_ROUNDS = 0.5;
+/**
+ * A verify call's spread about its width's mean, before any width has two measured rounds, as a share of the
+ * calibrated single-token call (counted as PRIOR_ROUNDS rounds): 10%.
+ */
+const PRIOR_SPREAD = 0.1;
 /** Time between rounds longer than this is not a round's (a pause of the caller, a new prompt). */
 const MAX_GAP_MS = 250;
 /**
@@ -44,8 +49,14 @@ export interface MeasuredRound {
 }
 
 export class RoundCosts {
-  /** Per verify width: discounted sums of measured milliseconds and of rounds. */
-  private readonly verify = new Map<number, { ms: number; n: number }>();
+  /** Per verify width: discounted sums of measured milliseconds, of their squares and of rounds. */
+  private readonly verify = new Map<number, { ms: number; sq: number; n: number }>();
+  /**
+   * Discounted sums of the nodes a call held besides the chain (auto's lookahead window riding along, merged's other
+   * nodes) and of the rounds: a chain of k tokens is verified in a call of k + 1 + that many.
+   */
+  private extraSum = 0;
+  private extraRounds = 0;
   /** Over all widths: discounted sums of measured and of calibrated milliseconds (to move unmeasured widths). */
   private measuredAll = 0;
   private calibratedAll = 0;
@@ -83,17 +94,23 @@ export class RoundCosts {
     this.line = undefined;
     for (const v of this.verify.values()) {
       v.ms *= DECAY;
+      v.sq *= DECAY;
       v.n *= DECAY;
     }
+    this.extraSum *= DECAY;
+    this.extraRounds *= DECAY;
     this.measuredAll *= DECAY;
     this.calibratedAll *= DECAY;
     this.draftMsSum *= DECAY;
     this.draftCallSum *= DECAY;
     this.gapMsSum *= DECAY;
     this.gapRounds *= DECAY;
-    const v = this.verify.get(round.width) ?? { ms: 0, n: 0 };
+    const v = this.verify.get(round.width) ?? { ms: 0, sq: 0, n: 0 };
     v.ms += verifyMs;
+    v.sq += verifyMs * verifyMs;
     v.n += 1;
+    this.extraSum += Math.max(0, round.width - round.draftCalls - 1);
+    this.extraRounds += 1;
     this.verify.set(round.width, v);
     this.measuredAll += verifyMs;
     this.calibratedAll += this.calibratedVerifyMs(round.width);
@@ -116,7 +133,7 @@ export class RoundCosts {
    * kept every width past the measured ones looking as dear as calibrated, and chains never grew into them.
    */
   verifyMs(width: number): number {
-    const v = this.verify.get(width) ?? { ms: 0, n: 0 };
+    const v = this.verify.get(width) ?? { ms: 0, sq: 0, n: 0 };
     return (v.ms + PRIOR_ROUNDS * this.expectedVerifyMs(width)) / (v.n + PRIOR_ROUNDS);
   }
 
@@ -127,7 +144,16 @@ export class RoundCosts {
     return this.calibratedVerifyMs(width) * scale;
   }
 
-  /** Least squares through the measured widths' mean times, weighted by their rounds (null: under two widths). */
+  /**
+   * Least squares through the measured widths' mean times, weighted by their rounds (null: under two widths), its
+   * slope drawn towards the calibrated one as far as the calls' own spread leaves it uncertain: the posterior mean of
+   * the slope with the calibrated slope (moved as the measured widths moved) as prior, a draft call's time as the
+   * prior's standard deviation, and the spread of a width's calls about their mean as the noise. Where calls hardly
+   * vary (wasm) two widths side by side set the slope; where they vary by a third from call to call (a real GPU's
+   * 24-60 ms target calls) they do not. On an H200, auto's chain arm fitted its first few rounds at two widths side by
+   * side: its line rose by up to 11 ms a token where the calibrated curve was flat to 2%, and it drafted 1-2 tokens a
+   * round (3.1 and 2.3 tokens each) where the adaptive chain alone drafted 7-8 (4.7-4.8 tokens a round).
+   */
   private fitLine(): { width: number; ms: number; slope: number } | null {
     let n = 0;
     let sw = 0;
@@ -135,6 +161,8 @@ export class RoundCosts {
     let sww = 0;
     let swm = 0;
     let widths = 0;
+    let within = 0;
+    let dof = 0;
     for (const [w, v] of this.verify) {
       if (v.n < MIN_ROUNDS) continue;
       const mean = v.ms / v.n;
@@ -144,10 +172,29 @@ export class RoundCosts {
       sm += v.n * mean;
       sww += v.n * w * w;
       swm += v.n * w * mean;
+      within += Math.max(0, v.sq - v.n * mean * mean);
+      dof += Math.max(0, v.n - 1);
     }
     const spread = sww - (sw * sw) / (n || 1);
     if (widths < 2 || !(spread > 0)) return null;
-    return { width: sw / n, ms: sm / n, slope: Math.max(0, (swm - (sw * sm) / n) / spread) };
+    const width = sw / n;
+    const measured = (swm - (sw * sm) / n) / spread;
+    const costs = this.calibrated();
+    if (!costs) return { width, ms: sm / n, slope: Math.max(0, measured) };
+    // The prior: the calibrated curve's slope over the widths a chain verifies (1 to 17), moved as the measured
+    // widths moved; its uncertainty a draft call (what one token more costs besides verifying).
+    const scale = this.calibratedAll > 0 ? this.measuredAll / this.calibratedAll : 1;
+    const prior = ((this.calibratedVerifyMs(17) - this.calibratedVerifyMs(1)) / 16) * scale;
+    const t1 = singleCallMs(costs.curve);
+    const priorVar = Math.max(this.draftCallMs(), 0.01 * t1) ** 2;
+    const noiseVar = (within + PRIOR_ROUNDS * (PRIOR_SPREAD * t1) ** 2) / (dof + PRIOR_ROUNDS);
+    const weight = spread / noiseVar / (spread / noiseVar + 1 / priorVar);
+    return { width, ms: sm / n, slope: Math.max(0, weight * measured + (1 - weight) * prior) };
+  }
+
+  /** Nodes a call held besides the chain, on average over the measured rounds (0 before any). */
+  extraWidth(): number {
+    return this.extraRounds > 0 ? this.extraSum / this.extraRounds : 0;
   }
 
   /** Milliseconds of one draft call with the work on its result. */
@@ -162,15 +209,21 @@ export class RoundCosts {
     return this.gapMsSum / (this.gapRounds + PRIOR_ROUNDS);
   }
 
-  /** Milliseconds of a round that drafts a chain of k tokens (k draft calls, a verify call of k + 1 tokens). */
+  /**
+   * Milliseconds of a round that drafts a chain of k tokens: k draft calls, and a verify call of k + 1 tokens and the
+   * nodes that have ridden along with the chain (extraWidth). Asked at k + 1 alone, a chain verified beside auto's
+   * lookahead window (14 nodes) read the line through its calls' widths (16-31) far below where it was measured.
+   */
   chainRoundMs(k: number): number {
-    return this.verifyMs(k + 1) + k * this.draftCallMs() + this.betweenMs();
+    return this.verifyMs(k + 1 + Math.round(this.extraWidth())) + k * this.draftCallMs() + this.betweenMs();
   }
 
   clear(): void {
     this.warmed = false;
     this.line = undefined;
     this.verify.clear();
+    this.extraSum = 0;
+    this.extraRounds = 0;
     this.measuredAll = 0;
     this.calibratedAll = 0;
     this.draftMsSum = 0;
