@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * Proves the built kit runs end to end here (lavapipe) the way it would on a GPU machine: copies the tree as it
- * would travel (tracked files and untracked files git does not ignore, plus gpu-kit/kit.tar.xz) to a folder with no
+ * would travel (tracked files and untracked files git does not ignore, less those a GPU session leaves behind, plus
+ * gpu-kit/kit.tar.xz and gpu-kit/models.tar.xz, which run.sh unpacks into public/models) to a folder with no
  * node_modules above it, puts a `node` first on PATH that fails if anything calls it, and runs tools/gpu-kit/run.sh
  * with the smoke plan, the tiny shape, a bench flag (--max-new-tokens 3) and two curve variants (--curves). Checks the
  * results file it writes.
@@ -24,13 +25,15 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { LEAVE_BEHIND } from './leave-behind.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const archive = join(root, 'gpu-kit/kit.tar.xz');
-if (!existsSync(archive)) {
-  console.error('gpu-kit/kit.tar.xz is missing: run node tools/gpu-kit/build.mjs first.');
-  process.exit(1);
-}
+const archives = ['gpu-kit/kit.tar.xz', 'gpu-kit/models.tar.xz'];
+for (const a of archives)
+  if (!existsSync(join(root, a))) {
+    console.error(`${a} is missing: run node tools/gpu-kit/build.mjs first.`);
+    process.exit(1);
+  }
 
 const work = mkdtempSync(join(tmpdir(), 'gpu-kit-check-'));
 const repo = join(work, 'repo');
@@ -39,13 +42,13 @@ const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--
   encoding: 'utf8',
 })
   .split('\0')
-  .filter((f) => f && existsSync(join(root, f)));
+  .filter((f) => f && existsSync(join(root, f)) && !LEAVE_BEHIND.some((p) => f.startsWith(p)));
 for (const f of files) {
   mkdirSync(dirname(join(repo, f)), { recursive: true });
   copyFileSync(join(root, f), join(repo, f));
 }
 mkdirSync(join(repo, 'gpu-kit'));
-copyFileSync(archive, join(repo, 'gpu-kit/kit.tar.xz'));
+for (const a of archives) copyFileSync(join(root, a), join(repo, a));
 
 const fakeBin = join(work, 'bin');
 mkdirSync(fakeBin);
@@ -111,7 +114,7 @@ const bad = [
 if (bad.length) fail(bad.join('; '));
 console.log(
   `\nOK: the kit ran from ${repo} without node_modules and without a node on PATH, in ${seconds} s, on ${report.adapterName}; ` +
-    `it wrote ${written[0]}. Kit: ${(statSync(archive).size / 1e6).toFixed(1)} MB compressed. Same tokens as plain ` +
+    `it wrote ${written[0]}. Kit and models: ${archives.map((a) => `${(statSync(join(root, a)).size / 1e6).toFixed(1)} MB`).join(' and ')} compressed. Same tokens as plain ` +
     `greedy decoding: ${report.bench.cells.map((c) => `${c.method} ${c.matchesPlain ? 'yes' : 'NO (fp16 near-tie?)'}`).join(', ')}. ` +
     `Exact decoding passes its load check in: ${
       report.exactChecks

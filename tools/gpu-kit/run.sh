@@ -31,6 +31,18 @@ if [ ! -x "$NODE" ]; then
   fi
 fi
 
+# The models travel packed (gpu-kit/models.tar.xz: the target, the draft model and the EAGLE head; the tree left
+# public/models behind to make room): unpacked where the tree lacks them.
+if [ ! -f public/models/austen-target/config.json ] && [ -f gpu-kit/models.tar.xz ]; then
+  echo "unpacking gpu-kit/models.tar.xz into public/models"
+  mkdir -p public/models
+  if command -v xz >/dev/null 2>&1; then
+    tar -xJf gpu-kit/models.tar.xz -C public/models
+  else
+    python3 -c 'import tarfile; tarfile.open("gpu-kit/models.tar.xz").extractall("public/models")'
+  fi
+fi
+
 NVIDIA_ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$NVIDIA_ICD" ]; then
   export VK_DRIVER_FILES="$NVIDIA_ICD"
