@@ -102,6 +102,14 @@ describe('SpecEngine', () => {
       ).rejects.toThrow(`${option} "gpu" (the ${role}'s device) is not one of auto, wasm, webgpu`);
   });
 
+  it('decodes greedily where no sampling is given (a script calling the library without it)', async () => {
+    const given = await finish(pair, 'It is a truth', 'adaptive', GREEDY, 12);
+    const it = pair.generate('It is a truth', { method: 'adaptive', maxNewTokens: 12 });
+    let step = await it.next();
+    while (!step.done) step = await it.next();
+    expect(step.value.tokens).toEqual(given.tokens);
+  });
+
   // int8 rounds every projection's input to 8 bits, so a last-bit difference between a one-token call and a verify
   // call would move a code and a logit by up to 3e-2, and speculation would leave plain decoding at such near-ties:
   // before the attention was made row-invariant (graph/plain-ops.ts), chain left it at token 11 of the first prompt

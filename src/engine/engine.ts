@@ -30,6 +30,7 @@ import {
 import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate, isGreedyRun } from './generate';
 import { hasHiddenStates, isLayerSkipping } from './lm';
+import { GREEDY, type SamplingParams } from './sampling';
 import { type KeyValueStore, MemoryStore, safeGet, safeSet } from './store';
 import { chainBias } from './tree';
 
@@ -97,8 +98,10 @@ export interface EngineLoadOptions {
   hub?: HubOptions;
 }
 
-export interface EngineGenerateOptions extends GenerateOptions {
+export interface EngineGenerateOptions extends Omit<GenerateOptions, 'sampling'> {
   method: Method;
+  /** How tokens are chosen (default greedy: GREEDY). */
+  sampling?: SamplingParams;
 }
 
 /** A conversation to continue: the model's chat template makes the prompt, and its end-of-turn tokens stop it. */
@@ -361,9 +364,13 @@ export class SpecEngine {
    */
   async *generate(
     prompt: string | readonly number[] | ChatPrompt,
-    options: EngineGenerateOptions,
+    engineOptions: EngineGenerateOptions,
   ): AsyncGenerator<RoundEvent, GenerationResult> {
     if (this.busy) throw new EngineBusyError('a generation is already running on this engine; cancel it or wait');
+    let options: EngineGenerateOptions & GenerateOptions = {
+      ...engineOptions,
+      sampling: engineOptions.sampling ?? GREEDY,
+    };
     const spec = this.spec(options.method);
     this.busy = true;
     let drafter: Drafter | null = null;

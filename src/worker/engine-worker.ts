@@ -199,7 +199,7 @@ async function generate(id: number, req: Extract<ToWorker, { type: 'generate' }>
     const it = engine.generate(req.messages ? { messages: req.messages } : req.prompt, {
       method: req.method,
       maxNewTokens: req.maxNewTokens,
-      sampling: req.sampling,
+      ...(req.sampling ? { sampling: req.sampling } : {}),
       ...(req.verifyRule ? { verifyRule: req.verifyRule } : {}),
       signal: controller.signal,
     });

@@ -102,7 +102,8 @@ export interface GenerateRequest {
   messages?: ChatMessage[];
   method: Method;
   maxNewTokens: number;
-  sampling: SamplingParams;
+  /** Default greedy. */
+  sampling?: SamplingParams;
   verifyRule?: VerifyRule;
 }
 
