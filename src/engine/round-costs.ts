@@ -24,6 +24,14 @@ const MIN_ROUNDS = 0.5;
  * calibrated single-token call (counted as PRIOR_ROUNDS rounds): 10%.
  */
 const PRIOR_SPREAD = 0.1;
+/**
+ * The calibrated slope's uncertainty per token, at least, as a share of the calibrated single-token call. 1% is what
+ * ran on the H200. On lavapipe (a draft call 0.3% of a target call, the target's calls 0.3-0.6 s at random) 5% let the
+ * measured slope count for nearly all: one run there gave auto's chain arm 6 of 68 rounds, one with 1% 41 of 57 and
+ * another 8 of 65, so the runs do not tell them apart; the adaptive chain alone made 4.18x and 3.82x with 1% against
+ * 4.28x and 4.24x with the measured slope alone (4 prompts each, within the noise).
+ */
+const PRIOR_SLOPE_SPREAD = 0.01;
 /** Time between rounds longer than this is not a round's (a pause of the caller, a new prompt). */
 const MAX_GAP_MS = 250;
 /**
@@ -182,11 +190,13 @@ export class RoundCosts {
     const costs = this.calibrated();
     if (!costs) return { width, ms: sm / n, slope: Math.max(0, measured) };
     // The prior: the calibrated curve's slope over the widths a chain verifies (1 to 17), moved as the measured
-    // widths moved; its uncertainty a draft call (what one token more costs besides verifying).
+    // widths moved; its uncertainty a draft call (what one token more costs besides verifying), and at least
+    // PRIOR_SLOPE_SPREAD of a single-token call per token (where draft calls are next to free beside the target's:
+    // lavapipe, SwiftShader).
     const scale = this.calibratedAll > 0 ? this.measuredAll / this.calibratedAll : 1;
     const prior = ((this.calibratedVerifyMs(17) - this.calibratedVerifyMs(1)) / 16) * scale;
     const t1 = singleCallMs(costs.curve);
-    const priorVar = Math.max(this.draftCallMs(), 0.01 * t1) ** 2;
+    const priorVar = Math.max(this.draftCallMs(), PRIOR_SLOPE_SPREAD * t1) ** 2;
     const noiseVar = (within + PRIOR_ROUNDS * (PRIOR_SPREAD * t1) ** 2) / (dof + PRIOR_ROUNDS);
     const weight = spread / noiseVar / (spread / noiseVar + 1 / priorVar);
     return { width, ms: sm / n, slope: Math.max(0, weight * measured + (1 - weight) * prior) };
