@@ -19,19 +19,20 @@ afterAll(async () => {
   await engine?.release();
 });
 
+/** Two prompts of two categories, one repeat, a two-point curve. */
+const TWO_PROMPTS = {
+  prompts: [
+    { kind: 'x', text: 'It is a truth universally acknowledged' },
+    { kind: 'y', text: 'She was' },
+  ],
+  repeats: 1,
+  curveQs: [1, 2],
+  curveReps: 1,
+};
+
 describe('benchmark harness', () => {
   it('runs plain decoding as the baseline even when not asked, and breaks results down by category', async () => {
-    const report = await runBench(engine, {
-      prompts: [
-        { kind: 'x', text: 'It is a truth universally acknowledged' },
-        { kind: 'y', text: 'She was' },
-      ],
-      methods: ['chain'],
-      maxNewTokens: 6,
-      repeats: 1,
-      curveQs: [1, 2],
-      curveReps: 1,
-    });
+    const report = await runBench(engine, { ...TWO_PROMPTS, methods: ['chain'], maxNewTokens: 6 });
     expect(report.cells.map((c) => c.method)).toEqual(['ar', 'chain']);
     const chain = report.cells[1];
     expect(Number.isFinite(chain?.speedup.median)).toBe(true);
@@ -44,15 +45,9 @@ describe('benchmark harness', () => {
   it('traces every round of the timed generations: their tokens add up to each run, notes included', async () => {
     const rows: TraceRow[] = [];
     const report = await runBench(engine, {
-      prompts: [
-        { kind: 'x', text: 'It is a truth universally acknowledged' },
-        { kind: 'y', text: 'She was' },
-      ],
+      ...TWO_PROMPTS,
       methods: ['auto'],
       maxNewTokens: 7,
-      repeats: 1,
-      curveQs: [1, 2],
-      curveReps: 1,
       onRound: (row) => rows.push(row),
     });
     for (const method of ['ar', 'auto'] as const)
