@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { isMethod, METHOD_NAMES, type Method } from '../src/engine/drafters/index';
 import { checkSampling, isGreedy, type SamplingParams } from '../src/engine/sampling';
-import { isPlacement, type Placement } from '../src/model/device-choice';
+import { type Placement, placementFlagError } from '../src/model/device-choice';
 import { PRECISIONS, type Precision } from '../src/model/precision';
 import { joinNegativeValues, numberFlag } from '../src/util/args';
 import type { BenchPrompt } from './harness';
@@ -170,12 +170,8 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     throw new BenchUsageError(`--precision must be one of ${PRECISIONS.join(', ')}; got "${precision}"`);
   const draftDevice = values['draft-device'] as string | undefined;
   const headsDevice = values['heads-device'] as string | undefined;
-  for (const [flag, v] of [
-    ['--draft-device', draftDevice],
-    ['--heads-device', headsDevice],
-  ] as const)
-    if (v !== undefined && !isPlacement(v))
-      throw new BenchUsageError(`${flag} must be auto, wasm or webgpu; got "${v}"`);
+  const badPlacement = placementFlagError(draftDevice, headsDevice);
+  if (badPlacement) throw new BenchUsageError(badPlacement);
   const categories = list(values.categories as string | undefined);
   for (const c of categories ?? [])
     if (!kinds.includes(c))

@@ -14,7 +14,7 @@ import {
   methodSpec,
 } from '../engine/drafters/index';
 import type { SamplingParams } from '../engine/sampling';
-import { isPlacement, type Placement } from '../model/device-choice';
+import { type Placement, placementFlagError } from '../model/device-choice';
 import { PRECISIONS, type Precision } from '../model/precision';
 import { firstLine, joinNegativeValues, numberFlag } from '../util/args';
 
@@ -126,11 +126,8 @@ export function parseCli(argv: string[]): CliOptions {
     throw new UsageError(`--device must be wasm or webgpu; got "${device}"`);
   const draftDevice = str('draft-device');
   const headsDevice = str('heads-device');
-  for (const [flag, v] of [
-    ['--draft-device', draftDevice],
-    ['--heads-device', headsDevice],
-  ] as const)
-    if (v !== undefined && !isPlacement(v)) throw new UsageError(`${flag} must be auto, wasm or webgpu; got "${v}"`);
+  const badPlacement = placementFlagError(draftDevice, headsDevice);
+  if (badPlacement) throw new UsageError(badPlacement);
   const precision = str('precision') ?? 'auto';
   if (!(PRECISIONS as readonly string[]).includes(precision))
     throw new UsageError(`--precision must be one of ${PRECISIONS.join(', ')}; got "${precision}"`);

@@ -23,6 +23,20 @@ export const PLACEMENTS = ['auto', 'wasm', 'webgpu'] as const;
 export type Placement = (typeof PLACEMENTS)[number];
 export const isPlacement = (v: unknown): v is Placement => (PLACEMENTS as readonly unknown[]).includes(v);
 
+/**
+ * The CLI's and the bench's --draft-device and --heads-device checked: the one-line message for the first value that
+ * is not a placement (null: none), e.g. `--draft-device must be auto, wasm or webgpu; got "gpu"`.
+ */
+export function placementFlagError(draftDevice: string | undefined, headsDevice: string | undefined): string | null {
+  const choices = `${PLACEMENTS.slice(0, -1).join(', ')} or ${PLACEMENTS.at(-1)}`;
+  for (const [flag, v] of [
+    ['--draft-device', draftDevice],
+    ['--heads-device', headsDevice],
+  ] as const)
+    if (v !== undefined && !isPlacement(v)) return `${flag} must be ${choices}; got "${v}"`;
+  return null;
+}
+
 export interface DeviceTiming {
   device: Device;
   /** Fastest ms of a draft call of one and of four tokens after a short context. */
