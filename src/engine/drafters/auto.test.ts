@@ -718,11 +718,14 @@ describe('auto between arms', () => {
     expect(chosen.get('wide')).toBeGreaterThan(40);
   });
 
-  it("with a draft model: plain decoding as the floor, prompt lookup for copy rounds only, the draft model's chain everywhere, the wide tree where width is nearly free", () => {
+  it("with a draft model: plain decoding as the floor, prompt lookup for copy rounds only, the draft model's chain everywhere, the wide tree where width is nearly free for both models", () => {
     const lm = () => new ToyLM(16, hashedLogits(16, 1));
-    const curve = (at8: number): CostModel => ({
+    const points = (at8: number) => [1, 8].map((q) => ({ q, ms: q === 1 ? 1 : at8, relative: q === 1 ? 1 : at8 }));
+    // The target's curve, and the draft model's (on a GPU unless said otherwise).
+    const curve = (at8: number, draftAt8 = 1.1): CostModel => ({
       ...FLAT,
-      curve: { context: 64, points: [1, 8].map((q) => ({ q, ms: q === 1 ? 1 : at8, relative: q === 1 ? 1 : at8 })) },
+      curve: { context: 64, points: points(at8) },
+      draftCurve: { context: 64, points: points(draftAt8) },
     });
     let costs: CostModel | null = null;
     const arms = autoArms({ target: lm(), draft: lm(), costs: () => costs });
@@ -744,6 +747,10 @@ describe('auto between arms', () => {
     expect(runs('lookahead', SAMPLED)).toBe(false); // its n-grams hold only as often as the target samples them
     expect(runs('chain')).toBe(true);
     expect(runs('chain', SAMPLED)).toBe(true);
+    costs = curve(1.1, 2.3); // a GPU target, the draft model on the CPU: its wide calls are dear, the chain drafts
+    expect(runs('tree')).toBe(false);
+    expect(runs('lookahead')).toBe(true);
+    expect(runs('chain')).toBe(true);
     // Without a draft model: plain decoding, prompt lookup as an arm of its own, and lookahead decoding.
     expect(autoArms({ target: lm(), costs: () => costs }).map((a) => a.name)).toEqual(['plain', 'lookup', 'lookahead']);
     // Plain decoding always; prompt lookup under greedy decoding, and there for copy rounds only (not an arm: its

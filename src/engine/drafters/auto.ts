@@ -45,7 +45,13 @@ import { LOOKAHEAD_DEFAULTS, LookaheadDrafter, lookaheadWidth } from './lookahea
 import { LOOKUP_DEFAULTS, LookupDrafter } from './lookup';
 import { MedusaDrafter } from './medusa';
 import { MergedDrafter } from './merged';
-import { type CostModel, type DrafterResources, type MethodSpec, widthNearlyFree } from './method';
+import {
+  type CostModel,
+  type DrafterResources,
+  draftWidthNearlyFree,
+  type MethodSpec,
+  widthNearlyFree,
+} from './method';
 import { NoDrafter } from './none';
 import { SwiftDrafter } from './swift';
 
@@ -768,7 +774,13 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
         ],
         r.costs,
       ),
-      when: () => widthNearlyFree(r.costs()),
+      // A tree pays for its width in the draft model's calls too: one call a level, as wide as the level. Where the
+      // draft model runs on the CPU beside a GPU target (the default placement when its calls are cheaper there), a
+      // wide call costs it 2.2-2.5 single-row calls at 8 rows, and the chain led: on lavapipe the adaptive chain alone
+      // made 3.99x where the draft model's tree (`dynamic`) made 3.05x and auto, on its tree arm 45 rounds of 61,
+      // 3.42x; on Chromium's SwiftShader the tree arm's rounds brought 4.2 tokens against the chain arm's 6.3; on an
+      // H200 the chain alone made 3.6-4.1x and auto, mostly on its tree arm, 3.0-3.2x.
+      when: () => widthNearlyFree(r.costs()) && draftWidthNearlyFree(r.costs()),
     });
   }
   // Lookahead decoding where width is nearly free, under greedy decoding: its Jacobi window rides along in the verify

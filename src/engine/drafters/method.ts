@@ -37,7 +37,20 @@ const NEARLY_FREE_WIDTH_8 = 1.5;
 
 /** Whether the measured verify-cost curve makes width nearly free (no curve yet: no). */
 export function widthNearlyFree(costs: CostModel | null): boolean {
-  return costs !== null && costs.curve.points.length > 0 && relativeCost(costs.curve, 8) <= NEARLY_FREE_WIDTH_8;
+  return costs !== null && nearlyFlat(costs.curve);
+}
+
+/**
+ * Whether the draft model's own measured curve makes a wide draft call nearly free: the draft model on a GPU. On the
+ * CPU (wasm, where the default placement puts it beside a GPU target when its calls are cheaper there) 8 rows cost
+ * 2.2-2.5 single-row calls (Chromium, lavapipe, wasm in Node).
+ */
+export function draftWidthNearlyFree(costs: CostModel | null): boolean {
+  return costs !== null && nearlyFlat(costs.draftCurve);
+}
+
+function nearlyFlat(curve: CostCurve): boolean {
+  return curve.points.length > 0 && relativeCost(curve, 8) <= NEARLY_FREE_WIDTH_8;
 }
 
 /** What a method's factory receives: exactly what it asked for, plus live access to the measured costs. */
