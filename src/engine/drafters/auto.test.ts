@@ -335,6 +335,23 @@ describe('auto between arms', () => {
     expect(chosen.get('good')).toBeGreaterThanOrEqual(10);
   });
 
+  it('a round whose tree reached the depth still wanted is not counted, whatever the target accepted of it', async () => {
+    // good brings 4 tokens a round, fair 3. good is tried in two rounds near a generation's end, 4 tokens still wanted:
+    // its trees cut to 3, of which the target accepts 1. Counted (they did not bring every token wanted), they put
+    // good at 2 tokens a call behind fair's 3, and fair ran until good's revisit 12 rounds on.
+    let accepted = 1;
+    const arms = [new Arm('good', 4, () => accepted, { calls: 0 }), new Arm('fair', 4, 2, { calls: 0 })];
+    const auto = timedAuto(
+      arms.map((a) => ({ name: a.name, drafter: a })),
+      () => FLAT,
+    );
+    expect((await run(auto, arms, 2, SAMPLED, 3)).chosen.get('good')).toBe(2);
+    accepted = 3;
+    const { chosen, why } = await run(auto, arms, 12);
+    expect(why[0]).toContain('trying good');
+    expect(chosen.get('good')).toBeGreaterThanOrEqual(10);
+  });
+
   it('a pause is not the arm: a round counts for at most twice what the measured costs predict for it', async () => {
     // A 4 ms single-token call on a flat curve; plain decoding's rounds take 4 ms, good's 5 ms for 4 tokens, but a
     // 60 ms pause (garbage collection, say) falls in the second of the rounds that try it. Counted at face value, good

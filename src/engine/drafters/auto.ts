@@ -35,6 +35,7 @@ import { relativeCost, singleCallMs } from '../calibrate';
 import { hasHiddenStates, isLayerSkipping } from '../lm';
 import { isGreedy } from '../sampling';
 import { type KeyValueStore, safeGet, safeSet } from '../store';
+import { depths } from '../tree';
 import type { VerifyResult } from '../verify';
 import { AdaptiveChainDrafter } from './adaptive-chain';
 import { DraftModelState } from './draft-model';
@@ -281,8 +282,11 @@ export class AutoDrafter implements Drafter {
   private ended: string | null = null;
   /** Whether this round is a copy round (prompt lookup over the chosen arm; counted in no arm's record). */
   private copying = false;
-  /** Tokens the round could bring at most (the generation's end or the context's: DraftRequest.maxDepth + 1). */
-  private wanted = Number.POSITIVE_INFINITY;
+  /**
+   * Whether this round's tree reached the depth the request allowed (the tokens still wanted: the generation's end or
+   * the context's), so that the cap, not the arm, shaped it.
+   */
+  private capped = false;
 
   constructor(
     arms: ArmSpec[],
@@ -492,7 +496,6 @@ export class AutoDrafter implements Drafter {
     if (measure === 'time' && this.memory) await this.restore(this.memory);
     this.predict();
     this.current = this.choose(req);
-    this.wanted = req.maxDepth + 1;
     const ended = this.ended;
     const chosen = this.why;
     if (ended) this.why = () => `${chosen()}; ${ended}'s run ended: its latest rounds are its record`;
@@ -507,6 +510,7 @@ export class AutoDrafter implements Drafter {
     const tree = await this.current.drafter.propose(req);
     this.draftCalls += this.current.drafter.calls - before;
     tree.sources ??= tree.tokens.map((_, i) => (i === 0 ? '' : this.current.name));
+    this.capped = Math.max(...depths(tree.parents)) >= req.maxDepth;
     return this.withRider(tree, req);
   }
 
@@ -593,13 +597,18 @@ export class AutoDrafter implements Drafter {
       if (this.visit?.arm !== arm) this.visit = { arm, left: 1 };
       return;
     }
-    // A round that brought every token still wanted was cut by the generation's end, not by the target: what it
-    // brought says how many were left, not how well the arm drafts, and it is not counted. Every generation ends in
-    // such a round, and the bench's warm-up generations (8 tokens) are a few rounds long: on lavapipe with the draft
-    // model on wasm, the draft model's chain tried in one ended on a round of 1 token (its rounds bring 3 to 17),
-    // its record fell to 8.5 tok/s against the EAGLE head's 13.9, and the head ran until the chain's revisit (in a
-    // bench run, the chain got 2 of auto's 35 rounds: 0.53 of the adaptive chain alone).
-    if (result.path.length >= this.wanted) return;
+    // A round whose tree reached the depth still wanted was cut by the generation's end, not by the arm: what it
+    // brought says how many tokens were left, not how well the arm drafts, and it is not counted (decided on the
+    // proposal, whatever the target then accepted, so no outcome is selected for). Every generation ends in such
+    // rounds, and the bench's warm-up generations (8 tokens) are made of them:
+    // - on lavapipe with the draft model on wasm, the draft model's chain tried in one ended on a round of 1 token
+    //   (its rounds bring 3 to 17), its record fell to 8.5 tok/s against the EAGLE head's 13.9, and the head ran
+    //   until the chain's revisit (in a bench run, the chain got 2 of auto's 35 rounds: 0.53 of the chain alone);
+    // - counting only the rounds that brought every token wanted, on an H200 the chain's record came out of the
+    //   bench's 8-token warm-up at 72-73 tok/s (its chains there cut to 7 tokens or fewer; in the timed runs it drafts
+    //   up to 13), where it ran at 130 alone; the EAGLE head (99-110) led, and auto ran at 0.74-0.80 of the chain
+    //   alone, revisiting the chain 4-5 times.
+    if (this.capped) return;
     arm.cost += cost;
     arm.tokens += result.path.length;
     const keep = arm.gap > RECENT_GAP ? 0 : RECENT_DECAY;
