@@ -345,6 +345,27 @@ describe('engine behaviour', () => {
     }
   });
 
+  it("tells the drafter where the generation's own tokens begin (the prompt's length), every round", async () => {
+    const { target, draft } = pair(50, 1.5);
+    const inner = makeDrafter('chain', target, draft);
+    const seen: (number | undefined)[] = [];
+    const drafter: Drafter = {
+      name: 'recording',
+      get calls() {
+        return inner.calls;
+      },
+      async propose(req) {
+        seen.push(req.generatedFrom);
+        return inner.propose(req);
+      },
+      accept: (t, r, o) => inner.accept(t, r, o),
+      reset: () => inner.reset(),
+    };
+    await generateAll({ target, drafter, tokenizer }, [1, 2, 3], { maxNewTokens: 20, sampling: GREEDY });
+    expect(seen.length).toBeGreaterThan(1);
+    expect(new Set(seen)).toEqual(new Set([3]));
+  });
+
   it('an error part-way keeps everything generated so far, and the parts are usable afterwards', async () => {
     const { target, draft } = pair(50, 1.5);
     const inner = makeDrafter('chain', target, draft);

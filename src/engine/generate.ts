@@ -152,6 +152,7 @@ export async function* generate(
         sampling,
         rng,
         eos,
+        generatedFrom: prompt.length,
       });
       checkProposal(drafter, tree, committed[committed.length - 1] as number, room);
       const drafted = performance.now();

@@ -4,7 +4,7 @@
  */
 import { argmax, sampleFrom } from '../sampling';
 import type { VerifyResult } from '../verify';
-import { DraftDist, DraftModelState } from './draft-model';
+import { DraftDist, DraftModelState, judgeFrom } from './draft-model';
 import { type Drafter, type DraftRequest, type DraftTree, rootOnly } from './drafter';
 import { type CostModel, draftOf, type MethodSpec } from './method';
 
@@ -45,7 +45,7 @@ export class ChainDrafter implements Drafter {
   }
 
   async propose(req: DraftRequest): Promise<DraftTree> {
-    let logits = await this.state.sync(req.committed);
+    let logits = await this.state.sync(req.committed, judgeFrom(req));
     const tree = rootOnly(req.committed);
     // The draft's own estimate of each path (its probabilities multiplied along the chain), for callers that merge
     // or cut trees by value.

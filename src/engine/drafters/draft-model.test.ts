@@ -54,6 +54,26 @@ describe('the draft model catching up', () => {
     expect(lm.calls).toBe(calls + 3);
     expect(state.roundCost(COSTS)).toBeCloseTo(0.1);
   });
+
+  it("judges its first choices on the target's tokens it catches up on (greedy), never on the prompt", async () => {
+    const state = new DraftModelState(new ToyLM(V, fn));
+    const prompt = [1, 2, 3, 4, 5, 6];
+    await state.sync(prompt, prompt.length);
+    const judged = () => state.firstChoice.offered.reduce((a, b) => a + b, 0);
+    const matched = () => state.firstChoice.accepted.reduce((a, b) => a + b, 0);
+    expect(judged()).toBe(0); // the prompt is someone's text, not the target's choices
+    // Eight tokens the target produced while another arm drafted: four the draft's own first choices, then not.
+    const text = [...prompt];
+    const firstChoice = (context: number[]) => Array.from(fn(context)).reduce((b, v, i, a) => (v > a[b]! ? i : b), 0);
+    for (let i = 0; i < 8; i++) text.push(i < 4 ? firstChoice(text) : (firstChoice(text) + 1) % V);
+    await state.sync(text, prompt.length);
+    // Seven judged: each catch-up row predicts the next token; the last token is the root (run in the round's call).
+    expect(judged()).toBe(7);
+    expect(matched()).toBe(3);
+    // Under sampling (no judgeFrom) nothing is judged.
+    await state.sync([...text, ...[1, 2, 3, 4]]);
+    expect(judged()).toBe(7);
+  });
 });
 
 describe('a draft distribution over a subset of the vocabulary', () => {

@@ -6,11 +6,11 @@
 import { expSumBelow } from '../../util/exp-sum';
 import { relativeCost } from '../calibrate';
 import { type CausalLM, checkLogits } from '../lm';
-import { gumbelTopK, isGreedy, type Rng, type SamplingParams, toProbs, topK } from '../sampling';
+import { argmax, GREEDY, gumbelTopK, isGreedy, type Rng, type SamplingParams, toProbs, topK } from '../sampling';
 import { appendBias, chainBias } from '../tree';
 import type { VerifyResult } from '../verify';
 import { forwardDiscarding } from '../verify-call';
-import type { DraftTree, TargetOutputs } from './drafter';
+import type { DraftRequest, DraftTree, TargetOutputs } from './drafter';
 import type { CostModel } from './method';
 
 /**
@@ -20,8 +20,13 @@ import type { CostModel } from './method';
 export interface TreeDraftModel {
   /** Model calls so far. */
   readonly calls: number;
-  /** Catch up with the committed sequence; the root's next-token logits over the target's vocabulary, or null when nothing can be drafted this round. */
-  sync(committed: readonly number[]): Promise<DraftRow | null>;
+  /**
+   * Catch up with the committed sequence; the root's next-token logits over the target's vocabulary, or null when
+   * nothing can be drafted this round. `judgeFrom` (greedy decoding: where the target's own tokens begin, see
+   * judgeFrom()): a model that catches up on tokens committed while it did not run may judge its first choices on
+   * them (DraftModelState.firstChoice).
+   */
+  sync(committed: readonly number[], judgeFrom?: number): Promise<DraftRow | null>;
   /** Room left in the drafting model's context for this round's nodes. */
   room(): number;
   /** Nodes its cache can still take this round. */
@@ -139,6 +144,15 @@ export class DraftDist {
  */
 const ORDINARY_SYNC = 2;
 
+/**
+ * Where in the committed text a catch-up may judge the draft's first choices (TreeDraftModel.sync): under greedy
+ * decoding, the tokens this generation produced, which are the target's greedy choices (a prompt is someone's text,
+ * and a sampled token is one draw). Undefined: judge nothing.
+ */
+export function judgeFrom(req: DraftRequest): number | undefined {
+  return isGreedy(req.sampling) ? req.generatedFrom : undefined;
+}
+
 /** Buckets of the draft's confidence in a token: [0, 0.1), [0.1, 0.2), ... [0.9, 1]. */
 export const CONFIDENCE_BUCKETS = 10;
 export function confidenceBucket(q: number): number {
@@ -166,9 +180,9 @@ export class FirstChoiceCounts {
 
 export class DraftModelState implements TreeDraftModel {
   /**
-   * What greedy rounds showed of the draft's first choices, from every drafter drafting with this state: auto's
-   * chain sizes its chains on it (adaptive-chain.ts), and its tree arm, drafting with the same model, adds what its
-   * rounds show. Learned by the chain alone, it was learned only in the rounds auto gave the chain, after the other
+   * What greedy rounds showed of the draft's first choices, from every drafter drafting with this state, and from
+   * the text it catches up on (judge()): auto's chain sizes its chains on it (adaptive-chain.ts), and its tree arm,
+   * drafting with the same model, adds what its rounds show. Learned by the chain alone, it was learned only in the rounds auto gave the chain, after the other
    * arms' trials: on lavapipe auto's chain drafted 3 to 5 tokens through the first two prompts where the adaptive
    * chain alone, the same model, drafted 6 to 16.
    */
@@ -206,6 +220,24 @@ export class DraftModelState implements TreeDraftModel {
     return this.caughtUpMs;
   }
 
+  /**
+   * The draft's first choice at each judged row of a catch-up against the token the target chose there
+   * (firstChoice). Auto's chain sizes its chains on that table; learned only in its own rounds, it was learned only in
+   * the rounds auto gave the chain: on an H200, with the EAGLE head ahead after the first prompts, the chain's
+   * revisits drafted 3 tokens a round and brought 2.0-2.5 where the chain alone drafted 7-8 and brought 4.8-5.0, and
+   * its revisits stopped. Judged this way, each revisit learns from every token committed since the last.
+   */
+  private judge(logits: Float32Array, rows: readonly number[], committed: readonly number[], common: number): void {
+    const vocab = this.lm.config.vocabSize;
+    checkLogits(logits, vocab, 'the draft model');
+    rows.forEach((i, k) => {
+      const row = logits.subarray(k * vocab, (k + 1) * vocab);
+      const token = argmax(row);
+      const confidence = new DraftDist(row, GREEDY).prob(token);
+      this.firstChoice.record(confidenceBucket(confidence), token === committed[common + i + 1]);
+    });
+  }
+
   /** Room left in the draft's context for this round's nodes. */
   room(): number {
     return this.lm.config.maxPositions - this.roundBase;
@@ -217,7 +249,7 @@ export class DraftModelState implements TreeDraftModel {
   }
 
   /** Feed the committed tokens the cache lacks (always at least the root); returns the root's logits. */
-  async sync(committed: readonly number[]): Promise<Float32Array> {
+  async sync(committed: readonly number[], judgeFrom?: number): Promise<Float32Array> {
     let common = 0;
     while (common < this.cached.length && common < committed.length - 1 && this.cached[common] === committed[common]) {
       common++;
@@ -235,12 +267,17 @@ export class DraftModelState implements TreeDraftModel {
       const behind = missing.slice(0, -1);
       const from = this.lm.length;
       const started = performance.now();
-      await forwardDiscarding(this.lm, {
+      const input = {
         tokens: behind,
         positions: behind.map((_, i) => from + i),
         bias: chainBias(from, behind.length),
         rows: [behind.length - 1],
-      });
+      };
+      // Row i predicts committed[common + i + 1]: the rows whose next token the target chose.
+      const judged =
+        judgeFrom === undefined ? [] : Array.from(behind.keys()).filter((i) => common + i + 1 >= judgeFrom);
+      if (judged.length === 0) await forwardDiscarding(this.lm, input);
+      else this.judge(await this.lm.forward({ ...input, rows: judged }), judged, committed, common);
       this.caughtUpMs = performance.now() - started;
       missing = missing.slice(-1);
     }

@@ -27,6 +27,11 @@ export interface DraftRequest {
   rng: Rng;
   /** Tokens that end generation: drafters do not draft past them. */
   eos: ReadonlySet<number>;
+  /**
+   * Where in `committed` this generation's own tokens begin (the prompt's length): the text the target produced,
+   * as against the text it was given. Absent: not known.
+   */
+  generatedFrom?: number;
 }
 
 /**

@@ -22,6 +22,7 @@ import {
   DraftModelState,
   type DraftRow,
   type FirstChoiceCounts,
+  judgeFrom,
   type TreeDraftModel,
 } from './draft-model';
 import { type Drafter, type DraftRequest, type DraftTree, rootOnly, type TargetOutputs } from './drafter';
@@ -113,7 +114,7 @@ export class DynamicTreeDrafter implements Drafter {
   }
 
   async propose(req: DraftRequest): Promise<DraftTree> {
-    const rootLogits = await this.state.sync(req.committed);
+    const rootLogits = await this.state.sync(req.committed, judgeFrom(req));
     if (!rootLogits) return rootOnly(req.committed);
     const budget = Math.min(this.budget, req.maxNodes, this.state.room() - 1);
     const maxDepth = Math.min(this.depth, req.maxDepth);
