@@ -77,6 +77,30 @@ class Arm implements Drafter {
   reset(): void {}
 }
 
+/** An arm whose window (two auxiliary nodes) rides along; it counts the rounds it rode along in and saw come back. */
+class Rider extends Arm {
+  rides = 0;
+  seen = 0;
+  private given: AuxNodes | null = null;
+  ride(_req: DraftRequest, room: number): AuxNodes | null {
+    if (room < 2) return null;
+    this.rides++;
+    this.given = {
+      tokens: [7, 8],
+      positions: [1, 2],
+      sees: [
+        { tree: [0], aux: [] },
+        { tree: [0], aux: [0] },
+      ],
+      rows: [1],
+    };
+    return this.given;
+  }
+  observe(tree: DraftTree): void {
+    if (tree.aux && tree.aux === this.given) this.seen++;
+  }
+}
+
 /** A flat verify-cost curve (a GPU): a round costs one call whatever its width. */
 const FLAT: CostModel = {
   curve: { context: 64, points: [1, 2, 4, 8, 16].map((q) => ({ q, ms: 1, relative: 1 })) },
@@ -615,29 +639,6 @@ describe('auto between arms', () => {
   });
 
   it("a riding arm's auxiliary nodes ride along in the other arms' rounds where it may run, and it observes their outputs", async () => {
-    // The rider's window: two auxiliary nodes; it counts the rounds it rode along in and saw come back.
-    class Rider extends Arm {
-      rides = 0;
-      seen = 0;
-      private given: AuxNodes | null = null;
-      ride(_req: DraftRequest, room: number): AuxNodes | null {
-        if (room < 2) return null;
-        this.rides++;
-        this.given = {
-          tokens: [7, 8],
-          positions: [1, 2],
-          sees: [
-            { tree: [0], aux: [] },
-            { tree: [0], aux: [0] },
-          ],
-          rows: [1],
-        };
-        return this.given;
-      }
-      observe(tree: DraftTree): void {
-        if (tree.aux && tree.aux === this.given) this.seen++;
-      }
-    }
     let open = true;
     const tree = new Arm('tree', 3, 3, { calls: 0 }, 10);
     const rider = new Rider('rider', 1, 0, { calls: 0 }, 10);
@@ -695,6 +696,30 @@ describe('auto between arms', () => {
     });
     expect(ridden.aux).toBeUndefined();
     expect(rider.rides).toBe(before + 1); // asked, and left behind
+  });
+
+  it('a riding arm settled far behind the leading arm no longer rides along; one in contention does', async () => {
+    // The tree brings 4 tokens a round. A rider bringing 1 (a quarter) rides until its record settles, then no more;
+    // one bringing 3 rides on.
+    for (const [brings, ridesOn] of [
+      [1, false],
+      [3, true],
+    ] as const) {
+      const tree = new Arm('tree', 3, 3, { calls: 0 }, 10);
+      const rider = new Rider('rider', 2, brings - 1, { calls: 0 }, 10);
+      const auto = timedAuto(
+        [
+          { name: 'tree', drafter: tree },
+          { name: 'rider', drafter: rider, rides: true },
+        ],
+        () => GPU,
+      );
+      await run(auto, [tree, rider], 150, GREEDY);
+      const before = rider.rides;
+      const { chosen } = await run(auto, [tree, rider], 10, GREEDY);
+      expect(chosen.get('tree'), `rider bringing ${brings}`).toBe(10);
+      expect(rider.rides - before, `rider bringing ${brings}`).toBe(ridesOn ? 10 : 0);
+    }
   });
 
   it("reads the target's logits in the rounds of an arm that reads them, and only there", async () => {

@@ -223,6 +223,18 @@ const RECENT_GAP = 8;
  */
 const RIDE_MARGIN = 0.05;
 
+/**
+ * A riding arm whose settled record has fallen below this share of the leading arm's no longer rides along: its window
+ * costs more than the curve says. On an H200, with the draft model on the CPU and lookahead's window (14 nodes) riding
+ * in every round of the chain arm, those rounds took 1.7, 4.3 and 7.0 ms more than the adaptive chain's alone in the
+ * same processes (42-44 against 37-41 ms, at the same chain widths), and in a process where the window mostly did not
+ * ride, the same (50.6 against 50.7 ms); lookahead's own rounds brought 1.0 tokens each (27 tok/s against the chain
+ * arm's 99). The calibrated curve called the wider call free (T(32)/T(1) 0.98-0.99). Where lookahead was the best
+ * method (an H200 with the draft model on the GPU, 2026-11-27: 1.88-1.89x, its rounds in auto 1.0-2.5 tokens against
+ * the draft model's tree's 3.0) it stayed above the share. Not re-measured on a GPU since: no device time was left.
+ */
+const RIDE_CONTENTION = 0.5;
+
 /** How far ahead (a share of its throughput) an arm must be to displace the arm in use. */
 const SWITCH_MARGIN = 0.05;
 /**
@@ -515,13 +527,19 @@ export class AutoDrafter implements Drafter {
   }
 
   /**
-   * A riding arm's auxiliary nodes on another arm's tree, where the riding arm may run (ArmSpec.rides) and the
-   * measured curve says the wider call costs at most RIDE_MARGIN more.
+   * A riding arm's auxiliary nodes on another arm's tree, where the riding arm may run (ArmSpec.rides), is still in
+   * contention (RIDE_CONTENTION), and the measured curve says the wider call costs at most RIDE_MARGIN more.
    */
   private withRider(tree: DraftTree, req: DraftRequest): DraftTree {
     const curve = this.costs()?.curve;
     if (tree.aux || !curve) return tree;
-    const rider = this.arms.find((a) => a.rides && a !== this.current && (a.when?.(req) ?? true));
+    const leader = this.incumbent;
+    const contends = (a: Arm) =>
+      a.samples < SETTLED_SAMPLES ||
+      !leader ||
+      a === leader ||
+      !(this.throughput(a) < RIDE_CONTENTION * this.throughput(leader));
+    const rider = this.arms.find((a) => a.rides && a !== this.current && (a.when?.(req) ?? true) && contends(a));
     const aux = rider?.drafter.ride?.(req, req.maxNodes - (tree.tokens.length - 1));
     const width = tree.tokens.length;
     if (aux && relativeCost(curve, width + aux.tokens.length) <= relativeCost(curve, width) * (1 + RIDE_MARGIN))
