@@ -230,8 +230,9 @@ const RIDE_MARGIN = 0.05;
  * same processes (42-44 against 37-41 ms, at the same chain widths), and in a process where the window mostly did not
  * ride, the same (50.6 against 50.7 ms); lookahead's own rounds brought 1.0 tokens each (27 tok/s against the chain
  * arm's 99). The calibrated curve called the wider call free (T(32)/T(1) 0.98-0.99). Where lookahead was the best
- * method (an H200 with the draft model on the GPU, 2026-11-27: 1.88-1.89x, its rounds in auto 1.0-2.5 tokens against
- * the draft model's tree's 3.0) it stayed above the share. Not re-measured on a GPU since: no device time was left.
+ * method (an H200 with the draft model on the GPU, 2026-11-27: 1.88-1.89x; its rounds in auto brought 1.0-2.5 tokens
+ * in one call each, the draft model's tree's 3.0 in a call plus draft calls of 0.4-0.6 of one) it was likely above
+ * the share, not shown. Not re-measured on a GPU since: no device time was left.
  */
 const RIDE_CONTENTION = 0.5;
 
