@@ -2,10 +2,11 @@
  * `auto`: speculation that fits the machine. Each round it picks one way of drafting (an "arm") and the tree for it:
  *
  * - arms: plain decoding (the arm that drafts least) and, with what is loaded: prompt lookup beside it (without a
- *   draft model), the draft model's adaptive chain where verifying costs grow steeply with width (wasm) and under
- *   sampling, its cost-sized tree merged with prompt lookup where width is nearly free (one draft cache between them;
- *   an arm may run only under a condition, ArmSpec.when), lookahead decoding where width is nearly free under
- *   greedy decoding (its window rides along in the verify call), self-speculation by layer skipping, and draft heads
+ *   draft model), the draft model's adaptive chain (on every curve, under greedy decoding and sampling), its
+ *   cost-sized tree merged with prompt lookup where width is nearly free for both models (one draft
+ *   cache between them; an arm may run only under a condition, ArmSpec.when), lookahead decoding where width is
+ *   nearly free under greedy decoding (its window rides along in the verify call while it is in contention),
+ *   self-speculation by layer skipping, and draft heads
  *   (EAGLE-3, Medusa; the arms not chosen in a round observe it, so the heads' view of the target's states stays
  *   current). Within an arm the tree is sized on the measured verify-cost curve: candidates carry calibrated
  *   acceptance values and are kept best-first as long as expected tokens per unit of time grow (budget.ts;
