@@ -182,9 +182,9 @@ export class DraftModelState implements TreeDraftModel {
   /**
    * What greedy rounds showed of the draft's first choices, from every drafter drafting with this state, and from
    * the text it catches up on (judge()): auto's chain sizes its chains on it (adaptive-chain.ts), and its tree arm,
-   * drafting with the same model, adds what its rounds show. Learned by the chain alone, it was learned only in the rounds auto gave the chain, after the other
-   * arms' trials: on lavapipe auto's chain drafted 3 to 5 tokens through the first two prompts where the adaptive
-   * chain alone, the same model, drafted 6 to 16.
+   * drafting with the same model, adds what its rounds show. Learned by the chain alone, it was learned only in the
+   * rounds auto gave the chain, after the other arms' trials: on lavapipe auto's chain drafted 3 to 5 tokens through
+   * the first two prompts where the adaptive chain alone, the same model, drafted 6 to 16.
    */
   readonly firstChoice = new FirstChoiceCounts();
   /** Tokens whose K/V are in the draft cache, slot by slot (committed tokens only, between rounds). */
@@ -224,8 +224,9 @@ export class DraftModelState implements TreeDraftModel {
    * The draft's first choice at each judged row of a catch-up against the token the target chose there
    * (firstChoice). Auto's chain sizes its chains on that table; learned only in its own rounds, it was learned only in
    * the rounds auto gave the chain: on an H200, with the EAGLE head ahead after the first prompts, the chain's
-   * revisits drafted 3 tokens a round and brought 2.0-2.5 where the chain alone drafted 7-8 and brought 4.8-5.0, and
-   * its revisits stopped. Judged this way, each revisit learns from every token committed since the last.
+   * revisits drafted 3 tokens a round and brought 1.75-2.5 where the chain alone drafted 7-8 and brought 4.6-5.0, and
+   * its revisits stopped. Judged this way, each revisit learns from every token committed since the last (a catch-up
+   * then reads back a logits row per judged token instead of none).
    */
   private judge(logits: Float32Array, rows: readonly number[], committed: readonly number[], common: number): void {
     const vocab = this.lm.config.vocabSize;
