@@ -904,6 +904,48 @@ describe('auto between arms', () => {
     expect(chosen.get('chain')).toBeGreaterThan(15);
   });
 
+  it("a remembered arm's first rounds in a new session (cold code) cannot lower its record; later rounds count as they come", async () => {
+    // Through the CLI: a process per run, the records remembered. The chain's first rounds in a process run on cold
+    // code (12 ms against 4) and, at an opening it guesses badly, bring 1 token each; then 4 tokens in 4 ms.
+    const T1: CostModel = {
+      ...FLAT,
+      curve: { context: 64, points: [1, 8, 16].map((q) => ({ q, ms: 4, relative: 1 })) },
+    };
+    const session = async (memory: { store: MemoryStore; key: string }, coldRounds: number) => {
+      let proposed = 0;
+      const chain = new Arm('chain', 4, () => (proposed++ < coldRounds ? 0 : 3), { calls: 0 }, 4, {
+        rounds: coldRounds,
+        ms: 12,
+      });
+      const a = [new Arm('plain', 0, 0, { calls: 0 }, 4), chain];
+      const auto = timedAuto(
+        a.map((x) => ({ name: x.name, drafter: x })),
+        () => T1,
+        memory,
+      );
+      const ran = await run(auto, a, 40, GREEDY);
+      await auto.finish();
+      return ran;
+    };
+    const remembered = async () => {
+      const memory = { store: new MemoryStore(), key: 'auto:cold' };
+      await memory.store.set(memory.key, {
+        version: 1,
+        arms: {
+          plain: { throughput: 250, roundCost: 0.004, idle: 1, sessions: 0, samples: 6 },
+          chain: { throughput: 400, roundCost: 0.004, idle: 0, sessions: 0, samples: 6 },
+        },
+      });
+      return memory;
+    };
+    // Three cold rounds (the first not counted): the chain keeps its place and then shows what it brings.
+    const kept = await session(await remembered(), 3);
+    expect(kept.chosen.get('chain')).toBeGreaterThanOrEqual(38);
+    // From the fourth counted round on, slow rounds count: a chain whose rounds stay bad loses its place.
+    const bad = await session(await remembered(), 40);
+    expect(bad.chosen.get('plain')).toBeGreaterThan(20);
+  });
+
   it('a remembered verdict is checked again: the revisit clock carries over between short sessions', async () => {
     // A record from a bad moment: good at 0.6x plain decoding (its revisit due after 256 rounds, the longest wait),
     // while it is 4x faster, and 200 rounds since it last ran. Each session is a new drafter of 40 rounds, shorter

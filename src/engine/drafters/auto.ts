@@ -125,6 +125,10 @@ interface Arm extends ArmSpec {
    * plain decoding for hundreds of rounds).
    */
   warmed: boolean;
+  /** Rounds of this arm counted by this drafter (its first COLD_ROUNDS cannot lower a remembered record). */
+  counted: number;
+  /** The throughput remembered for it from an earlier session (0: none). */
+  recalled: number;
   /** Round index this arm last ran in. */
   lastRound: number;
   /** Cost of its latest round (for the weight of a remembered estimate). */
@@ -256,6 +260,17 @@ const RUN_ENDED_MARGIN = 1;
  * Rounds of 1.5x to 2.5x the typical time came every ten rounds or so, in every arm.
  */
 const PAUSE_CAP = 2;
+/**
+ * An arm remembered from an earlier session: its first rounds counted in this one (after the uncounted first) count
+ * as no slower than the remembered throughput, so they can raise its record but not lower it. Its code is still cold
+ * after one round in a fresh process: through the CLI (a process per run, the records remembered), the draft model's
+ * chain took 8-13 ms for its second round in the process and 5-7 ms for its third, where its rounds of the same width
+ * took 3.5-5 ms later; one such round on an opening the chain guesses badly (nothing accepted) put its record under
+ * plain decoding's (265 against 395 tok/s), and the next runs stayed on plain decoding (6 fresh processes on one
+ * prompt, each with the last one's records: 2 on plain decoding throughout, 2 for 35-40 of their 60 rounds). From
+ * the fourth counted round on, its rounds count as they come.
+ */
+const COLD_ROUNDS = 3;
 
 /**
  * How far ahead of the chosen arm's throughput (a share) a copy in progress must be predicted to take the round.
@@ -331,6 +346,8 @@ export class AutoDrafter implements Drafter {
       gap: 0,
       samples: 0,
       warmed: false,
+      counted: 0,
+      recalled: 0,
       lastRound: -1,
       roundCost: 0,
       remembered: false,
@@ -362,6 +379,7 @@ export class AutoDrafter implements Drafter {
         arm.samples = arm.prior ? SETTLED_SAMPLES : Math.min(SETTLED_SAMPLES, Math.max(WARMUP_SAMPLES, measured));
         arm.roundCost = roundCost;
         arm.remembered = true;
+        arm.recalled = throughput;
         // The revisit clock goes on from where the last session left it. Restarted with every session, an arm
         // remembered far behind (a revisit due after 75 rounds or more) was never revisited by runs shorter than
         // that, its record never corrected: the CLI's int8 pair decoded plain for good on one slow early estimate
@@ -514,6 +532,7 @@ export class AutoDrafter implements Drafter {
           samples: 0,
           lastRound: -1,
           remembered: false,
+          recalled: 0,
           staleSessions: 0,
         });
       this.incumbent = null;
@@ -616,10 +635,14 @@ export class AutoDrafter implements Drafter {
     const costs = this.costs();
     const width = tree.tokens.length + (tree.aux?.tokens.length ?? 0);
     const modelled = costs ? relativeCost(costs.curve, width) + (arm.drafter.draftCost?.(costs) ?? 0) : Number.NaN;
-    const cost =
+    const measured =
       this.measure === 'model' && costs
         ? modelled
         : this.timed(arm, modelled * (costs ? singleCallMs(costs.curve) : 0));
+    const cost =
+      this.measure === 'time' && arm.counted < COLD_ROUNDS && arm.recalled > 0
+        ? Math.min(measured, result.path.length / arm.recalled)
+        : measured;
     for (const a of this.arms) {
       a.cost *= DECAY;
       a.tokens *= DECAY;
@@ -649,6 +672,7 @@ export class AutoDrafter implements Drafter {
     arm.recentTokens = keep * arm.recentTokens + result.path.length;
     arm.recentRounds = keep * arm.recentRounds + 1;
     arm.samples++;
+    arm.counted++;
     // A run that has ended (an arm whose rounds come in runs): the record is the recent rounds from here on. Resting
     // on a few rounds, it is not settled (revisited after REVISIT_MIN rounds, however far behind it looks, until it
     // is again): a stretch of bad rounds can look like a run's end too, and then the arm's record says less than it
