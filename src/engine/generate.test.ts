@@ -329,7 +329,7 @@ describe('engine behaviour', () => {
 
   it('every method stops cleanly at the smaller context of the two models, near it too, keeping all it generated', async () => {
     for (const method of METHOD_NAMES) {
-      for (const promptLength of [3, 35]) {
+      for (const promptLength of [3, 35, 40]) {
         const fn = hashedLogits(50, 1, 2, 3);
         const target = new HiddenToyLM(50, fn, 'eagle3', 6, IMPORTANCE, { maxPositions: 48 });
         const draft = new ToyLM(50, noisyCopy(fn, 50, 2, 1.5), { maxPositions: 40 });

@@ -81,7 +81,9 @@ export async function* generate(
     throw new RangeError(`max new tokens ${maxNewTokens} must be >= 1`);
   if (prompt.length === 0) throw new RangeError('the prompt is empty: nothing to continue');
   const limit = Math.min(parts.contextLimit ?? target.config.maxPositions, target.config.maxPositions);
-  if (prompt.length >= limit) {
+  // A prompt may fill the context: its last token is verified at the last position, and the token the target
+  // produces there is output without ever being fed back.
+  if (prompt.length > limit) {
     throw new ContextLimitError(
       `context limit: the prompt has ${prompt.length} tokens; the model's context is ${limit}`,
     );
