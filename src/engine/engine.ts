@@ -5,6 +5,7 @@
 
 import type { ComputeType, DeviceChoice, GraphVariant, HubOptions, Precision } from '../model/index';
 import {
+  ModelLoadError,
   type ModelRunner,
   type OpenedHeads,
   openModels,
@@ -355,7 +356,13 @@ export class SpecEngine {
 
   /** The prompt text the target's chat template makes of `messages` (ending where the assistant's reply starts). */
   formatChat(messages: readonly ChatMessage[]): string {
-    return this.tokenizer.applyChatTemplate(messages);
+    try {
+      return this.tokenizer.applyChatTemplate(messages);
+    } catch (e) {
+      // The template is the target's: say which model lacks it or broke it.
+      if (e instanceof ModelLoadError) throw new ModelLoadError(`target model ${this.target.model.spec}: ${e.message}`);
+      throw e;
+    }
   }
 
   /**

@@ -98,6 +98,8 @@ function parseRopeScaling(raw: unknown): RopeScaling | null {
 
 export function parseLlamaConfig(raw: Record<string, unknown>): LlamaConfig {
   const modelType = raw.model_type;
+  if (modelType === undefined)
+    throw new ModelLoadError(`config.json has no model_type (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`);
   if (!SUPPORTED_MODEL_TYPES.includes(modelType as ModelType)) {
     throw new ModelLoadError(
       `unsupported model_type "${String(modelType)}" (supported: ${SUPPORTED_MODEL_TYPES.join(', ')}; ` +

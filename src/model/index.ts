@@ -115,7 +115,9 @@ export async function asRole<T>(role: ModelRole, spec: string, work: () => Promi
     return await work();
   } catch (e) {
     if (!(e instanceof ModelLoadError) || e.message.startsWith(`${role} model`)) throw e;
-    const named = new (e.constructor as new (m: string) => ModelLoadError)(`${role} model ${spec}: ${e.message}`);
+    // The loader names the folder itself; said once.
+    const message = e.message.startsWith(`${spec}: `) ? e.message.slice(spec.length + 2) : e.message;
+    const named = new (e.constructor as new (m: string) => ModelLoadError)(`${role} model ${spec}: ${message}`);
     named.stack = e.stack;
     throw named;
   }

@@ -154,6 +154,21 @@ describe('loadModel: a model folder from disk', () => {
     );
     expect(await fail(openPair(ort, { target: broken, draft: good }, { device: 'wasm' }))).toMatch(/^target model /);
     expect(await fail(openModel(ort, broken, { device: 'wasm' }))).toMatch(/^target model /);
+    // A loader error that names the folder itself is not prefixed with it a second time.
+    const mismatch = folder({ intermediate_size: 64 });
+    expect(await fail(openPair(ort, { target: good, draft: mismatch }, { device: 'wasm' }))).toMatch(
+      new RegExp(`^draft model ${mismatch}: config/weights mismatch`),
+    );
+  });
+
+  it('a heads folder given as a model is named as heads, and a config without model_type says so', async () => {
+    expect(await loadError('public/models/austen-medusa')).toMatch(
+      /this folder holds Medusa heads \(config\.json has medusa_num_heads\), not a language model: load it as heads$/,
+    );
+    expect(await loadError('public/models/austen-eagle3')).toMatch(
+      /this folder holds an EAGLE-3 head \(config\.json has draft_vocab_size\), not a language model/,
+    );
+    expect(await loadError(folder({ model_type: undefined }))).toMatch(/config\.json has no model_type \(supported: /);
   });
 
   it('refuses a draft whose vocabulary differs from the target', async () => {

@@ -71,12 +71,28 @@ async function readWeights(source: FileSource, progress: LoadProgress) {
   return { files, weights };
 }
 
+/**
+ * Draft heads are loaded beside a target, never as a model: a heads folder given as the target or the draft is named
+ * as what it is (an EAGLE-3 head's config.json is a one-layer Llama's plus draft_vocab_size, and would otherwise fail
+ * later, on a tokenizer it does not ship).
+ */
+function refuseHeads(raw: Record<string, unknown>): void {
+  const kind =
+    'medusa_num_heads' in raw
+      ? 'Medusa heads (config.json has medusa_num_heads)'
+      : 'draft_vocab_size' in raw
+        ? 'an EAGLE-3 head (config.json has draft_vocab_size)'
+        : null;
+  if (kind) throw new ModelLoadError(`this folder holds ${kind}, not a language model: load it as heads`);
+}
+
 export async function loadModel(spec: string, options: LoadOptions = {}): Promise<LoadedModel> {
   const progress = new LoadProgress(spec, options.onProgress);
   const source = resolveSource(spec, options.base, options.hub, (message) => progress.warn(message));
   const rawConfig = await readJson(source, 'config.json', true, progress);
   let config: LlamaConfig;
   try {
+    refuseHeads(rawConfig);
     config = parseLlamaConfig(rawConfig);
   } catch (e) {
     throw new ModelLoadError(`${source.location}: ${(e as Error).message}`);
