@@ -1,5 +1,8 @@
 /** The terminal front end: strict flags with one-line errors, colours only on a terminal, nothing lost at limits. */
-import { readFileSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type CliIO, main } from './cli';
 import { parseCli, UsageError } from './cli/args';
@@ -128,6 +131,23 @@ describe('CLI chat flags', () => {
     );
   });
 
+  it('flags that change nothing for the run are named (notes on stderr), never silently dropped', () => {
+    const unused = (...args: string[]) => parseCli(['--prompt', 'x', ...args]).unused;
+    expect(unused('--method', 'lookup', '--draft', '/nope')).toEqual([
+      '--draft is not used: method lookup runs no draft model',
+    ]);
+    expect(unused('--method', 'chain', '--heads', 'public/models/austen-medusa')).toEqual([
+      '--heads is not used: method chain runs no draft heads',
+    ]);
+    expect(unused('--verify', 'typical')).toEqual([
+      '--verify typical changes nothing under greedy decoding (it applies with --temperature > 0)',
+    ]);
+    expect(unused('--verify', 'typical', '--temperature', '0.8')).toEqual([]);
+    // auto runs a draft model and heads when it has them.
+    expect(unused('--draft', 'public/models/austen-draft', '--heads', 'public/models/austen-eagle3')).toEqual([]);
+    expect(unused()).toEqual([]);
+  });
+
   it('parses --chat and --system, and refuses --system alone', () => {
     expect(parseCli(['--prompt', 'Hi', '--chat', '--system', 'Be brief.'])).toMatchObject({
       chat: true,
@@ -144,7 +164,9 @@ describe('CLI chat flags', () => {
       io,
     );
     expect(code).toBe(2);
-    expect(io.stderr()).toMatch(/error: this model has no chat template \(tokenizer_config\.json chat_template\)/);
+    expect(io.stderr()).toMatch(
+      /^error: target model public\/models\/austen-target: this model has no chat template \(tokenizer_config\.json chat_template\)\n$/,
+    );
     expect(io.stderr().trim().split('\n')).toHaveLength(1);
   });
 });
@@ -194,6 +216,76 @@ describe('CLI runs (bundled models)', () => {
     const quiet = capture();
     expect(await main(args, quiet)).toBe(0);
     expect(quiet.stderr()).not.toContain('note:');
+  }, 60_000);
+
+  it('stdout is the text (the stats line goes to stderr), and a run refused before it generates prints only its error', async () => {
+    const io = capture();
+    expect(
+      await main(['--prompt', 'She was', '--method', 'chain', '--max-new-tokens', '8', '--threads', '1'], io),
+    ).toBe(0);
+    expect(io.stdout()).toMatch(/^She was.+\n$/s);
+    expect(io.stdout()).not.toContain('tok/s');
+    expect(io.stderr()).toMatch(/chain: 8 tokens in .* stop: max-tokens\n$/);
+    const long = capture();
+    const words = 'and then '.repeat(1200);
+    expect(await main(['--prompt', words, '--method', 'ar', '--max-new-tokens', '4', '--threads', '1'], long)).toBe(2);
+    expect(long.stdout()).toBe('');
+    expect(long.stderr()).toMatch(/^error: context limit: the prompt has \d+ tokens; the model's context is 1024\n$/);
+  }, 60_000);
+
+  it('an interrupt stops the run at the next round and keeps what it made: the text and stats, or the JSON; exit status 130', async () => {
+    // A signal that turns aborted on its 6th read: the round loop reads it once a round.
+    const interruptAfter = (reads: number) => {
+      let n = 0;
+      return {
+        get aborted() {
+          return ++n > reads;
+        },
+        reason: 'interrupted',
+      } as unknown as AbortSignal;
+    };
+    const args = ['--prompt', 'She was', '--method', 'chain', '--max-new-tokens', '500', '--threads', '1'];
+    const text = { ...capture(), signal: interruptAfter(5) };
+    expect(await main(args, text)).toBe(130);
+    expect(text.stdout().length).toBeGreaterThan('She was'.length + 5);
+    expect(text.stderr()).toMatch(/ in 5 rounds .*stop: cancelled\n$/);
+    const json = { ...capture(), signal: interruptAfter(5) };
+    expect(await main([...args, '--json'], json)).toBe(130);
+    const result = JSON.parse(json.stdout());
+    expect(result.stats.stopReason).toBe('cancelled');
+    expect(result.rounds).toHaveLength(5);
+    expect(result.tokens.length).toBeGreaterThanOrEqual(5);
+  }, 60_000);
+
+  it('as a process: Ctrl-C keeps the text and exits 130; a closed pipe ends the run quietly', async () => {
+    const cli = (extra: string[], onOut: (child: ChildProcess) => void) =>
+      new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+        const child = spawn(
+          'node_modules/.bin/tsx',
+          ['src/cli.ts', '--prompt', 'She was', '--method', 'ar', '--threads', '1', ...extra],
+          { env: { ...process.env, SPEC_DECODER_CACHE: mkdtempSync(join(tmpdir(), 'cli-signal-')) } },
+        );
+        let out = '';
+        let err = '';
+        let seen = false;
+        child.stdout.on('data', (d) => {
+          out += d;
+          if (!seen) onOut(child);
+          seen = true;
+        });
+        child.stdout.on('error', () => {});
+        child.stderr.on('data', (d) => {
+          err += d;
+        });
+        child.on('close', (code) => resolve({ code, out, err }));
+      });
+    const interrupted = await cli(['--max-new-tokens', '1000'], (child) => child.kill('SIGINT'));
+    expect(interrupted.code).toBe(130);
+    expect(interrupted.out.startsWith('She was')).toBe(true);
+    expect(interrupted.err).toMatch(/stop: cancelled\n$/);
+    const piped = await cli(['--max-new-tokens', '1000'], (child) => child.stdout?.destroy());
+    expect(piped.err).not.toMatch(/EPIPE|Error/);
+    expect(piped.code).toBe(0);
   }, 60_000);
 
   it('a prompt near the context limit with the adaptive tree stops cleanly with everything generated', async () => {

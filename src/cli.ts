@@ -20,13 +20,43 @@ export interface CliIO {
   out: (text: string) => void;
   err: (text: string) => void;
   colour: boolean;
+  /**
+   * Stops the generation at the next round: what it made is still printed (the text and the stats line, or the JSON
+   * object with stop reason "cancelled"). The process's own aborts on Ctrl-C (SIGINT) or SIGTERM, reason
+   * 'interrupted', and when the reader of stdout goes away (a pipe into `head`), reason 'closed'.
+   */
+  signal?: AbortSignal;
 }
 
-const processIO = (): CliIO => ({
-  out: (t) => process.stdout.write(t),
-  err: (t) => process.stderr.write(t),
-  colour: wantColour(process.env, process.stdout.isTTY),
-});
+/** The process's streams, with Ctrl-C and a closed pipe turned into a stop (a second Ctrl-C exits at once). */
+function processIO(): CliIO {
+  const stop = new AbortController();
+  let closed = false;
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code !== 'EPIPE') throw e;
+    closed = true;
+    stop.abort('closed');
+  });
+  const interrupt = () => {
+    if (stop.signal.aborted) process.exit(130);
+    stop.abort('interrupted');
+  };
+  process.on('SIGINT', interrupt);
+  process.on('SIGTERM', interrupt);
+  return {
+    out: (t) => {
+      if (!closed) process.stdout.write(t);
+    },
+    err: (t) => process.stderr.write(t),
+    colour: wantColour(process.env, process.stdout.isTTY),
+    signal: stop.signal,
+  };
+}
+
+/** The exit status of a run that ended as `stopReason` says: 130 for an interrupt, as shells expect. */
+function exitStatus(stopReason: string, signal: AbortSignal | undefined): number {
+  return stopReason === 'cancelled' && signal?.reason === 'interrupted' ? 130 : 0;
+}
 
 export async function main(argv: string[], io: CliIO = processIO()): Promise<number> {
   let options: CliOptions;
@@ -45,6 +75,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
   // and out: wasm compiled so that the first generation is not the slow one (ort-node.ts, wasmTieringFor).
   // Measured costs, found skip sets and the wasm thread count are remembered between runs (SPEC_DECODER_CACHE
   // moves the file).
+  for (const line of options.unused) io.err(`note: ${line}\n`);
   const store = new FileStore();
   const usesDraft = uses(methodSpec(options.method), 'draft-model');
   const runtime = await nodeRuntime(
@@ -103,8 +134,15 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       maxNewTokens: options.maxNewTokens,
       sampling: options.sampling,
       verifyRule: options.verify,
+      ...(io.signal ? { signal: io.signal } : {}),
     });
-    if (!options.json) io.out(options.chat ? '' : options.prompt);
+    // The prompt is echoed with the first round, so a run refused before generating anything (a prompt over the
+    // context, heads of the other kind) prints only its error.
+    let echoed = options.json;
+    const echo = () => {
+      if (!echoed) io.out(options.chat ? '' : options.prompt);
+      echoed = true;
+    };
     let result: GenerationResult;
     for (;;) {
       const step = await it.next();
@@ -113,23 +151,27 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
         break;
       }
       rounds.push(roundIds(step.value));
+      echo();
       if (!options.json) io.out(paint.round(step.value));
     }
     if (options.json) io.out(`${jsonResult(result, rounds, undefined, engine.timings, ran)}\n`);
     else {
-      io.out(`\n\n${paint.dim(statsLine(result, options.method))}\n`);
+      // stdout is the text; the stats and notes go to stderr (both show on a terminal).
+      echo();
+      io.out('\n');
+      io.err(`\n${paint.dim(statsLine(result, options.method))}\n`);
       if (options.verify === 'typical' && options.sampling.temperature > 0) {
-        io.out(
+        io.err(
           `${paint.dim("note: typical acceptance is LOSSY: the output is not exactly the target's distribution")}\n`,
         );
       }
     }
-    return 0;
+    return exitStatus(result.stopReason, io.signal);
   } catch (e) {
     // Whatever was generated before the failure is kept: printed already as text, or in the JSON object.
     if (e instanceof GenerationError && options.json)
       io.out(`${jsonResult(e.partial, rounds, e, engine.timings, ran)}\n`);
-    io.err(`${options.json ? '' : '\n'}error: ${(e as Error).message}\n`);
+    io.err(`${!options.json && rounds.length > 0 ? '\n' : ''}error: ${(e as Error).message}\n`);
     return 2;
   } finally {
     await engine.release();

@@ -12,6 +12,7 @@ import {
   METHODS,
   type Method,
   methodSpec,
+  uses,
 } from '../engine/drafters/index';
 import type { SamplingParams } from '../engine/sampling';
 import { type Placement, placementFlagError } from '../model/device-choice';
@@ -66,6 +67,8 @@ export interface CliOptions {
   /** Exact decoding (EngineLoadOptions.exact). */
   exact: boolean;
   verify: 'rejection' | 'typical';
+  /** Flags given that change nothing for this run (said on stderr as notes, never silently dropped). */
+  unused: string[];
   json: boolean;
   help: boolean;
   /** Send the prompt as a user message through the chat template (after a system message, when given). */
@@ -159,6 +162,13 @@ export function parseCli(argv: string[]): CliOptions {
   // The bundled target's heads where the method needs them, or (auto on WebGPU) where they pay.
   const kind = defaultHeads(spec, device);
   if (heads === undefined && kind && target === DEFAULT_TARGET && !help) heads = DEFAULT_HEADS[kind];
+  const unused: string[] = [];
+  if (str('draft') !== undefined && !uses(spec, 'draft-model'))
+    unused.push(`--draft is not used: method ${method} runs no draft model`);
+  if (str('heads') !== undefined && !uses(spec, 'medusa-heads') && !uses(spec, 'eagle-head'))
+    unused.push(`--heads is not used: method ${method} runs no draft heads`);
+  if (verify === 'typical' && sampling.temperature === 0)
+    unused.push('--verify typical changes nothing under greedy decoding (it applies with --temperature > 0)');
   return {
     prompt: prompt ?? '',
     target,
@@ -174,6 +184,7 @@ export function parseCli(argv: string[]): CliOptions {
     precision: precision as Precision,
     exact: Boolean(values.exact),
     verify,
+    unused,
     json: Boolean(values.json),
     help,
     chat: Boolean(values.chat),
