@@ -285,6 +285,33 @@ describe('SpecEngine', () => {
     expect(result.stats.arms?.find((a) => a.name === 'lookahead')?.rounds ?? 0).toBeGreaterThan(0);
   });
 
+  it('auto under sampling gives a seed the same text whatever ran on the engine before', async () => {
+    const sampled: SamplingParams = { temperature: 0.9, topK: 40, topP: 0.95, seed: 7 };
+    const first = (await finish(pair, 'She was', 'auto', sampled, 30)).tokens;
+    for (const before of [sampled, GREEDY, sampled]) {
+      await finish(pair, 'It is a truth universally acknowledged', 'auto', before, 40);
+      expect((await finish(pair, 'She was', 'auto', sampled, 30)).tokens).toEqual(first);
+    }
+  }, 60_000);
+
+  it('cancel() frees an engine whose iterator was dropped part-way, and stops one in flight', async () => {
+    const dropped = pair.generate('She was', { method: 'chain', maxNewTokens: 40 });
+    expect((await dropped.next()).done).toBe(false);
+    // The dropped iterator still holds the engine.
+    await expect(finish(pair, 'She was', 'ar', GREEDY, 4)).rejects.toThrow(/call cancel\(\)/);
+    await pair.cancel();
+    expect((await dropped.next()).done).toBe(true);
+    const reference = (await finish(pair, 'She was', 'chain', GREEDY, 40)).tokens;
+    // In flight: the pending round completes, then the generation ends.
+    const running = pair.generate('She was', { method: 'chain', maxNewTokens: 40 });
+    const pending = running.next();
+    await pair.cancel();
+    expect((await pending).done).toBe(false);
+    expect((await running.next()).done).toBe(true);
+    expect((await finish(pair, 'She was', 'chain', GREEDY, 40)).tokens).toEqual(reference);
+    await pair.cancel(); // nothing running: nothing to do
+  }, 60_000);
+
   it('cancelled at 50 random points, it stays usable and the next run equals an uncancelled run', async () => {
     const prompt = 'Anne recollected with pleasure the next morning her promise';
     const sampled: SamplingParams = { temperature: 0.8, topK: 40, topP: 0.95, seed: 7 };

@@ -367,19 +367,46 @@ export class SpecEngine {
 
   /**
    * Generate from a prompt (text, token ids, or chat messages through the chat template); yields one event per
-   * round and returns the result. A chat stops at the template's end-of-turn tokens.
+   * round and returns the result. A chat stops at the template's end-of-turn tokens. One generation at a time: it
+   * ends when its iterator is run to the end, return()ed or its signal aborts, or with cancel().
    */
-  async *generate(
+  generate(
     prompt: string | readonly number[] | ChatPrompt,
     engineOptions: EngineGenerateOptions,
   ): AsyncGenerator<RoundEvent, GenerationResult> {
-    if (this.busy) throw new EngineBusyError('a generation is already running on this engine; cancel it or wait');
+    const it: AsyncGenerator<RoundEvent, GenerationResult> = this.run(prompt, engineOptions, () => it);
+    return it;
+  }
+
+  /**
+   * Stops the running generation, if any, and frees the engine, including one whose iterator was dropped part-way
+   * (it holds the engine until its iterator is run or return()ed). A round in flight finishes first (its event still
+   * goes to whoever awaits it); the generation's iterator then reports done.
+   */
+  async cancel(): Promise<void> {
+    const it = this.current;
+    if (it) await it.return(undefined as never).catch(() => undefined);
+  }
+
+  /** The generation holding the engine (its iterator), for cancel(). */
+  private current: AsyncGenerator<RoundEvent, GenerationResult> | null = null;
+
+  private async *run(
+    prompt: string | readonly number[] | ChatPrompt,
+    engineOptions: EngineGenerateOptions,
+    self: () => AsyncGenerator<RoundEvent, GenerationResult>,
+  ): AsyncGenerator<RoundEvent, GenerationResult> {
+    if (this.busy)
+      throw new EngineBusyError(
+        'a generation is already running on this engine: run its iterator to the end or return() it, abort its signal, or call cancel()',
+      );
     let options: EngineGenerateOptions & GenerateOptions = {
       ...engineOptions,
       sampling: engineOptions.sampling ?? GREEDY,
     };
     const spec = this.spec(options.method);
     this.busy = true;
+    this.current = self();
     let drafter: Drafter | null = null;
     try {
       if (spec.usesCostModel && !this.costs && this.calibration === 'auto')
@@ -424,6 +451,7 @@ export class SpecEngine {
         await drafter?.finish?.();
       } finally {
         this.busy = false;
+        this.current = null;
       }
     }
   }
