@@ -288,6 +288,24 @@ export function revisitAfter(armThroughput: number, bestThroughput: number, visi
   return Math.min(REVISIT_MAX, Math.max(REVISIT_MIN, Math.round((visitRounds * gap) / EXPLORE_SHARE)));
 }
 
+/** An arm's measurements before any round: a new drafter's, and a sampled generation's start (AutoDrafter.reset). */
+const UNMEASURED = {
+  tokens: 0,
+  cost: 0,
+  recentTokens: 0,
+  recentCost: 0,
+  recentRounds: 0,
+  gap: 0,
+  samples: 0,
+  warmed: false,
+  counted: 0,
+  recalled: 0,
+  lastRound: -1,
+  roundCost: 0,
+  remembered: false,
+  staleSessions: 0,
+} as const;
+
 export class AutoDrafter implements Drafter {
   readonly name = 'auto';
   private readonly arms: Arm[];
@@ -336,24 +354,19 @@ export class AutoDrafter implements Drafter {
     /** Milliseconds on a monotonic clock: a round's real time under greedy decoding (tests pass a virtual one). */
     private readonly clock: () => number = () => performance.now(),
   ) {
-    this.arms = arms.map((a) => ({
-      ...a,
-      tokens: 0,
-      cost: 0,
-      recentTokens: 0,
-      recentCost: 0,
-      recentRounds: 0,
-      gap: 0,
-      samples: 0,
-      warmed: false,
-      counted: 0,
-      recalled: 0,
-      lastRound: -1,
-      roundCost: 0,
-      remembered: false,
-      staleSessions: 0,
-    }));
+    this.arms = arms.map((a) => ({ ...a, ...UNMEASURED }));
     this.current = (this.arms.find((a) => !a.copyOnly) ?? this.arms[0]) as Arm;
+  }
+
+  /** Back to the state of a new drafter: nothing measured, nothing restored from memory yet. */
+  private forget(): void {
+    for (const a of this.arms) Object.assign(a, UNMEASURED);
+    this.current = (this.arms.find((a) => !a.copyOnly) ?? this.arms[0]) as Arm;
+    this.round = 0;
+    this.incumbent = null;
+    this.visit = null;
+    this.ended = null;
+    this.restored = null;
   }
 
   /** Once per drafter, under real time: start from the remembered estimates of the arms this drafter has. */
@@ -717,6 +730,10 @@ export class AutoDrafter implements Drafter {
 
   reset(keepLearned = false): void {
     for (const a of this.arms) a.drafter.reset(keepLearned);
+    // A sampled generation (keepLearned false) starts from nothing measured, as every other drafter does: its arms'
+    // choices rest on the cost model and this generation's verdicts alone, so a seed gives the same text again on the
+    // same measured costs, whatever ran before on this engine.
+    if (!keepLearned) this.forget();
     // A new generation is a new text: each arm's latest rounds start afresh (its record stays). A run of matches at
     // the end of the last text says about this one only what the record says, and counted among the latest rounds
     // it kept the run-ended rule from seeing that the run was over: on lavapipe, prompt lookup, revisited where a
@@ -896,7 +913,6 @@ export const auto = {
   optional: ['draft-model', 'target-self', 'eagle-head', 'medusa-heads', 'target-hidden'],
   lossless: true,
   usesCostModel: true,
-  learns: true,
   create: (r) => {
     const arms = autoArms(r);
     return new AutoDrafter(arms, r.costs, autoMemory(r, arms));
