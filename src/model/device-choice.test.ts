@@ -90,6 +90,12 @@ describe('where the draft model runs next to a WebGPU target', () => {
       timings: [],
       how: 'target',
     });
-    expect(a.built).toEqual(['wasm', 'wasm']);
+    // Asked for WebGPU beside a wasm target: on wasm all the same (SpecEngine.load as the CLI and the element).
+    expect((await openDraftOn(model('m3'), 'wasm', 'webgpu', a.build, 'v')).choice).toEqual({
+      device: 'wasm',
+      timings: [],
+      how: 'target',
+    });
+    expect(a.built).toEqual(['wasm', 'wasm', 'wasm']);
   });
 });

@@ -100,9 +100,11 @@ export async function openOnFaster<T>(
   release: (built: T) => Promise<void>,
   memory?: VariantMemory,
 ): Promise<{ built: T; choice: DeviceChoice }> {
-  if (asked !== 'auto') return { built: await build(asked), choice: { device: asked, timings: [], how: 'asked' } };
+  // Beside a target on wasm a draft model or heads run on wasm, whatever was asked (a GPU used for them alone, next to
+  // a CPU target, would pay a download of every call's inputs and outputs); the CLI and the element say so.
   if (targetDevice === 'wasm')
     return { built: await build('wasm'), choice: { device: 'wasm', timings: [], how: 'target' } };
+  if (asked !== 'auto') return { built: await build(asked), choice: { device: asked, timings: [], how: 'asked' } };
   const known = remembered.get(key) ?? (memory ? await safeGet(memory, key) : undefined);
   if (isChoice(known)) {
     const choice = { ...known, how: 'remembered' as const };

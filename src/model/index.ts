@@ -5,6 +5,7 @@
 
 import { choiceKey, type DeviceChoice, isPlacement, openDraftOn, openOnFaster } from './device-choice';
 import { ModelLoadError } from './errors';
+import { GRAPH_VARIANTS } from './graph/llama';
 import { hiddenKindFor, type LoadedHeads, loadHeads, type OpenedHeads, openHeads, timeHeadsCalls } from './heads/index';
 import { assertSameVocabulary, type LoadedModel, type LoadOptions, loadModel } from './load';
 import { ModelRunner, type RunnerOptions } from './runner';
@@ -54,6 +55,19 @@ export function checkPlacement(o: Pick<OpenOptions, 'draftDevice' | 'headsDevice
   ] as const)
     if (asked !== undefined && !isPlacement(asked))
       throw new RangeError(`${option} "${String(asked)}" (the ${role}'s device) is not one of auto, wasm, webgpu`);
+}
+
+/**
+ * Refuses a device or graph variant that is not one, naming the option, before anything loads (a device left out or
+ * 'auto' got as far as onnxruntime, which answered "could not create a undefined session").
+ */
+function checkDeviceAndGraph(o: Pick<OpenOptions, 'device' | 'graph'>): void {
+  if (o.device !== 'wasm' && o.device !== 'webgpu')
+    throw new RangeError(
+      `device "${String(o.device)}" is not one of wasm, webgpu (a model runs on the device given; EngineClient.load and the CLI choose one for 'auto')`,
+    );
+  if (o.graph !== undefined && o.graph !== 'auto' && !(GRAPH_VARIANTS as readonly unknown[]).includes(o.graph))
+    throw new RangeError(`graph "${String(o.graph)}" is not one of ${GRAPH_VARIANTS.join(', ')}, auto`);
 }
 
 /**
@@ -130,6 +144,7 @@ export async function openModel(
   options: OpenOptions,
   role: ModelRole = 'target',
 ): Promise<ModelRunner> {
+  checkDeviceAndGraph(options);
   return asRole(role, spec, async () =>
     ModelRunner.create(ort, await loadModel(spec, options), runnerOptions(options, role)),
   );
@@ -171,6 +186,7 @@ export async function openModels(
   options: OpenOptions,
 ): Promise<OpenedModels> {
   checkPlacement(options);
+  checkDeviceAndGraph(options);
   const targetLoad = asRole('target', specs.target, () => loadModel(specs.target, options));
   const draftLoad = specs.draft
     ? asRole('draft', specs.draft, () => loadModel(specs.draft as string, options))

@@ -161,6 +161,21 @@ describe('loadModel: a model folder from disk', () => {
     );
   });
 
+  it('refuses a device or graph variant that is not one before loading anything, naming the option', async () => {
+    const ort = ortForNode();
+    const fail = (options: Record<string, unknown>) =>
+      openPair(ort, { target: BUNDLED_TARGET, draft: 'public/models/austen-draft' }, options as never).then(
+        () => '',
+        (e: Error) => e.message,
+      );
+    expect(await fail({ device: 'auto' })).toMatch(/^device "auto" is not one of wasm, webgpu \(/);
+    expect(await fail({})).toMatch(/^device "undefined" is not one of wasm, webgpu/);
+    expect(await fail({ device: 'wasm', graph: 'weird' })).toBe(
+      'graph "weird" is not one of plain, fused, hybrid, auto',
+    );
+    await expect(openModel(ort, BUNDLED_TARGET, { device: 'cpu' as never })).rejects.toThrow(/^device "cpu"/);
+  });
+
   it('a heads folder given as a model is named as heads, and a config without model_type says so', async () => {
     expect(await loadError('public/models/austen-medusa')).toMatch(
       /this folder holds Medusa heads \(config\.json has medusa_num_heads\), not a language model: load it as heads$/,
