@@ -11,7 +11,14 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-web';
 import { describe, expect, it } from 'vitest';
 import hot from './ort-hot-functions.json';
-import { hintedOrtWasm, LIFTOFF_UP_TO, ortWasmPath, useWasmCompilationHints, wasmTieringFor } from './ort-node';
+import {
+  hintedOrtWasm,
+  LIFTOFF_UP_TO,
+  ortForNode,
+  ortWasmPath,
+  useWasmCompilationHints,
+  wasmTieringFor,
+} from './ort-node';
 import { HINTS_V8, v8ReadsHints, wasmCompileMode } from './v8-tiering';
 import { wasmLayout } from './wasm-hints';
 
@@ -99,5 +106,12 @@ describe('the hot functions of onnxruntime-web wasm', () => {
     writeFileSync(other, readFileSync(ortWasmPath()).subarray(0, 4096));
     expect(hintedOrtWasm(other).reason).toMatch(/is not the wasm the hot functions were measured on/);
     expect(hintedOrtWasm(join(tmpdir(), 'no-such.wasm')).reason).toMatch(/not found/);
+  });
+});
+
+describe('ortForNode', () => {
+  it('refuses a thread count onnxruntime would not run (it ran one thread and the report said the number given)', () => {
+    for (const n of [0, -1, 2.5, Number.NaN, 65])
+      expect(() => ortForNode(n)).toThrow(`ortForNode: numThreads must be a whole number from 1 to 64; got ${n}`);
   });
 });

@@ -18,6 +18,10 @@ let configured: number | null = null;
  * so only the first call sets it: later calls get the same onnxruntime, whatever they ask (see ortThreads()).
  */
 export function ortForNode(numThreads = 1): typeof ort {
+  // onnxruntime takes anything and runs one thread for what it cannot use (0: as many as it likes), while
+  // ortThreads() would report the number given.
+  if (!Number.isInteger(numThreads) || numThreads < 1 || numThreads > 64)
+    throw new RangeError(`ortForNode: numThreads must be a whole number from 1 to 64; got ${numThreads}`);
   if (configured === null) {
     ort.env.wasm.numThreads = numThreads;
     ort.env.logLevel = 'error';
