@@ -102,6 +102,14 @@ describe('SpecEngine', () => {
       ).rejects.toThrow(`${option} "gpu" (the ${role}'s device) is not one of auto, wasm, webgpu`);
   });
 
+  it('refuses a prompt that is neither text, token ids nor messages in one line, and stays usable', async () => {
+    for (const prompt of [null, undefined, 42])
+      await expect(finish(pair, prompt as never, 'ar', GREEDY, 2)).rejects.toThrow(
+        /^the prompt must be text, an array of token ids or \{ messages \}; got /,
+      );
+    expect((await finish(pair, 'She was', 'ar', GREEDY, 2)).tokens).toHaveLength(2);
+  });
+
   it('decodes greedily where no sampling is given (a script calling the library without it)', async () => {
     const given = await finish(pair, 'It is a truth', 'adaptive', GREEDY, 12);
     const it = pair.generate('It is a truth', { method: 'adaptive', maxNewTokens: 12 });

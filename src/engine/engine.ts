@@ -416,12 +416,14 @@ export class SpecEngine {
           QUICK_CURVE.warmRounds,
           false,
         );
-      if (typeof prompt === 'object' && 'messages' in prompt) {
+      if (typeof prompt === 'object' && prompt !== null && 'messages' in prompt) {
         // The template writes the special tokens itself (BOS included), so none are added when encoding it.
         const text = this.formatChat((prompt as ChatPrompt).messages);
         prompt = this.tokenizer.encode(text, { addSpecialTokens: false });
         options = { ...options, stopTokens: [...(options.stopTokens ?? []), ...this.tokenizer.endOfTurnTokens] };
       }
+      if (typeof prompt !== 'string' && !Array.isArray(prompt) && !ArrayBuffer.isView(prompt))
+        throw new TypeError(`the prompt must be text, an array of token ids or { messages }; got ${String(prompt)}`);
       const ids = typeof prompt === 'string' ? this.encode(prompt) : [...(prompt as readonly number[])];
       drafter = this.drafterFor(spec);
       // What the drafter learns about its guesses carries over between greedy generations (Drafter.reset), and

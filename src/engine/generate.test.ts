@@ -315,6 +315,26 @@ describe('engine behaviour', () => {
     expect(stopped.result.tokens).toEqual(free.result.tokens.slice(0, cut + 1));
   });
 
+  it('bad options and token ids are refused in one line naming them, before anything runs', async () => {
+    const { target, draft } = pair(50, 1.5);
+    const drafter = makeDrafter('chain', target, draft);
+    const run = (prompt: number[], options: Record<string, unknown>) =>
+      generateAll({ target, drafter, tokenizer }, prompt, { maxNewTokens: 4, sampling: GREEDY, ...options } as never);
+    await expect(run([1, 2], { maxNewTokens: '5' })).rejects.toThrow(
+      'max new tokens must be a whole number >= 1; got "5"',
+    );
+    await expect(run([1, 2], { verifyRule: 'bogus' })).rejects.toThrow(
+      'verify rule "bogus" is not one of greedy, rejection, typical',
+    );
+    await expect(run([1, 50, 2], {})).rejects.toThrow("prompt token 1 is 50, not in the target's vocabulary [0, 50)");
+    await expect(run([1, -1], {})).rejects.toThrow("prompt token 1 is -1, not in the target's vocabulary [0, 50)");
+    await expect(run([1.5], {})).rejects.toThrow("prompt token 0 is 1.5, not in the target's vocabulary [0, 50)");
+    await expect(run([1, 2], { stopTokens: [3, 99999] })).rejects.toThrow(
+      "stop token 99999 is not in the target's vocabulary [0, 50)",
+    );
+    expect((await run([1, 2], { stopTokens: [49] })).tokens.length).toBeGreaterThan(0);
+  });
+
   it('an over-long prompt is refused with a clear error and the engine stays usable; output stops at the context', async () => {
     const { target, draft } = pair(50, 1.5, { maxPositions: 32 });
     const drafter = makeDrafter('chain', target, draft);

@@ -13,7 +13,7 @@ import { nextMacrotask } from './macrotask';
 import { checkSampling, isGreedy, Rng, type SamplingParams } from './sampling';
 import { armOf, StatsTracker } from './stats';
 import { chainBias, checkParents, childrenOf, keepIndices, positionIds, roundBias } from './tree';
-import { type VerifyResult, type VerifyRule, verify, verifyGreedyTokens } from './verify';
+import { VERIFY_RULES, type VerifyResult, type VerifyRule, verify, verifyGreedyTokens } from './verify';
 import { callTarget, forwardDiscarding, targetRead } from './verify-call';
 
 export interface GenerateOptions {
@@ -78,8 +78,22 @@ export async function* generate(
   const { sampling, maxNewTokens } = options;
   checkSampling(sampling);
   if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1)
-    throw new RangeError(`max new tokens ${maxNewTokens} must be >= 1`);
+    throw new RangeError(
+      `max new tokens must be a whole number >= 1; got ${JSON.stringify(maxNewTokens) ?? maxNewTokens}`,
+    );
+  if (options.verifyRule !== undefined && !VERIFY_RULES.includes(options.verifyRule))
+    throw new RangeError(`verify rule "${String(options.verifyRule)}" is not one of ${VERIFY_RULES.join(', ')}`);
   if (prompt.length === 0) throw new RangeError('the prompt is empty: nothing to continue');
+  // Token ids the target cannot embed are refused here, naming where they are (the model call would only say "token
+  // id 5000 is not in [0, 4096)").
+  const vocab = target.config.vocabSize;
+  const outside = (id: number) => !Number.isInteger(id) || id < 0 || id >= vocab;
+  const bad = prompt.findIndex(outside);
+  if (bad >= 0)
+    throw new RangeError(`prompt token ${bad} is ${prompt[bad]}, not in the target's vocabulary [0, ${vocab})`);
+  const badStop = (options.stopTokens ?? []).find(outside);
+  if (badStop !== undefined)
+    throw new RangeError(`stop token ${badStop} is not in the target's vocabulary [0, ${vocab})`);
   const limit = Math.min(parts.contextLimit ?? target.config.maxPositions, target.config.maxPositions);
   // A prompt may fill the context: its last token is verified at the last position, and the token the target
   // produces there is output without ever being fed back.

@@ -19,6 +19,7 @@ import { argmax, isGreedy, type Rng, type SamplingParams, sampleFrom, toProbs } 
 import { childrenOf, pathTo } from './tree';
 
 export type VerifyRule = 'greedy' | 'rejection' | 'typical';
+export const VERIFY_RULES: readonly VerifyRule[] = ['greedy', 'rejection', 'typical'];
 
 export type NodeStatus = 'root' | 'accepted' | 'rejected' | 'unreached';
 

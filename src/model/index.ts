@@ -131,7 +131,9 @@ export async function asRole<T>(role: ModelRole, spec: string, work: () => Promi
     if (!(e instanceof ModelLoadError) || e.message.startsWith(`${role} model`)) throw e;
     // The loader names the folder itself; said once.
     const message = e.message.startsWith(`${spec}: `) ? e.message.slice(spec.length + 2) : e.message;
-    const named = new (e.constructor as new (m: string) => ModelLoadError)(`${role} model ${spec}: ${message}`);
+    const named = new (e.constructor as new (m: string) => ModelLoadError)(
+      `${role} model${spec ? ` ${spec}` : ''}: ${message}`,
+    );
     named.stack = e.stack;
     throw named;
   }

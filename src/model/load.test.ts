@@ -184,6 +184,9 @@ describe('loadModel: a model folder from disk', () => {
       /this folder holds an EAGLE-3 head \(config\.json has draft_vocab_size\), not a language model/,
     );
     expect(await loadError(folder({ model_type: undefined }))).toMatch(/config\.json has no model_type \(supported: /);
+    await expect(openModel(ortForNode(), '', { device: 'wasm' })).rejects.toThrow(
+      /^target model: no folder or hub id given$/,
+    );
   });
 
   it('refuses a draft whose vocabulary differs from the target', async () => {

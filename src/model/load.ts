@@ -87,6 +87,7 @@ function refuseHeads(raw: Record<string, unknown>): void {
 }
 
 export async function loadModel(spec: string, options: LoadOptions = {}): Promise<LoadedModel> {
+  if (typeof spec !== 'string' || spec.trim() === '') throw new ModelLoadError('no folder or hub id given');
   const progress = new LoadProgress(spec, options.onProgress);
   const source = resolveSource(spec, options.base, options.hub, (message) => progress.warn(message));
   const rawConfig = await readJson(source, 'config.json', true, progress);
