@@ -283,6 +283,9 @@ describe('CLI runs (bundled models)', () => {
     expect(interrupted.code).toBe(130);
     expect(interrupted.out.startsWith('She was')).toBe(true);
     expect(interrupted.err).toMatch(/stop: cancelled\n$/);
+    const terminated = await cli(['--max-new-tokens', '1000'], (child) => child.kill('SIGTERM'));
+    expect(terminated.code).toBe(143);
+    expect(terminated.err).toMatch(/stop: cancelled\n$/);
     const piped = await cli(['--max-new-tokens', '1000'], (child) => child.stdout?.destroy());
     expect(piped.err).not.toMatch(/EPIPE|Error/);
     expect(piped.code).toBe(0);

@@ -22,8 +22,9 @@ export interface CliIO {
   colour: boolean;
   /**
    * Stops the generation at the next round: what it made is still printed (the text and the stats line, or the JSON
-   * object with stop reason "cancelled"). The process's own aborts on Ctrl-C (SIGINT) or SIGTERM, reason
-   * 'interrupted', and when the reader of stdout goes away (a pipe into `head`), reason 'closed'.
+   * object with stop reason "cancelled"). The process's own aborts on Ctrl-C (SIGINT, reason 'interrupted', exit
+   * status 130) or SIGTERM ('terminated', 143), and when the reader of stdout goes away (a pipe into `head`), reason
+   * 'closed' (exit status 0).
    */
   signal?: AbortSignal;
 }
@@ -37,12 +38,13 @@ function processIO(): CliIO {
     closed = true;
     stop.abort('closed');
   });
-  const interrupt = () => {
-    if (stop.signal.aborted) process.exit(130);
-    stop.abort('interrupted');
-  };
-  process.on('SIGINT', interrupt);
-  process.on('SIGTERM', interrupt);
+  const on = (signal: NodeJS.Signals, reason: 'interrupted' | 'terminated') =>
+    process.on(signal, () => {
+      if (stop.signal.aborted) process.exit(EXIT_STATUS[reason]);
+      stop.abort(reason);
+    });
+  on('SIGINT', 'interrupted');
+  on('SIGTERM', 'terminated');
   return {
     out: (t) => {
       if (!closed) process.stdout.write(t);
@@ -53,9 +55,13 @@ function processIO(): CliIO {
   };
 }
 
-/** The exit status of a run that ended as `stopReason` says: 130 for an interrupt, as shells expect. */
+/** Exit statuses of a run stopped by a signal, as shells report them (128 + the signal's number). */
+const EXIT_STATUS = { interrupted: 130, terminated: 143 } as const;
+
+/** The exit status of a run that ended as `stopReason` says. */
 function exitStatus(stopReason: string, signal: AbortSignal | undefined): number {
-  return stopReason === 'cancelled' && signal?.reason === 'interrupted' ? 130 : 0;
+  const reason = signal?.reason as keyof typeof EXIT_STATUS | undefined;
+  return stopReason === 'cancelled' && reason !== undefined && reason in EXIT_STATUS ? EXIT_STATUS[reason] : 0;
 }
 
 export async function main(argv: string[], io: CliIO = processIO()): Promise<number> {
