@@ -24,6 +24,9 @@ export {
 } from './heads/index';
 export { assertSameVocabulary, type LoadedModel, loadModel } from './load';
 export { PRECISIONS, type Precision } from './precision';
+
+import { PRECISIONS } from './precision';
+
 export { ContextLimitError, type Device, type ForwardInput, ModelRunner } from './runner';
 export type { HubOptions, ProgressCallback, ProgressInfo } from './source';
 
@@ -49,25 +52,28 @@ export interface OpenOptions extends LoadOptions, Omit<RunnerOptions, 'onProgres
  * attributes as they are, and its worker checks them before it knows the target's device).
  */
 export function checkPlacement(o: Pick<OpenOptions, 'draftDevice' | 'headsDevice'>): void {
-  for (const [option, role, asked] of [
-    ['draftDevice', 'draft model', o.draftDevice],
-    ['headsDevice', 'heads', o.headsDevice],
+  for (const [option, whose, asked] of [
+    ['draftDevice', "the draft model's", o.draftDevice],
+    ['headsDevice', "the heads'", o.headsDevice],
   ] as const)
     if (asked !== undefined && !isPlacement(asked))
-      throw new RangeError(`${option} "${String(asked)}" (the ${role}'s device) is not one of auto, wasm, webgpu`);
+      throw new RangeError(`${option} "${String(asked)}" (${whose} device) is not one of auto, wasm, webgpu`);
 }
 
 /**
  * Refuses a device or graph variant that is not one, naming the option, before anything loads (a device left out or
  * 'auto' got as far as onnxruntime, which answered "could not create a undefined session").
  */
-function checkDeviceAndGraph(o: Pick<OpenOptions, 'device' | 'graph'>): void {
+function checkDeviceAndGraph(o: Pick<OpenOptions, 'device' | 'graph' | 'precision'>): void {
   if (o.device !== 'wasm' && o.device !== 'webgpu')
     throw new RangeError(
       `device "${String(o.device)}" is not one of wasm, webgpu (a model runs on the device given; EngineClient.load and the CLI choose one for 'auto')`,
     );
   if (o.graph !== undefined && o.graph !== 'auto' && !(GRAPH_VARIANTS as readonly unknown[]).includes(o.graph))
     throw new RangeError(`graph "${String(o.graph)}" is not one of ${GRAPH_VARIANTS.join(', ')}, auto`);
+  // An option, not the model: refused before the model's name could be put on it.
+  if (o.precision !== undefined && !(PRECISIONS as readonly unknown[]).includes(o.precision))
+    throw new RangeError(`precision "${String(o.precision)}" is not one of ${PRECISIONS.join(', ')}`);
 }
 
 /**

@@ -173,6 +173,13 @@ describe('loadModel: a model folder from disk', () => {
     expect(await fail({ device: 'wasm', graph: 'weird' })).toBe(
       'graph "weird" is not one of plain, fused, hybrid, auto',
     );
+    // An option's error, not the model's: no model name on it.
+    expect(await fail({ device: 'wasm', precision: 'int3' })).toBe(
+      'precision "int3" is not one of fp32, fp16, int4, int8, auto',
+    );
+    expect(await fail({ device: 'wasm', headsDevice: 'cpu' })).toBe(
+      `headsDevice "cpu" (the heads' device) is not one of auto, wasm, webgpu`,
+    );
     await expect(openModel(ort, BUNDLED_TARGET, { device: 'cpu' as never })).rejects.toThrow(/^device "cpu"/);
   });
 

@@ -22,6 +22,13 @@ const fallback = adapter({ vendor: 'acme', architecture: 'gpu', isFallbackAdapte
 const none: WebGpuProbe = { ok: false, reason: 'no WebGPU adapter: navigator.gpu is missing' };
 
 describe('chooseDevice', () => {
+  it('refuses a device that is not one (anything else used to mean WebGPU)', () => {
+    for (const asked of ['gpu', 'WASM', ''])
+      expect(() => chooseDevice(asked as never, hardware)).toThrow(
+        `device "${asked}" is not one of auto, wasm, webgpu`,
+      );
+  });
+
   it('auto takes a hardware adapter', () => {
     expect(chooseDevice('auto', hardware)).toMatchObject({ device: 'webgpu', calibration: 'auto' });
     expect(chooseDevice('auto', hardware).fallback).toBeUndefined();

@@ -22,6 +22,9 @@ export interface DeviceDecision {
 
 /** Decide from the request and the adapter probe (null when the request is wasm and nothing was probed). */
 export function chooseDevice(requested: DeviceRequest, probe: WebGpuProbe | null): DeviceDecision {
+  // Anything else used to mean WebGPU ("gpu", "WASM" ran on a software adapter).
+  if (requested !== 'auto' && requested !== 'wasm' && requested !== 'webgpu')
+    throw new RangeError(`device "${String(requested)}" is not one of auto, wasm, webgpu`);
   if (requested === 'wasm' || !probe) return { device: 'wasm', calibration: 'auto' };
   if (!probe.ok) {
     return {

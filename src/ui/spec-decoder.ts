@@ -224,6 +224,8 @@ export class SpecDecoder extends LitElement {
   private client: EngineClient | null = null;
   private loadedKey = '';
   private controller: AbortController | null = null;
+  /** The call of generate(), raceAgainstPlain() or chat() in progress (a removal waits for it to stop). */
+  private active: Promise<unknown> | null = null;
 
   private get loadKey(): string {
     return JSON.stringify([
@@ -273,6 +275,26 @@ export class SpecDecoder extends LitElement {
     return this.querySelector('[slot="prompt"]')?.textContent?.trim() ?? '';
   }
 
+  /** Each attribute's property and that property's initial value: a removed attribute restores it. */
+  private readonly attributeDefaults = new Map<string, [PropertyKey, unknown]>();
+
+  constructor() {
+    super();
+    // The class fields hold their initial values here. Lit sets a property to null when its attribute is removed,
+    // which no option takes ("temperature null must be >= 0"); frameworks remove attributes routinely.
+    for (const [key, options] of (this.constructor as typeof SpecDecoder).elementProperties) {
+      if (options.state || options.attribute === false) continue;
+      const name = typeof options.attribute === 'string' ? options.attribute : String(key).toLowerCase();
+      this.attributeDefaults.set(name, [key, (this as unknown as Record<PropertyKey, unknown>)[key]]);
+    }
+  }
+
+  override attributeChangedCallback(name: string, old: string | null, value: string | null): void {
+    super.attributeChangedCallback(name, old, value);
+    const restore = value === null ? this.attributeDefaults.get(name) : undefined;
+    if (restore) (this as unknown as Record<PropertyKey, unknown>)[restore[0]] = restore[1];
+  }
+
   override connectedCallback(): void {
     super.connectedCallback();
     if (!this.prompt) this.prompt = this.slottedPrompt();
@@ -280,10 +302,17 @@ export class SpecDecoder extends LitElement {
 
   override disconnectedCallback(): void {
     super.disconnectedCallback();
-    this.controller?.abort();
-    this.client?.terminate();
-    this.client = null;
-    this.loadedKey = '';
+    // A move (taken out and put back in the same task: re-parenting, a framework's reordering) keeps the run and the
+    // models. A removal stops the run, which ends as cancelled with what it made (sd-done), and then lets the worker
+    // and its models go.
+    setTimeout(() => {
+      if (this.isConnected) return;
+      this.controller?.abort();
+      const client = this.client;
+      this.client = null;
+      this.loadedKey = '';
+      void (this.active ?? Promise.resolve()).finally(() => client?.terminate());
+    }, 0);
   }
 
   private onProgress = (p: ProgressInfo) => {
@@ -326,8 +355,8 @@ export class SpecDecoder extends LitElement {
       ...(this.ortBase ? { ortBase: new URL(this.ortBase, document.baseURI).href } : {}),
       ...(this.threads === 'auto'
         ? { threads: 'auto' as const }
-        : Number(this.threads) >= 1
-          ? { threads: Math.floor(Number(this.threads)) }
+        : this.threads
+          ? { threads: Number(this.threads) }
           : {}),
       ...(this.hubEndpoint || this.hubToken
         ? {
@@ -375,8 +404,29 @@ export class SpecDecoder extends LitElement {
     const result = await stream.result;
     this.controller = null;
     this.status = result.stopReason === 'cancelled' ? 'cancelled' : 'ready';
-    this.cancelledAfter = result.tokens.length;
+    // The count shown is the shown run's; a race's plain run is not shown (-1: that one was cancelled).
+    this.cancelledAfter = live ? result.tokens.length : -1;
     return result;
+  }
+
+  /** The first attribute whose value is not one it takes, as a one-line message (null: all fine). */
+  private badOption(): string | null {
+    const attrs: [string, number][] = [
+      ['max-new-tokens', this.maxNewTokens],
+      ['temperature', this.temperature],
+      ['top-p', this.topP],
+      ['top-k', this.topK],
+      ['seed', this.seed],
+    ];
+    for (const [name, v] of attrs)
+      if (Number.isNaN(v)) return `${name} must be a number; got "${this.getAttribute(name) ?? String(v)}"`;
+    if (!['auto', 'wasm', 'webgpu'].includes(this.device))
+      return `device must be auto, wasm or webgpu; got "${this.device}"`;
+    const t = this.threads;
+    if (t !== '' && t !== 'auto' && !(/^[0-9]+$/.test(t) && Number(t) >= 1 && Number(t) <= 64))
+      return `threads must be "auto" or a whole number from 1 to 64; got "${t}"`;
+    if (this.mode !== 'text' && this.mode !== 'chat') return `mode must be text or chat; got "${this.mode}"`;
+    return null;
   }
 
   private currentPrompt(): string {
@@ -384,8 +434,32 @@ export class SpecDecoder extends LitElement {
     return text.trim() ? text : '';
   }
 
+  /**
+   * A call while a run is in progress is refused (null, and an sd-error event) and leaves that run as it is: its
+   * text, its status, its cancel().
+   */
+  private refusedWhileRunning(): boolean {
+    if (!this.running) return false;
+    fire(this, 'sd-error', { message: 'a run is in progress: cancel() it first, or wait for sd-done' });
+    return true;
+  }
+
+  /** Runs one call of generate(), raceAgainstPlain() or chat(), as the one in progress. */
+  private track<T>(work: Promise<T>): Promise<T> {
+    const active = work.finally(() => {
+      if (this.active === active) this.active = null;
+    });
+    this.active = active;
+    return active;
+  }
+
   /** Generate from the prompt with the current method; resolves with the result (also fired as `done`). */
-  async generate(): Promise<GenerationResult | null> {
+  generate(): Promise<GenerationResult | null> {
+    if (this.refusedWhileRunning()) return Promise.resolve(null);
+    return this.track(this.generateNow());
+  }
+
+  private async generateNow(): Promise<GenerationResult | null> {
     const prompt = this.currentPrompt();
     if (!prompt) {
       this.fail('type a prompt first');
@@ -405,6 +479,11 @@ export class SpecDecoder extends LitElement {
       this.fail(
         `method "${this.method}" ${describeNeeds(methodSpec(this.method))}: set the heads attribute to heads trained on ${this.target}`,
       );
+      return null;
+    }
+    const bad = this.badOption();
+    if (bad) {
+      this.fail(bad);
       return null;
     }
     this.error = '';
@@ -429,11 +508,16 @@ export class SpecDecoder extends LitElement {
   }
 
   /** Run plain decoding on the same prompt after the speculative run, and show both speeds. */
-  async raceAgainstPlain(): Promise<RaceResult | null> {
+  raceAgainstPlain(): Promise<RaceResult | null> {
+    if (this.refusedWhileRunning()) return Promise.resolve(null);
+    return this.track(this.raceNow());
+  }
+
+  private async raceNow(): Promise<RaceResult | null> {
     this.racing = true;
     this.running = true;
     try {
-      const spec = await this.generate();
+      const spec = await this.generateNow();
       if (!spec || spec.stopReason === 'cancelled') return null;
       const plain = await this.run('ar', this.shownPrompt, false);
       if (plain.stopReason === 'cancelled') return null;
@@ -463,7 +547,21 @@ export class SpecDecoder extends LitElement {
   }
 
   /** Chat mode: generate the assistant's reply to `messages` (the chat view calls this). */
-  async chat(messages: ChatMessage[], view?: ChatView): Promise<GenerationResult | null> {
+  chat(messages: ChatMessage[], view?: ChatView): Promise<GenerationResult | null> {
+    if (this.refusedWhileRunning()) {
+      view?.failReply();
+      return Promise.resolve(null);
+    }
+    return this.track(this.chatNow(messages, view));
+  }
+
+  private async chatNow(messages: ChatMessage[], view?: ChatView): Promise<GenerationResult | null> {
+    const bad = this.badOption();
+    if (bad) {
+      view?.failReply();
+      this.fail(bad);
+      return null;
+    }
     this.error = '';
     this.events = [];
     this.stats = null;
@@ -537,7 +635,10 @@ export class SpecDecoder extends LitElement {
   }
 
   private statusText(): string {
-    if (this.status === 'cancelled') return `cancelled after ${this.cancelledAfter} tokens`;
+    if (this.status === 'cancelled')
+      return this.cancelledAfter < 0
+        ? 'race cancelled (during its plain decoding run)'
+        : `cancelled after ${this.cancelledAfter} tokens`;
     if (this.status === 'ready' && this.racing) return 'generating';
     return this.status;
   }
