@@ -63,7 +63,8 @@ test('a call during a run is refused and leaves that run as it is: its status, i
     const race = await el.raceAgainstPlain();
     await el.updateComplete;
     const status = el.shadowRoot?.querySelector('[part="status"]')?.textContent ?? '';
-    const cancelEnabled = !(el.shadowRoot?.querySelector('button[part="cancel"]') as HTMLButtonElement).disabled;
+    const cancelButton = el.shadowRoot?.querySelector<HTMLButtonElement>('button[part="cancel"]');
+    const cancelEnabled = cancelButton ? !cancelButton.disabled : false;
     el.cancel();
     const result = await first;
     return { second, race, errors, status, cancelEnabled, stop: result?.stopReason, tokens: result?.tokens.length };
