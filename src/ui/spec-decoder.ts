@@ -444,7 +444,7 @@ export class SpecDecoder extends LitElement {
     return true;
   }
 
-  /** Runs one call of generate(), raceAgainstPlain() or chat(), as the one in progress. */
+  /** Records a call of generate(), raceAgainstPlain() or chat() as the one in progress until it settles. */
   private track<T>(work: Promise<T>): Promise<T> {
     const active = work.finally(() => {
       if (this.active === active) this.active = null;
