@@ -88,9 +88,9 @@ describe('SpecEngine', () => {
       }),
     ).rejects.toThrow(/^heads model public\/models\/austen-draft: /);
     // A device for the draft model or the heads that is not one (the element passes its attribute as it is).
-    for (const [option, role] of [
-      ['draftDevice', 'draft model'],
-      ['headsDevice', 'heads'],
+    for (const [option, whose] of [
+      ['draftDevice', "the draft model's"],
+      ['headsDevice', "the heads'"],
     ])
       await expect(
         SpecEngine.load(ortForNode(), {
@@ -99,7 +99,7 @@ describe('SpecEngine', () => {
           device: 'wasm',
           [option as string]: 'gpu',
         }),
-      ).rejects.toThrow(`${option} "gpu" (the ${role}'s device) is not one of auto, wasm, webgpu`);
+      ).rejects.toThrow(`${option} "gpu" (${whose} device) is not one of auto, wasm, webgpu`);
   });
 
   it('refuses a prompt that is neither text, token ids nor messages in one line, and stays usable', async () => {
