@@ -243,6 +243,13 @@ test('cancel stops the run (the worker at its next round boundary), and a new ru
   await el.locator('button[part="generate"]').click();
   await expect.poll(async () => (await state(page)).done?.stopReason, { timeout: 120_000 }).toBe('max-tokens');
   expect((await state(page)).done?.tokens.length).toBe(8);
+  // An emptied number field means the default (64), not 0.
+  await watch(page);
+  await configure(page, { 'max-new-tokens': '' });
+  await el.locator('button[part="generate"]').click();
+  await expect.poll(async () => (await state(page)).done?.stopReason, { timeout: 120_000 }).toBe('max-tokens');
+  expect((await state(page)).done?.tokens.length).toBe(64);
+  expect((await state(page)).errors).toEqual([]);
 });
 
 test('a bad model URL shows a readable error and the element stays usable', async ({ page, allowProblems }) => {

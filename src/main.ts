@@ -109,6 +109,9 @@ function bindSettings(): void {
       if (!input.name || input.dataset.manual !== undefined) continue;
       if (input instanceof HTMLInputElement && input.type === 'checkbox')
         demo.toggleAttribute(input.name, input.checked);
+      // An emptied number field means the default (the element restores it when its attribute goes), not 0.
+      else if (input instanceof HTMLInputElement && input.type === 'number' && input.value.trim() === '')
+        demo.removeAttribute(input.name);
       else demo.setAttribute(input.name, input.value);
     }
     applyDraft(demo);

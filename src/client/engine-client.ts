@@ -5,16 +5,25 @@
  * starts a fresh worker, so a page never needs a reload.
  */
 import type { GenerationResult, RoundEvent } from '../engine/events';
+import { StatsTracker } from '../engine/stats';
 import type { ProgressInfo } from '../model/source';
 import type { ChatMessage } from '../model/tokenizer';
 import { defaultOrtBase } from '../runtime/ort-base';
 import type { FromWorker, GenerateRequest, LoadInfo, LoadRequest, ToWorker, WorkerError } from '../worker/protocol';
 
 export class EngineError extends Error {
+  /** What a generation that failed part-way had made (GenerationError.partial in the worker). */
+  readonly partial?: GenerationResult;
   constructor(error: WorkerError) {
     super(error.message);
     this.name = error.name;
+    if (error.partial) this.partial = error.partial;
   }
+}
+
+/** A generation that never reached the worker (its signal was aborted first): nothing made. */
+function cancelledBeforeStart(): GenerationResult {
+  return { tokens: [], text: '', stopReason: 'cancelled', stats: new StatsTracker().summary(0) };
 }
 
 export interface ClientLoadOptions
@@ -57,11 +66,21 @@ interface Pending {
 
 const docBase = () => (typeof document !== 'undefined' ? document.baseURI : globalThis.location.href);
 
+/** The generation this client has in the worker: when it settles, and how to stop it. */
+interface Running {
+  settled: Promise<unknown>;
+  cancel(): void;
+  cancelled: boolean;
+}
+
 export class EngineClient {
   private worker: Worker | null = null;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   private loaded: LoadInfo | null = null;
+  private running: Running | null = null;
+  /** The last load() asked for: the next one waits for it (two at once broke the first with an onnxruntime error). */
+  private loading: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly makeWorker: () => Worker = defaultWorker) {}
 
@@ -105,7 +124,23 @@ export class EngineClient {
     this.ensureWorker().postMessage(msg);
   }
 
-  async load(options: ClientLoadOptions): Promise<LoadInfo> {
+  /**
+   * Load models (a fresh engine in this worker). A generation in progress is stopped first and ends as cancelled,
+   * with what it made; a load() already under way finishes first.
+   */
+  load(options: ClientLoadOptions): Promise<LoadInfo> {
+    const t = options.threads;
+    if (t !== undefined && t !== 'auto' && !(Number.isInteger(t) && t >= 1 && t <= 64))
+      return Promise.reject(new RangeError(`threads must be 'auto' or a whole number from 1 to 64; got ${String(t)}`));
+    const running = this.running;
+    running?.cancel();
+    const previous = this.loading;
+    const next = Promise.all([previous.catch(() => undefined), running?.settled]).then(() => this.loadNow(options));
+    this.loading = next.catch(() => undefined);
+    return next;
+  }
+
+  private async loadNow(options: ClientLoadOptions): Promise<LoadInfo> {
     const id = this.nextId++;
     const base = options.base ?? docBase();
     const request: LoadRequest = {
@@ -126,13 +161,21 @@ export class EngineClient {
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
     };
     this.loaded = null;
+    let progressFailed = false;
     return new Promise<LoadInfo>((resolve, reject) => {
       this.send(
         { type: 'load', id, request },
         {
           onMessage: (msg) => {
-            if (msg.type === 'progress') options.onProgress?.(msg.info);
-            else if (msg.type === 'loaded') {
+            if (msg.type === 'progress') {
+              try {
+                options.onProgress?.(msg.info);
+              } catch (e) {
+                // The page's callback failing is the page's: said once, and the load goes on.
+                if (!progressFailed) console.error(`spec-decoder: onProgress threw: ${(e as Error).message}`);
+                progressFailed = true;
+              }
+            } else if (msg.type === 'loaded') {
               this.pending.delete(id);
               this.loaded = msg.info;
               resolve(msg.info);
@@ -147,10 +190,27 @@ export class EngineClient {
     });
   }
 
-  /** Generate from a text prompt, or from chat messages through the target's chat template. */
-  generate(prompt: string | { messages: ChatMessage[] }, options: ClientGenerateOptions): GenerationStream {
-    const id = this.nextId++;
+  /**
+   * Generate from a text prompt, token ids, or chat messages through the target's chat template. One generation at
+   * a time: it ends when it runs out, its signal aborts, or its loop is left early (break, return()); a generate()
+   * while one runs is refused, and one called right after a stop waits for the stopped one to end in the worker.
+   */
+  generate(
+    prompt: string | readonly number[] | { messages: ChatMessage[] },
+    options: ClientGenerateOptions,
+  ): GenerationStream {
+    if (
+      typeof prompt !== 'string' &&
+      !Array.isArray(prompt) &&
+      !(typeof prompt === 'object' && prompt !== null && 'messages' in prompt)
+    )
+      throw new TypeError(`the prompt must be text, an array of token ids or { messages }; got ${String(prompt)}`);
+    if (typeof options !== 'object' || options === null)
+      throw new TypeError('generate() needs options: { method, maxNewTokens, … }');
     const { signal, ...rest } = options;
+    if (signal !== undefined && typeof (signal as AbortSignal).addEventListener !== 'function')
+      throw new TypeError('options.signal must be an AbortSignal');
+    const id = this.nextId++;
     const queue: RoundEvent[] = [];
     let wake: (() => void) | null = null;
     let finished = false;
@@ -167,45 +227,77 @@ export class EngineClient {
       signal?.removeEventListener('abort', onAbort);
       wake?.();
     };
-    const onAbort = () => this.worker?.postMessage({ type: 'cancel', id } satisfies ToWorker);
-    if (!this.loaded) {
-      const error = new Error('no models loaded: call load() first');
+    let started = false;
+    const running: Running = {
+      settled: result.catch(() => undefined),
+      cancelled: false,
+      cancel: () => {
+        running.cancelled = true;
+        if (started) this.worker?.postMessage({ type: 'cancel', id } satisfies ToWorker);
+      },
+    };
+    const onAbort = () => running.cancel();
+    const previous = this.running;
+    const refuse = (error: Error) => {
       end(error);
       settle.reject(error);
+    };
+    if (!this.loaded) refuse(new Error('no models loaded: call load() first'));
+    else if (previous && !previous.cancelled)
+      refuse(
+        new Error(
+          'a generation is already running on this client: abort its signal or leave its loop (break) first, or wait for its result',
+        ),
+      );
+    else if (signal?.aborted) {
+      // Nothing reaches the worker: the run ends before its first round, with nothing made.
+      settle.resolve(cancelledBeforeStart());
+      end(null);
     } else {
+      this.running = running;
+      void result.finally(() => {
+        if (this.running === running) this.running = null;
+      });
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.send(
-        {
-          type: 'generate',
-          id,
-          request:
-            typeof prompt === 'string' ? { prompt, ...rest } : { prompt: '', messages: prompt.messages, ...rest },
-        },
-        {
-          onMessage: (msg) => {
-            if (msg.type === 'round') {
-              queue.push(msg.event);
-              wake?.();
-            } else if (msg.type === 'done') {
-              settle.resolve(msg.result);
-              end(null);
-            } else if (msg.type === 'error') {
-              const error = new EngineError(msg.error);
+      const request: GenerateRequest =
+        typeof prompt === 'string' || Array.isArray(prompt)
+          ? { prompt: prompt as string | number[], ...rest }
+          : { prompt: '', messages: (prompt as { messages: ChatMessage[] }).messages, ...rest };
+      // Right after a stop, the stopped run may still be ending in the worker: this one waits for it.
+      void (previous?.settled ?? Promise.resolve()).then(() => {
+        if (finished) return;
+        started = true;
+        if (running.cancelled) {
+          settle.resolve(cancelledBeforeStart());
+          end(null);
+          return;
+        }
+        this.send(
+          { type: 'generate', id, request },
+          {
+            onMessage: (msg) => {
+              if (msg.type === 'round') {
+                queue.push(msg.event);
+                wake?.();
+              } else if (msg.type === 'done') {
+                settle.resolve(msg.result);
+                end(null);
+              } else if (msg.type === 'error') {
+                const error = new EngineError(msg.error);
+                settle.reject(error);
+                end(error);
+              }
+            },
+            onFailure: (error) => {
               settle.reject(error);
               end(error);
-            }
+            },
           },
-          onFailure: (error) => {
-            settle.reject(error);
-            end(error);
-          },
-        },
-      );
-      if (signal?.aborted) onAbort();
+        );
+      });
     }
-    return {
-      result,
-      async *[Symbol.asyncIterator]() {
+    async function* rounds(): AsyncGenerator<RoundEvent> {
+      try {
         for (;;) {
           const next = queue.shift();
           if (next) {
@@ -221,6 +313,19 @@ export class EngineClient {
           });
           wake = null;
         }
+      } finally {
+        // Left early (break, return(), a throw in the loop): the run stops; `result` still settles, cancelled.
+        if (!finished) running.cancel();
+      }
+    }
+    let iterated = false;
+    return {
+      result,
+      [Symbol.asyncIterator]() {
+        // One reader: two would share the queue and the wake-up, and one of them wait forever.
+        if (iterated) throw new Error('a generation stream can be iterated once (read `result` for the summary)');
+        iterated = true;
+        return rounds();
       },
     };
   }

@@ -116,6 +116,10 @@ describe('SpecEngine', () => {
     let step = await it.next();
     while (!step.done) step = await it.next();
     expect(step.value.tokens).toEqual(given.tokens);
+    // Sampling settings left out take greedy decoding's (top-k 0, top-p 1, seed 0): { temperature } alone samples.
+    const partial = await finish(pair, 'It is a truth', 'ar', { temperature: 0.8 } as SamplingParams, 12);
+    const full = await finish(pair, 'It is a truth', 'ar', { temperature: 0.8, topK: 0, topP: 1, seed: 0 }, 12);
+    expect(partial.tokens).toEqual(full.tokens);
   });
 
   // int8 rounds every projection's input to 8 bits, so a last-bit difference between a one-token call and a verify

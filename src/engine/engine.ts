@@ -402,7 +402,8 @@ export class SpecEngine {
       );
     let options: EngineGenerateOptions & GenerateOptions = {
       ...engineOptions,
-      sampling: engineOptions.sampling ?? GREEDY,
+      // Settings left out take greedy decoding's: { temperature: 0.8 } alone samples from the whole vocabulary.
+      sampling: { ...GREEDY, ...engineOptions.sampling },
     };
     const spec = this.spec(options.method);
     this.busy = true;

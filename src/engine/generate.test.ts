@@ -323,6 +323,9 @@ describe('engine behaviour', () => {
     await expect(run([1, 2], { maxNewTokens: '5' })).rejects.toThrow(
       'max new tokens must be a whole number >= 1; got "5"',
     );
+    await expect(run([1, 2], { maxNewTokens: Number.NaN })).rejects.toThrow(
+      'max new tokens must be a whole number >= 1; got NaN',
+    );
     await expect(run([1, 2], { verifyRule: 'bogus' })).rejects.toThrow(
       'verify rule "bogus" is not one of greedy, rejection, typical',
     );

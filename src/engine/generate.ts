@@ -79,7 +79,7 @@ export async function* generate(
   checkSampling(sampling);
   if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1)
     throw new RangeError(
-      `max new tokens must be a whole number >= 1; got ${JSON.stringify(maxNewTokens) ?? maxNewTokens}`,
+      `max new tokens must be a whole number >= 1; got ${typeof maxNewTokens === 'string' ? JSON.stringify(maxNewTokens) : String(maxNewTokens)}`,
     );
   if (options.verifyRule !== undefined && !VERIFY_RULES.includes(options.verifyRule))
     throw new RangeError(`verify rule "${String(options.verifyRule)}" is not one of ${VERIFY_RULES.join(', ')}`);

@@ -64,7 +64,7 @@ export function checkPlacement(o: Pick<OpenOptions, 'draftDevice' | 'headsDevice
  * Refuses a device or graph variant that is not one, naming the option, before anything loads (a device left out or
  * 'auto' got as far as onnxruntime, which answered "could not create a undefined session").
  */
-function checkDeviceAndGraph(o: Pick<OpenOptions, 'device' | 'graph' | 'precision'>): void {
+function checkDeviceAndGraph(o: Pick<OpenOptions, 'device' | 'graph' | 'precision' | 'compute'>): void {
   if (o.device !== 'wasm' && o.device !== 'webgpu')
     throw new RangeError(
       `device "${String(o.device)}" is not one of wasm, webgpu (a model runs on the device given; EngineClient.load and the CLI choose one for 'auto')`,
@@ -74,6 +74,8 @@ function checkDeviceAndGraph(o: Pick<OpenOptions, 'device' | 'graph' | 'precisio
   // An option, not the model: refused before the model's name could be put on it.
   if (o.precision !== undefined && !(PRECISIONS as readonly unknown[]).includes(o.precision))
     throw new RangeError(`precision "${String(o.precision)}" is not one of ${PRECISIONS.join(', ')}`);
+  if (o.compute !== undefined && !['fp32', 'fp16', 'auto'].includes(o.compute as string))
+    throw new RangeError(`compute "${String(o.compute)}" is not one of fp32, fp16, auto`);
 }
 
 /**

@@ -177,6 +177,7 @@ describe('loadModel: a model folder from disk', () => {
     expect(await fail({ device: 'wasm', precision: 'int3' })).toBe(
       'precision "int3" is not one of fp32, fp16, int4, int8, auto',
     );
+    expect(await fail({ device: 'wasm', compute: 'fp8' })).toBe('compute "fp8" is not one of fp32, fp16, auto');
     expect(await fail({ device: 'wasm', headsDevice: 'cpu' })).toBe(
       `headsDevice "cpu" (the heads' device) is not one of auto, wasm, webgpu`,
     );

@@ -4,6 +4,7 @@
  * ORT is imported here, not proxied (ORT's proxy mode does not work with WebGPU).
  */
 import { SpecEngine } from '../engine/engine';
+import { GenerationError } from '../engine/events';
 import { checkPlacement, placementNotes } from '../model/index';
 import { type ModelRunner, SessionCreateError } from '../model/runner';
 import type { ProgressInfo } from '../model/source';
@@ -23,6 +24,8 @@ const running = new Map<number, AbortController>();
 const post = (msg: FromWorker) => self.postMessage(msg);
 
 function toError(e: unknown): WorkerError {
+  // What a generation made before it failed goes back with the error: nothing generated is lost.
+  if (e instanceof GenerationError) return { name: e.name, message: e.message, partial: e.partial };
   if (e instanceof Error) return { name: e.name, message: e.message };
   return { name: 'Error', message: String(e) };
 }

@@ -97,7 +97,8 @@ export interface LoadInfo {
 }
 
 export interface GenerateRequest {
-  prompt: string;
+  /** Text, or token ids. */
+  prompt: string | number[];
   /** A chat instead of `prompt`: applied through the target's chat template. */
   messages?: ChatMessage[];
   method: Method;
@@ -110,6 +111,8 @@ export interface GenerateRequest {
 export interface WorkerError {
   name: string;
   message: string;
+  /** A generation that failed part-way: what it had made (GenerationError.partial). */
+  partial?: GenerationResult;
 }
 
 export type ToWorker =

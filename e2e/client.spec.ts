@@ -1,0 +1,152 @@
+/**
+ * EngineClient from the library build, at its edges, on wasm: leaving a run's loop early stops it, a run started
+ * right after a stop waits for the stopped one, load() during a run stops it with what it made, an aborted signal
+ * never reaches the worker, a stream is iterated once, token ids are a prompt, and bad options are refused in one
+ * line. One page, the models loaded once; the tests run in order.
+ */
+import type { Page } from '@playwright/test';
+import { expect, test, watchPage } from './fixtures';
+
+const HOST = `<!doctype html><html><head><link rel="icon" href="data:,"></head><body></body></html>`;
+
+test.describe.configure({ mode: 'serial' });
+
+let page: Page;
+let problems: string[];
+
+test.beforeAll(async ({ browser }) => {
+  page = await browser.newPage();
+  problems = watchPage(page);
+  await page.route('**/lib/client-host.html', (route) =>
+    route.fulfill({
+      body: HOST,
+      contentType: 'text/html',
+      headers: { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' },
+    }),
+  );
+  await page.goto('./lib/client-host.html');
+  await page.evaluate(async () => {
+    const { EngineClient } = await import(`${location.origin}/lib/spec-decoder.js`);
+    const client = new EngineClient();
+    await client.load({
+      target: '../models/austen-target/',
+      draft: '../models/austen-draft/',
+      device: 'wasm',
+      ortBase: `${location.origin}/lib/ort/`,
+      threads: 1,
+    });
+    (window as unknown as { client: unknown }).client = client;
+  });
+});
+
+test.afterEach(() => {
+  expect(problems, 'console errors, failed requests or uncaught errors').toEqual([]);
+});
+
+test.afterAll(async () => {
+  await page.close();
+});
+
+test('leaving the loop stops the run (cancelled, with what it made); a run right after a stop waits for it', async () => {
+  const r = await page.evaluate(async () => {
+    // biome-ignore lint/suspicious/noExplicitAny: the client as the page sees it
+    const client = (window as any).client;
+    const broken = client.generate('She was', { method: 'ar', maxNewTokens: 300 });
+    let rounds = 0;
+    for await (const _ of broken) if (++rounds === 2) break;
+    const next = client.generate('She was', { method: 'chain', maxNewTokens: 6 });
+    const first = await broken.result;
+    const second = await next.result;
+    const stop = new AbortController();
+    const aborted = client.generate('She was', { method: 'ar', maxNewTokens: 300, signal: stop.signal });
+    for await (const _ of aborted) {
+      stop.abort();
+      break;
+    }
+    const right = await client.generate('She was', { method: 'ar', maxNewTokens: 4 }).result;
+    return {
+      first: [first.stopReason, first.tokens.length],
+      second: [second.stopReason, second.tokens.length],
+      aborted: (await aborted.result).stopReason,
+      right: right.tokens.length,
+    };
+  });
+  expect(r.first[0]).toBe('cancelled');
+  expect(r.first[1]).toBeLessThan(300);
+  expect(r.second).toEqual(['max-tokens', 6]);
+  expect(r.aborted).toBe('cancelled');
+  expect(r.right).toBe(4);
+});
+
+test('a generate() while one runs is refused; load() during a run stops it with what it made', async () => {
+  const r = await page.evaluate(async () => {
+    // biome-ignore lint/suspicious/noExplicitAny: the client as the page sees it
+    const client = (window as any).client;
+    const running = client.generate('She was', { method: 'ar', maxNewTokens: 300 });
+    const refused = await client.generate('She was', { method: 'ar', maxNewTokens: 4 }).result.then(
+      () => 'ran',
+      (e: Error) => e.message,
+    );
+    const it = running[Symbol.asyncIterator]();
+    await it.next();
+    await it.next();
+    const loading = client.load({
+      target: '../models/austen-target/',
+      draft: '../models/austen-draft/',
+      device: 'wasm',
+      ortBase: `${location.origin}/lib/ort/`,
+      threads: 1,
+    });
+    const stopped = await running.result;
+    await loading;
+    const after = await client.generate('She was', { method: 'chain', maxNewTokens: 4 }).result;
+    return { refused, stopped: [stopped.stopReason, stopped.tokens.length > 0], after: after.tokens.length };
+  });
+  expect(r.refused).toBe(
+    'a generation is already running on this client: abort its signal or leave its loop (break) first, or wait for its result',
+  );
+  expect(r.stopped).toEqual(['cancelled', true]);
+  expect(r.after).toBe(4);
+});
+
+test('an aborted signal never reaches the worker; a stream is iterated once; token ids are a prompt; bad options are refused', async () => {
+  const r = await page.evaluate(async () => {
+    // biome-ignore lint/suspicious/noExplicitAny: the client as the page sees it
+    const client = (window as any).client;
+    const message = (f: () => unknown) => {
+      try {
+        f();
+        return 'accepted';
+      } catch (e) {
+        return (e as Error).message;
+      }
+    };
+    const early = await client.generate('She was', { method: 'ar', maxNewTokens: 50, signal: AbortSignal.abort() })
+      .result;
+    const stream = client.generate('She was', { method: 'ar', maxNewTokens: 3 });
+    const one = stream[Symbol.asyncIterator]();
+    const second = message(() => stream[Symbol.asyncIterator]());
+    while (!(await one.next()).done);
+    const text = await stream.result;
+    const ids = await client.generate(text.tokens, { method: 'chain', maxNewTokens: 4 }).result;
+    return {
+      early: [early.stopReason, early.tokens.length],
+      second,
+      ids: ids.tokens.length,
+      nullPrompt: message(() => client.generate(null, { method: 'ar', maxNewTokens: 2 })),
+      noOptions: message(() => client.generate('x', null)),
+      badSignal: message(() => client.generate('x', { method: 'ar', maxNewTokens: 2, signal: {} })),
+      threads: await client.load({ target: '../models/austen-target/', device: 'wasm', threads: 'abc' }).then(
+        () => 'loaded',
+        (e: Error) => e.message,
+      ),
+    };
+  });
+  expect(r.early).toEqual(['cancelled', 0]);
+  expect(r.second).toBe('a generation stream can be iterated once (read `result` for the summary)');
+  expect(r.ids).toBe(4);
+  expect(r.nullPrompt).toBe('the prompt must be text, an array of token ids or { messages }; got null');
+  expect(r.noOptions).toBe('generate() needs options: { method, maxNewTokens, … }');
+  expect(r.badSignal).toBe('options.signal must be an AbortSignal');
+  expect(r.threads).toBe("threads must be 'auto' or a whole number from 1 to 64; got abc");
+});
