@@ -150,3 +150,20 @@ test('an aborted signal never reaches the worker; a stream is iterated once; tok
   expect(r.badSignal).toBe('options.signal must be an AbortSignal');
   expect(r.threads).toBe("threads must be 'auto' or a whole number from 1 to 64; got abc");
 });
+
+test('a worker whose script is not served is named as such', async () => {
+  await page.route('**/lib/assets/engine-worker-*.js', (route) => route.fulfill({ status: 404, body: '' }));
+  const message = await page.evaluate(async () => {
+    const { EngineClient } = await import(`${location.origin}/lib/spec-decoder.js`);
+    return new EngineClient().load({ target: '../models/austen-target/', device: 'wasm', threads: 1 }).then(
+      () => 'loaded',
+      (e: Error) => e.message,
+    );
+  });
+  await page.unroute('**/lib/assets/engine-worker-*.js');
+  // The 404 is this test's own doing.
+  problems.splice(0, problems.length, ...problems.filter((p) => !/HTTP 404: .*engine-worker/.test(p)));
+  expect(message).toBe(
+    "the engine worker failed to start or crashed without a message: check that its script (the library's engine-worker file) is served, then load the models again",
+  );
+});

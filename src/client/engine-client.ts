@@ -102,7 +102,14 @@ export class EngineClient {
     };
     worker.onerror = (event) => {
       event.preventDefault();
-      this.fail(new Error(`the engine worker crashed: ${event.message || 'unknown error'}; load the models again`));
+      // A worker whose script never loaded (not served, blocked) reports an error event with no message at all.
+      this.fail(
+        new Error(
+          event.message
+            ? `the engine worker crashed: ${event.message}; load the models again`
+            : "the engine worker failed to start or crashed without a message: check that its script (the library's engine-worker file) is served, then load the models again",
+        ),
+      );
     };
     worker.onmessageerror = () => this.fail(new Error('the engine worker sent a message that could not be read'));
     this.worker = worker;
