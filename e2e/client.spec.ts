@@ -129,10 +129,16 @@ test('an aborted signal never reaches the worker; a stream is iterated once; tok
     while (!(await one.next()).done);
     const text = await stream.result;
     const ids = await client.generate(text.tokens, { method: 'chain', maxNewTokens: 4 }).result;
+    // Refused in the worker: the error reaches `result`, and nothing is left unhandled (the page's watch says so).
+    const tooLong = await client.generate('and then '.repeat(1200), { method: 'ar', maxNewTokens: 4 }).result.then(
+      () => 'ran',
+      (e: Error) => e.message,
+    );
     return {
       early: [early.stopReason, early.tokens.length],
       second,
       ids: ids.tokens.length,
+      tooLong,
       nullPrompt: message(() => client.generate(null, { method: 'ar', maxNewTokens: 2 })),
       noOptions: message(() => client.generate('x', null)),
       badSignal: message(() => client.generate('x', { method: 'ar', maxNewTokens: 2, signal: {} })),
@@ -145,6 +151,7 @@ test('an aborted signal never reaches the worker; a stream is iterated once; tok
   expect(r.early).toEqual(['cancelled', 0]);
   expect(r.second).toBe('a generation stream can be iterated once (read `result` for the summary)');
   expect(r.ids).toBe(4);
+  expect(r.tooLong).toMatch(/^context limit: the prompt has \d+ tokens; the model's context is 1024$/);
   expect(r.nullPrompt).toBe('the prompt must be text, an array of token ids or { messages }; got null');
   expect(r.noOptions).toBe('generate() needs options: { method, maxNewTokens, … }');
   expect(r.badSignal).toBe('options.signal must be an AbortSignal');

@@ -231,6 +231,8 @@ export class EngineClient {
       finished = true;
       failure = error;
       this.pending.delete(id);
+      // At once, not a tick later: a generate() right after `await result` finds the client free.
+      if (this.running === running) this.running = null;
       signal?.removeEventListener('abort', onAbort);
       wake?.();
     };
@@ -262,9 +264,6 @@ export class EngineClient {
       end(null);
     } else {
       this.running = running;
-      void result.finally(() => {
-        if (this.running === running) this.running = null;
-      });
       signal?.addEventListener('abort', onAbort, { once: true });
       const request: GenerateRequest =
         typeof prompt === 'string' || Array.isArray(prompt)
