@@ -5,18 +5,13 @@
  * line. One page, the models loaded once; the tests run in order.
  */
 import type { Page } from '@playwright/test';
-import { expect, test, watchPage } from './fixtures';
+import { expect, sharedPage, test } from './fixtures';
 
 const HOST = `<!doctype html><html><head><link rel="icon" href="data:,"></head><body></body></html>`;
 
-test.describe.configure({ mode: 'serial' });
-
 let page: Page;
-let problems: string[];
-
-test.beforeAll(async ({ browser }) => {
-  page = await browser.newPage();
-  problems = watchPage(page);
+const shared = sharedPage(async (p) => {
+  page = p;
   await page.route('**/lib/client-host.html', (route) =>
     route.fulfill({
       body: HOST,
@@ -37,14 +32,6 @@ test.beforeAll(async ({ browser }) => {
     });
     (window as unknown as { client: unknown }).client = client;
   });
-});
-
-test.afterEach(() => {
-  expect(problems, 'console errors, failed requests or uncaught errors').toEqual([]);
-});
-
-test.afterAll(async () => {
-  await page.close();
 });
 
 test('leaving the loop stops the run (cancelled, with what it made); a run right after a stop waits for it', async () => {
@@ -169,7 +156,11 @@ test('a worker whose script is not served is named as such', async () => {
   });
   await page.unroute('**/lib/assets/engine-worker-*.js');
   // The 404 is this test's own doing.
-  problems.splice(0, problems.length, ...problems.filter((p) => !/HTTP 404: .*engine-worker/.test(p)));
+  shared.problems.splice(
+    0,
+    shared.problems.length,
+    ...shared.problems.filter((p) => !/HTTP 404: .*engine-worker/.test(p)),
+  );
   expect(message).toBe(
     "the engine worker failed to start or crashed without a message: check that its script (the library's engine-worker file) is served, then load the models again",
   );

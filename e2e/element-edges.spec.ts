@@ -5,18 +5,13 @@
  */
 import type { Page } from '@playwright/test';
 import type { GenerationResult } from '../src/engine/events';
-import { expect, test, watchPage } from './fixtures';
+import { expect, sharedPage, test } from './fixtures';
 
 const PROMPT = 'It is a truth universally acknowledged, that a single man';
 
-test.describe.configure({ mode: 'serial' });
-
 let page: Page;
-let problems: string[];
-
-test.beforeAll(async ({ browser }) => {
-  page = await browser.newPage();
-  problems = watchPage(page);
+sharedPage(async (p) => {
+  page = p;
   await page.goto('./');
   await page.evaluate(async (prompt) => {
     const el = document.querySelector('spec-decoder') as HTMLElement & { updateComplete: Promise<boolean> };
@@ -24,14 +19,6 @@ test.beforeAll(async ({ browser }) => {
     await el.updateComplete;
     (el.shadowRoot?.querySelector('textarea') as HTMLTextAreaElement).value = prompt;
   }, PROMPT);
-});
-
-test.afterEach(() => {
-  expect(problems, 'console errors, failed requests or uncaught errors').toEqual([]);
-});
-
-test.afterAll(async () => {
-  await page.close();
 });
 
 /** In the page: the element, typed for the calls these tests make. */

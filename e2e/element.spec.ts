@@ -6,27 +6,14 @@
  */
 import type { Page } from '@playwright/test';
 import type { GenerationResult, RoundEvent } from '../src/engine/events';
-import { expect, test, watchPage } from './fixtures';
+import { expect, sharedPage, test } from './fixtures';
 
 const PROMPT = 'It is a truth universally acknowledged, that a single man';
 
-test.describe.configure({ mode: 'serial' });
-
 let page: Page;
-let problems: string[];
-
-test.beforeAll(async ({ browser }) => {
-  page = await browser.newPage();
-  problems = watchPage(page);
+sharedPage(async (p) => {
+  page = p;
   await page.goto('./');
-});
-
-test.afterEach(() => {
-  expect(problems, 'console errors, failed requests or uncaught errors').toEqual([]);
-});
-
-test.afterAll(async () => {
-  await page.close();
 });
 
 interface Run {

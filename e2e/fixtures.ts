@@ -62,3 +62,25 @@ export const test = base.extend<{
     });
   },
 });
+
+/**
+ * One page for a whole spec file whose tests run in order and share what the page loaded (the models load once):
+ * `open` sets it up; after every test its watched problems must be none; it closes at the end. The returned object's
+ * `page` and `problems` are set before the first test.
+ */
+export function sharedPage(open: (page: Page) => Promise<void>): { page: Page; problems: string[] } {
+  const shared = { page: undefined as unknown as Page, problems: [] as string[] };
+  test.describe.configure({ mode: 'serial' });
+  test.beforeAll(async ({ browser }) => {
+    shared.page = await browser.newPage();
+    shared.problems = watchPage(shared.page);
+    await open(shared.page);
+  });
+  test.afterEach(() => {
+    expect(shared.problems, 'console errors, failed requests or uncaught errors').toEqual([]);
+  });
+  test.afterAll(async () => {
+    await shared.page.close();
+  });
+  return shared;
+}
