@@ -168,3 +168,25 @@ test('a race cancelled during its plain decoding run says so, not a count of tok
   });
   expect(status).toContain('race cancelled (during its plain decoding run)');
 });
+
+test("a run the worker refuses before its first round leaves the last run's text in view", async () => {
+  const r = await page.evaluate(async () => {
+    const el = document.querySelector('spec-decoder') as El;
+    const text = () => el.shadowRoot?.querySelector('sd-token-stream')?.shadowRoot?.textContent ?? '';
+    el.maxNewTokens = 8;
+    await el.generate();
+    await el.updateComplete;
+    const before = text();
+    // Not a whole number: the element passes it on, and the engine in the worker refuses it.
+    el.maxNewTokens = 2.5;
+    const refused = await el.generate();
+    await el.updateComplete;
+    const error = el.shadowRoot?.querySelector('[part="error"]')?.textContent ?? '';
+    el.maxNewTokens = 8;
+    return { before, after: text(), refused, error };
+  });
+  expect(r.refused).toBeNull();
+  expect(r.error).toContain('max new tokens must be a whole number >= 1; got 2.5');
+  expect(r.before.length).toBeGreaterThan(20);
+  expect(r.after).toBe(r.before);
+});

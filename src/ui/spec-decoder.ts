@@ -486,6 +486,16 @@ export class SpecDecoder extends LitElement {
       this.fail(bad);
       return null;
     }
+    // A run refused before its first round (by the worker: a prompt over the context, a value out of range) leaves the
+    // last run's text, stats and tree in view, as the element's own refusals do.
+    const shown = {
+      events: this.events,
+      stats: this.stats,
+      race: this.race,
+      selectedRound: this.selectedRound,
+      sources: this.sources,
+      shownPrompt: this.shownPrompt,
+    };
     this.error = '';
     this.events = [];
     this.stats = null;
@@ -500,6 +510,7 @@ export class SpecDecoder extends LitElement {
       fire(this, 'sd-done', result);
       return result;
     } catch (e) {
+      if (this.events.length === 0) Object.assign(this, shown);
       this.fail((e as Error).message);
       return null;
     } finally {
