@@ -17,6 +17,7 @@ import {
 import type { SamplingParams } from '../engine/sampling';
 import { type Placement, placementFlagError } from '../model/device-choice';
 import { PRECISIONS, type Precision } from '../model/precision';
+import { isThreadCount } from '../runtime/threads';
 import { firstLine, joinNegativeValues, numberFlag } from '../util/args';
 
 export const DEFAULT_TARGET = 'public/models/austen-target';
@@ -150,7 +151,7 @@ export function parseCli(argv: string[]): CliOptions {
   if (str('system') !== undefined && !values.chat) throw new UsageError('--system needs --chat');
   const threadsArg = str('threads') ?? 'auto';
   const threads = threadsArg === 'auto' ? 'auto' : number('threads', threadsArg, 1, true);
-  if (threads !== 'auto' && (threads < 1 || threads > 64))
+  if (threads !== 'auto' && !isThreadCount(threads))
     throw new UsageError(`--threads must be auto or between 1 and 64; got ${threads}`);
   const maxNewTokens = number('max-new-tokens', str('max-new-tokens'), 64, true);
   if (maxNewTokens < 1) throw new UsageError(`--max-new-tokens must be >= 1; got ${maxNewTokens}`);

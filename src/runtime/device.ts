@@ -6,7 +6,10 @@
  */
 import { describeAdapter, isSoftwareAdapter, type WebGpuProbe } from './webgpu';
 
-export type DeviceRequest = 'auto' | 'webgpu' | 'wasm';
+/** The devices a browser load may ask for. */
+export const DEVICE_REQUESTS = ['auto', 'webgpu', 'wasm'] as const;
+export type DeviceRequest = (typeof DEVICE_REQUESTS)[number];
+export const isDeviceRequest = (v: unknown): v is DeviceRequest => (DEVICE_REQUESTS as readonly unknown[]).includes(v);
 
 export interface DeviceDecision {
   device: 'webgpu' | 'wasm';
@@ -23,7 +26,7 @@ export interface DeviceDecision {
 /** Decide from the request and the adapter probe (null when the request is wasm and nothing was probed). */
 export function chooseDevice(requested: DeviceRequest, probe: WebGpuProbe | null): DeviceDecision {
   // Anything else used to mean WebGPU ("gpu", "WASM" ran on a software adapter).
-  if (requested !== 'auto' && requested !== 'wasm' && requested !== 'webgpu')
+  if (!isDeviceRequest(requested))
     throw new RangeError(`device "${String(requested)}" is not one of auto, wasm, webgpu`);
   if (requested === 'wasm' || !probe) return { device: 'wasm', calibration: 'auto' };
   if (!probe.ok) {

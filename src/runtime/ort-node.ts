@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-web';
 import hot from './ort-hot-functions.json';
+import { isThreadCount } from './threads';
 import { avoidTierUpStall, compileWithHints, HINTS_V8, v8ReadsHints } from './v8-tiering';
 import { addCompilationHints } from './wasm-hints';
 
@@ -20,7 +21,7 @@ let configured: number | null = null;
 export function ortForNode(numThreads = 1): typeof ort {
   // onnxruntime takes anything and runs one thread for what it cannot use (0: as many as it likes), while
   // ortThreads() would report the number given.
-  if (!Number.isInteger(numThreads) || numThreads < 1 || numThreads > 64)
+  if (!isThreadCount(numThreads))
     throw new RangeError(`ortForNode: numThreads must be a whole number from 1 to 64; got ${numThreads}`);
   if (configured === null) {
     ort.env.wasm.numThreads = numThreads;

@@ -42,7 +42,8 @@ import type { Placement } from '../model/device-choice';
 import { type CachedRepo, clearCachedModels, listCachedModels } from '../model/hub/cache-admin';
 import type { ProgressInfo } from '../model/source';
 import type { ChatMessage } from '../model/tokenizer';
-import type { DeviceRequest } from '../runtime/device';
+import { type DeviceRequest, isDeviceRequest } from '../runtime/device';
+import { isThreadCount } from '../runtime/threads';
 import type { LoadInfo } from '../worker/protocol';
 import type { ChatView } from './chat-view';
 import { fire } from './events';
@@ -420,10 +421,9 @@ export class SpecDecoder extends LitElement {
     ];
     for (const [name, v] of attrs)
       if (Number.isNaN(v)) return `${name} must be a number; got "${this.getAttribute(name) ?? String(v)}"`;
-    if (!['auto', 'wasm', 'webgpu'].includes(this.device))
-      return `device must be auto, wasm or webgpu; got "${this.device}"`;
+    if (!isDeviceRequest(this.device)) return `device must be auto, wasm or webgpu; got "${this.device}"`;
     const t = this.threads;
-    if (t !== '' && t !== 'auto' && !(/^[0-9]+$/.test(t) && Number(t) >= 1 && Number(t) <= 64))
+    if (t !== '' && t !== 'auto' && !(/^[0-9]+$/.test(t) && isThreadCount(Number(t))))
       return `threads must be "auto" or a whole number from 1 to 64; got "${t}"`;
     if (this.mode !== 'text' && this.mode !== 'chat') return `mode must be text or chat; got "${this.mode}"`;
     return null;
