@@ -5,10 +5,12 @@
  * starts a fresh worker, so a page never needs a reload.
  */
 import type { GenerationResult, RoundEvent } from '../engine/events';
+import { checkPromptShape } from '../engine/prompt';
 import { StatsTracker } from '../engine/stats';
 import type { ProgressInfo } from '../model/source';
 import type { ChatMessage } from '../model/tokenizer';
 import { defaultOrtBase } from '../runtime/ort-base';
+import { isThreadCount } from '../runtime/threads';
 import type { FromWorker, GenerateRequest, LoadInfo, LoadRequest, ToWorker, WorkerError } from '../worker/protocol';
 
 export class EngineError extends Error {
@@ -137,7 +139,7 @@ export class EngineClient {
    */
   load(options: ClientLoadOptions): Promise<LoadInfo> {
     const t = options.threads;
-    if (t !== undefined && t !== 'auto' && !(Number.isInteger(t) && t >= 1 && t <= 64))
+    if (t !== undefined && t !== 'auto' && !isThreadCount(t))
       return Promise.reject(new RangeError(`threads must be 'auto' or a whole number from 1 to 64; got ${String(t)}`));
     const running = this.running;
     running?.cancel();
@@ -206,12 +208,7 @@ export class EngineClient {
     prompt: string | readonly number[] | { messages: ChatMessage[] },
     options: ClientGenerateOptions,
   ): GenerationStream {
-    if (
-      typeof prompt !== 'string' &&
-      !Array.isArray(prompt) &&
-      !(typeof prompt === 'object' && prompt !== null && 'messages' in prompt)
-    )
-      throw new TypeError(`the prompt must be text, an array of token ids or { messages }; got ${String(prompt)}`);
+    checkPromptShape(prompt);
     if (typeof options !== 'object' || options === null)
       throw new TypeError('generate() needs options: { method, maxNewTokens, … }');
     const { signal, ...rest } = options;
@@ -266,9 +263,11 @@ export class EngineClient {
       this.running = running;
       signal?.addEventListener('abort', onAbort, { once: true });
       const request: GenerateRequest =
-        typeof prompt === 'string' || Array.isArray(prompt)
-          ? { prompt: prompt as string | number[], ...rest }
-          : { prompt: '', messages: (prompt as { messages: ChatMessage[] }).messages, ...rest };
+        typeof prompt === 'string'
+          ? { prompt, ...rest }
+          : 'messages' in prompt
+            ? { prompt: '', messages: prompt.messages, ...rest }
+            : { prompt: Array.from(prompt), ...rest };
       // Right after a stop, the stopped run may still be ending in the worker: this one waits for it.
       void (previous?.settled ?? Promise.resolve()).then(() => {
         if (finished) return;

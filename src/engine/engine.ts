@@ -31,6 +31,7 @@ import {
 import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate, isGreedyRun } from './generate';
 import { hasHiddenStates, isLayerSkipping } from './lm';
+import { checkPromptShape } from './prompt';
 import { GREEDY, type SamplingParams } from './sampling';
 import { type KeyValueStore, MemoryStore, safeGet, safeSet } from './store';
 import { chainBias } from './tree';
@@ -148,6 +149,8 @@ export class SpecEngine {
   /** Methods whose drafter has started from what the store remembers of its learning (once per drafter). */
   private readonly relearned = new Set<string>();
   private busy = false;
+  /** The generation holding the engine (its iterator), for cancel(). */
+  private current: AsyncGenerator<RoundEvent, GenerationResult> | null = null;
   private costs: CostModel | null = null;
   readonly timings: EngineTimings = { loadMs: 0, warmupMs: 0, calibrationMs: 0, calibration: 'none' };
 
@@ -388,9 +391,6 @@ export class SpecEngine {
     if (it) await it.return(undefined as never).catch(() => undefined);
   }
 
-  /** The generation holding the engine (its iterator), for cancel(). */
-  private current: AsyncGenerator<RoundEvent, GenerationResult> | null = null;
-
   private async *run(
     prompt: string | readonly number[] | ChatPrompt,
     engineOptions: EngineGenerateOptions,
@@ -406,6 +406,7 @@ export class SpecEngine {
       sampling: { ...GREEDY, ...engineOptions.sampling },
     };
     const spec = this.spec(options.method);
+    checkPromptShape(prompt);
     this.busy = true;
     this.current = self();
     let drafter: Drafter | null = null;
@@ -423,8 +424,6 @@ export class SpecEngine {
         prompt = this.tokenizer.encode(text, { addSpecialTokens: false });
         options = { ...options, stopTokens: [...(options.stopTokens ?? []), ...this.tokenizer.endOfTurnTokens] };
       }
-      if (typeof prompt !== 'string' && !Array.isArray(prompt) && !ArrayBuffer.isView(prompt))
-        throw new TypeError(`the prompt must be text, an array of token ids or { messages }; got ${String(prompt)}`);
       const ids = typeof prompt === 'string' ? this.encode(prompt) : [...(prompt as readonly number[])];
       drafter = this.drafterFor(spec);
       // What the drafter learns about its guesses carries over between greedy generations (Drafter.reset), and
