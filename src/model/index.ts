@@ -8,6 +8,7 @@ import { ModelLoadError } from './errors';
 import { GRAPH_VARIANTS } from './graph/llama';
 import { hiddenKindFor, type LoadedHeads, loadHeads, type OpenedHeads, openHeads, timeHeadsCalls } from './heads/index';
 import { assertSameVocabulary, type LoadedModel, type LoadOptions, loadModel } from './load';
+import { PRECISIONS } from './precision';
 import { ModelRunner, type RunnerOptions } from './runner';
 
 export { parseLlamaConfig } from './config';
@@ -24,9 +25,6 @@ export {
 } from './heads/index';
 export { assertSameVocabulary, type LoadedModel, loadModel } from './load';
 export { PRECISIONS, type Precision } from './precision';
-
-import { PRECISIONS } from './precision';
-
 export { ContextLimitError, type Device, type ForwardInput, ModelRunner } from './runner';
 export type { HubOptions, ProgressCallback, ProgressInfo } from './source';
 
