@@ -5,20 +5,14 @@
  * line. One page, the models loaded once; the tests run in order.
  */
 import type { Page } from '@playwright/test';
-import { expect, sharedPage, test } from './fixtures';
+import { expect, serveHostPage, sharedPage, test } from './fixtures';
 
 const HOST = `<!doctype html><html><head><link rel="icon" href="data:,"></head><body></body></html>`;
 
 let page: Page;
 const shared = sharedPage(async (p) => {
   page = p;
-  await page.route('**/lib/client-host.html', (route) =>
-    route.fulfill({
-      body: HOST,
-      contentType: 'text/html',
-      headers: { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' },
-    }),
-  );
+  await serveHostPage(page, '**/lib/client-host.html', HOST);
   await page.goto('./lib/client-host.html');
   await page.evaluate(async () => {
     const { EngineClient } = await import(`${location.origin}/lib/spec-decoder.js`);

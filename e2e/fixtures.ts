@@ -84,3 +84,17 @@ export function sharedPage(open: (page: Page) => Promise<void>): { page: Page; p
   });
   return shared;
 }
+
+/**
+ * Serve `body` as an HTML page at `path` (a glob), cross-origin isolated as the build's own pages are (wasm threads
+ * need it): a host page that knows nothing of this project but what it loads.
+ */
+export async function serveHostPage(page: Page, path: string, body: string): Promise<void> {
+  await page.route(path, (route) =>
+    route.fulfill({
+      body,
+      contentType: 'text/html',
+      headers: { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' },
+    }),
+  );
+}

@@ -1,4 +1,4 @@
-import { expect, test } from './fixtures';
+import { expect, serveHostPage, test } from './fixtures';
 
 // A host page that knows nothing of this project but the library build (dist/lib): one script tag and the tag.
 const HOST = `<!doctype html><html><head><link rel="icon" href="data:,"><script type="module" src="./spec-decoder.js"></script></head><body>
@@ -7,13 +7,7 @@ const HOST = `<!doctype html><html><head><link rel="icon" href="data:,"><script 
 
 test('the library build (ES module + worker + ort files) works from a plain host page', async ({ page }) => {
   test.setTimeout(120_000);
-  await page.route('**/lib/host.html', (route) =>
-    route.fulfill({
-      body: HOST,
-      contentType: 'text/html',
-      headers: { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' },
-    }),
-  );
+  await serveHostPage(page, '**/lib/host.html', HOST);
   await page.goto('./lib/host.html');
   const tokens = await page.evaluate(async () => {
     await customElements.whenDefined('spec-decoder');
