@@ -150,8 +150,9 @@ function sourcesKey() {
 }
 
 /**
- * `npm run generate -- …`: the terminal front end (with `--device webgpu`, a Vulkan adapter is made sure of), run in
- * this process from one bundled file. Under tsx's loader the CLI's module graph took 0.8-0.9 s to load (every import
+ * `npm run generate -- …`: the terminal front end, run in this process from one bundled file. Nothing is installed
+ * for `--device webgpu`: without a Vulkan adapter the CLI falls back to wasm and says why (installing lavapipe with
+ * apt-get is `npm test`'s business; run as root, a generate with no adapter ran apt-get for 10 s, then exited 1). Under tsx's loader the CLI's module graph took 0.8-0.9 s to load (every import
  * resolved through the loader's hooks); bundled, 0.1-0.2 s, transformers.js included. The bundle is made by esbuild
  * (about 0.1 s) when src/ changed since the last one, into node_modules/.cache, written whole through a rename.
  */
@@ -160,7 +161,6 @@ async function generate() {
   setupToStderr = true;
   try {
     ensureNodeModules();
-    if (/--device[= ]webgpu\b/.test(args.join(' '))) ensureVulkan();
   } finally {
     setupToStderr = false;
   }

@@ -103,3 +103,27 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('WebGPU in Node on Dawn'), () => {
     expect(JSON.parse(r.stdout).tokens).toHaveLength(4);
   });
 });
+
+describe('npm run generate -- --device webgpu with no Vulkan driver', () => {
+  it('falls back to wasm and says why; it installs nothing (a fresh machine, as root, got apt-get and exit 1)', () => {
+    const r = spawnSync(
+      process.execPath,
+      ['tools/bootstrap.mjs', 'generate', '--prompt', 'It is a truth', '--max-new-tokens', '4', '--json'].concat([
+        '--device',
+        'webgpu',
+        '--method',
+        'ar',
+      ]),
+      {
+        encoding: 'utf8',
+        env: { ...process.env, VK_DRIVER_FILES: '/nonexistent.json', VK_ICD_FILENAMES: '/nonexistent.json' },
+        timeout: 110_000,
+      },
+    );
+    expect(r.signal, r.stderr).toBeNull();
+    expect(r.stderr).not.toMatch(/installing lavapipe|^> apt-get|Node WebGPU tests/m);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/WebGPU unavailable, falling back to wasm: /);
+    expect(JSON.parse(r.stdout).tokens).toHaveLength(4);
+  });
+});
