@@ -1,6 +1,7 @@
 /**
  * The library in Node (`import { SpecEngine, ortForNode } from 'spec-decoder'` resolves here under Node's "node"
- * export condition, or `spec-decoder/node` explicitly): the engine and the model layer, no DOM. The browser entry
+ * export condition, or `spec-decoder/node` explicitly): the engine and the model layer, no DOM; `ortForNodeWebGpu`
+ * runs it on WebGPU through Dawn (npm `webgpu`, imported only when called). The browser entry
  * (the <spec-decoder> element and EngineClient) is src/index.ts.
  */
 export {
@@ -39,5 +40,6 @@ export { GREEDY, type SamplingParams } from './engine/sampling';
 export type { NodeStatus, VerifyRule } from './engine/verify';
 export { loadModel, ModelLoadError, ModelRunner, openModel, openPair, type ProgressInfo } from './model/index';
 export { ortForNode, ortThreads, useWasmCompilationHints } from './runtime/ort-node';
+export { type NodeWebGpu, type NodeWebGpuOptions, ortForNodeWebGpu } from './runtime/ort-node-webgpu';
 export { describeThreads, type ThreadChoice, type ThreadTiming } from './runtime/thread-probe';
 export { chooseNodeWasmThreads, type NodeThreadOptions } from './runtime/thread-probe-node';
