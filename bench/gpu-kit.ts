@@ -1,7 +1,7 @@
 /**
  * The GPU kit's entry point (bundled for Node by tools/gpu-kit/build.mjs, run by tools/gpu-kit/run.sh; it also runs
  * with tsx): the benchmark's node-webgpu backend on the bundled pair, plus the verify-cost curves (fp32 vs fp16) of
- * the model folders given with --models. Writes bench/results/<date>-<gpu>.json and .md, from the repository root.
+ * the model folders given with --models. Writes bench/results/<date>T<hhmm>-<gpu>.json and .md (UTC start time), from the repository root.
  *
  *   node gpu-kit.mjs [--models DIR,DIR] [--plan smoke|software|gpu] [--out bench/results]
  *                    [--curves fp32/plain,int4/fused,...] [--feeds-ab] [bench flags]
@@ -14,7 +14,7 @@
  * Bench flags (--methods, --categories, --prompts, --repeats, --max-new-tokens, --temperature...) size the harness
  * run as in `npm run bench`. The report is rewritten after each phase (harness, each curve, each exact check).
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -94,7 +94,24 @@ const machine = {
   ),
   args: argv,
 };
-mkdirSync(values.out as string, { recursive: true });
+// Checked before anything runs, each in one line: a run that cannot write its results, or has no models to run.
+try {
+  mkdirSync(values.out as string, { recursive: true });
+  const probe = join(values.out as string, `.write-check-${process.pid}`);
+  writeFileSync(probe, '');
+  rmSync(probe);
+} catch (e) {
+  console.error(`error: cannot write the results to ${values.out}: ${(e as Error).message}`);
+  process.exit(1);
+}
+for (const folder of ['public/models/austen-target', 'public/models/austen-draft']) {
+  if (!existsSync(join(folder, 'config.json'))) {
+    console.error(
+      `error: the bundled models are missing (${folder}/config.json): carry gpu-kit/models.tar.xz with the kit (node tools/gpu-kit/build.mjs makes it; tools/gpu-kit/run.sh unpacks it)`,
+    );
+    process.exit(1);
+  }
+}
 let base = '';
 /** Writes the report so far (after each phase: a run cut short keeps what it measured). */
 function write(report: NodeWebGpuReport, complete: boolean): string {
@@ -104,7 +121,8 @@ function write(report: NodeWebGpuReport, complete: boolean): string {
       .replace(/[^a-z0-9]+/g, '-')
       .replace(/^-|-$/g, '')
       .slice(0, 48) || 'unknown-gpu';
-  base = join(values.out as string, `${started.toISOString().slice(0, 10)}-${gpu}`);
+  // The start time to the minute: a second run on the same GPU the same day wrote over the first one's files.
+  base = join(values.out as string, `${started.toISOString().slice(0, 16).replace(':', '')}-${gpu}`);
   const md = nodeWebGpuMarkdown(report);
   const json = { date: started.toISOString(), complete, machine: { ...machine, webgpu: report.webgpuPackage }, report };
   writeFileSync(`${base}.json`, `${JSON.stringify(json, null, 1)}\n`);

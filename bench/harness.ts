@@ -505,7 +505,7 @@ export function markdown(title: string, r: BenchReport): string {
   if (r.draftCurve.points.length > 0) {
     lines.push(
       '',
-      `Draft call: ${r.draftCurve.points.map((p) => `q=${p.q}: ${f(p.ms)} ms`).join(', ')} (q=1 is ${f(r.draftRelative)}x a target call).${
+      `Draft call: ${r.draftCurve.points.map((p) => `q=${p.q}: ${f(p.ms)} ms`).join(', ')} (q=1 is ${r.draftRelative > 0 && r.draftRelative < 0.1 ? r.draftRelative.toPrecision(2) : f(r.draftRelative)}x a target call).${
         r.bestChain
           ? ` Best chain for the measured per-token acceptance ${f(r.bestChain.alpha)}: gamma ${r.bestChain.gamma}, ideal speedup ${f(r.bestChain.speedup)}x.`
           : ''

@@ -4,10 +4,10 @@
 #
 #   sh tools/gpu-kit/run.sh [--plan smoke|software|gpu] [--out DIR]
 #
-# Unpacks the kit (once), writes real-shaped random-weight models with Python (KIT_SHAPES, comma-separated, default
+# Unpacks the kit (once per archive), writes real-shaped random-weight models with Python (KIT_SHAPES, comma-separated, default
 # smollm2-135m,smollm2-360m,qwen2.5-0.5b; see tools/gpu-kit/write_model.py), then runs the benchmark's node-webgpu
 # backend on the bundled pair and the verify-cost curves fp32 vs fp16 of those models, and writes
-# bench/results/<date>-<gpu>.json and .md. Environment:
+# bench/results/<date>T<hhmm>-<gpu>.json and .md. Environment:
 #   VK_DRIVER_FILES  the Vulkan driver's ICD json; default: NVIDIA's at /usr/local/nvidia/share/vulkan/icd.d/
 #   WEBGPU_ADAPTER   a substring of the adapter's name when several exist; default NVIDIA with that driver
 #   SPEC_DECODER_WASM_TIERUP=1  let V8 optimise ORT's wasm (see src/runtime/ort-node-webgpu.ts)
@@ -18,29 +18,36 @@ cd "$(dirname "$0")/../.."
 KIT=gpu-kit/kit
 NODE=$KIT/bin/node
 
-if [ ! -x "$NODE" ]; then
-  if [ ! -f gpu-kit/kit.tar.xz ]; then
-    echo "gpu-kit/kit.tar.xz is missing: build it with node tools/gpu-kit/build.mjs" >&2
-    exit 1
-  fi
-  echo "unpacking gpu-kit/kit.tar.xz"
+# unpack ARCHIVE DIR: with xz where the machine has it, else with Python's tarfile.
+unpack() {
+  mkdir -p "$2"
   if command -v xz >/dev/null 2>&1; then
-    tar -xJf gpu-kit/kit.tar.xz -C gpu-kit
+    tar -xJf "$1" -C "$2"
   else
-    python3 -c 'import tarfile; tarfile.open("gpu-kit/kit.tar.xz").extractall("gpu-kit")'
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$1" "$2"
   fi
+}
+
+# Unpacked once per archive: a stamp file newer than the archive says this one is unpacked. A kit rebuilt and carried
+# again to a machine that kept the last one's ignored files (a warm device machine) is unpacked afresh; before, the
+# old kit ran, silently.
+if [ -f gpu-kit/kit.tar.xz ] && { [ ! -x "$NODE" ] || [ gpu-kit/kit.tar.xz -nt gpu-kit/.kit-unpacked ]; }; then
+  echo "unpacking gpu-kit/kit.tar.xz"
+  rm -rf "$KIT"
+  unpack gpu-kit/kit.tar.xz gpu-kit
+  touch gpu-kit/.kit-unpacked
+elif [ ! -x "$NODE" ]; then
+  echo "gpu-kit/kit.tar.xz is missing: build it with node tools/gpu-kit/build.mjs" >&2
+  exit 1
 fi
 
 # The models travel packed (gpu-kit/models.tar.xz: the target, the draft model and the EAGLE head; the tree left
-# public/models behind to make room): unpacked where the tree lacks them.
-if [ ! -f public/models/austen-target/config.json ] && [ -f gpu-kit/models.tar.xz ]; then
+# public/models behind to make room): unpacked where the tree lacks them, and again when a newer archive comes.
+if [ -f gpu-kit/models.tar.xz ] && { [ ! -f public/models/austen-target/config.json ] ||
+  { [ -f gpu-kit/.models-unpacked ] && [ gpu-kit/models.tar.xz -nt gpu-kit/.models-unpacked ]; }; }; then
   echo "unpacking gpu-kit/models.tar.xz into public/models"
-  mkdir -p public/models
-  if command -v xz >/dev/null 2>&1; then
-    tar -xJf gpu-kit/models.tar.xz -C public/models
-  else
-    python3 -c 'import tarfile; tarfile.open("gpu-kit/models.tar.xz").extractall("public/models")'
-  fi
+  unpack gpu-kit/models.tar.xz public/models
+  touch gpu-kit/.models-unpacked
 fi
 
 NVIDIA_ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
