@@ -1,8 +1,8 @@
 /**
  * EngineClient from the library build, at its edges, on wasm: leaving a run's loop early stops it, a run started
  * right after a stop waits for the stopped one, load() during a run stops it with what it made, an aborted signal
- * never reaches the worker, a stream is iterated once, token ids are a prompt, and bad options are refused in one
- * line. One page, the models loaded once; the tests run in order.
+ * never reaches the worker, a stream is iterated once, token ids are a prompt, bad options are refused in one
+ * line, and an onProgress callback that throws does not stop a load. One page, the models loaded once; the tests run in order.
  */
 import type { Page } from '@playwright/test';
 import { expect, serveHostPage, sharedPage, test } from './fixtures';
@@ -137,6 +137,33 @@ test('an aborted signal never reaches the worker; a stream is iterated once; tok
   expect(r.noOptions).toBe('generate() needs options: { method, maxNewTokens, … }');
   expect(r.badSignal).toBe('options.signal must be an AbortSignal');
   expect(r.threads).toBe("threads must be 'auto' or a whole number from 1 to 64; got abc");
+});
+
+test('an onProgress that throws is reported once, and the load goes on', async () => {
+  const r = await page.evaluate(async () => {
+    // biome-ignore lint/suspicious/noExplicitAny: the client as the page sees it
+    const client = (window as any).client;
+    let calls = 0;
+    const info = await client.load({
+      target: '../models/austen-target/',
+      draft: '../models/austen-draft/',
+      device: 'wasm',
+      ortBase: `${location.origin}/lib/ort/`,
+      threads: 1,
+      onProgress: () => {
+        calls++;
+        throw new Error('the page broke');
+      },
+    });
+    const after = await client.generate('She was', { method: 'chain', maxNewTokens: 4 }).result;
+    return { calls, device: info.device, tokens: after.tokens.length };
+  });
+  const said = shared.problems.filter((p) => p.includes('onProgress threw: the page broke'));
+  shared.problems.splice(0, shared.problems.length, ...shared.problems.filter((p) => !said.includes(p)));
+  expect(r.calls).toBeGreaterThan(1);
+  expect(said).toHaveLength(1);
+  expect(r.device).toBe('wasm');
+  expect(r.tokens).toBe(4);
 });
 
 test('a worker whose script is not served is named as such', async () => {
