@@ -299,6 +299,12 @@ describe('engine behaviour', () => {
       );
       expect(r.stopReason, method).toBe('eos');
       expect(r.tokens, method).toEqual(expected);
+      // The end-of-sequence token adds no text (its text is a marker); the streamed pieces make up the text.
+      expect(r.text, method).toBe(tokenizer.decode(expected.slice(0, -1)));
+      const pieces = events.flatMap((e) => [...e.accepted, ...e.target]);
+      expect(pieces.map((p) => p.id)).toEqual(expected);
+      expect(pieces.map((p) => p.text).join(''), method).toBe(r.text);
+      expect((pieces[pieces.length - 1] as { text: string }).text).toBe('');
       const last = events[events.length - 1] as RoundEvent;
       if (last.accepted.some((t) => t.id === eos)) draftedEosAccepted++;
     }
@@ -313,6 +319,7 @@ describe('engine behaviour', () => {
     const stopped = await run('chain', [1, 2], { maxNewTokens: 30, sampling: GREEDY, stopTokens: [stop] });
     expect(stopped.result.stopReason).toBe('eos');
     expect(stopped.result.tokens).toEqual(free.result.tokens.slice(0, cut + 1));
+    expect(stopped.result.text).toBe(tokenizer.decode(free.result.tokens.slice(0, cut)));
   });
 
   it('bad options and token ids are refused in one line naming them, before anything runs', async () => {

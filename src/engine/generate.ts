@@ -206,10 +206,12 @@ export async function* generate(
 
       const acceptedIds = path.slice(1).map((n) => tree.tokens[n] as number);
       const rejectedIds = eosAt > 0 ? [] : rejectedBranch(tree, verdict);
-      const acceptedText = decoder.push(acceptedIds);
+      // The token that ends the text (end of sequence, an end of turn, a stop token) stays among the tokens but adds
+      // nothing to the text: its text is a marker such as <|endoftext|>, which ended up in the CLI's output.
+      const acceptedText = eosAt > 0 ? [...decoder.push(acceptedIds.slice(0, -1)), ''] : decoder.push(acceptedIds);
       const rejectedText = decoder.preview(rejectedIds);
       const targetIds = targetToken === null ? [] : [targetToken];
-      const targetText = decoder.push(targetIds);
+      const targetText = targetToken !== null && eos.has(targetToken) ? [''] : decoder.push(targetIds);
       const produced = [...acceptedIds, ...targetIds];
       committed.push(...produced);
       generated.push(...produced);
