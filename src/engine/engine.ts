@@ -32,7 +32,7 @@ import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate, isGreedyRun } from './generate';
 import { hasHiddenStates, isLayerSkipping } from './lm';
 import { checkPromptShape } from './prompt';
-import { GREEDY, type SamplingParams } from './sampling';
+import { type SamplingParams, withDefaults } from './sampling';
 import { type KeyValueStore, MemoryStore, safeGet, safeSet } from './store';
 import { chainBias } from './tree';
 
@@ -102,8 +102,8 @@ export interface EngineLoadOptions {
 
 export interface EngineGenerateOptions extends Omit<GenerateOptions, 'sampling'> {
   method: Method;
-  /** How tokens are chosen (default greedy: GREEDY). */
-  sampling?: SamplingParams;
+  /** How tokens are chosen (default greedy: GREEDY); settings left out (or undefined) take greedy's. */
+  sampling?: Partial<SamplingParams>;
 }
 
 /** A conversation to continue: the model's chat template makes the prompt, and its end-of-turn tokens stop it. */
@@ -402,8 +402,7 @@ export class SpecEngine {
       );
     let options: EngineGenerateOptions & GenerateOptions = {
       ...engineOptions,
-      // Settings left out take greedy decoding's: { temperature: 0.8 } alone samples from the whole vocabulary.
-      sampling: { ...GREEDY, ...engineOptions.sampling },
+      sampling: withDefaults(engineOptions.sampling),
     };
     const spec = this.spec(options.method);
     checkPromptShape(prompt);

@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { gumbelTopK, Rng, sampleFrom, sampleWithoutReplacement, toProbs, topK } from './sampling';
+import {
+  checkSampling,
+  GREEDY,
+  gumbelTopK,
+  Rng,
+  type SamplingParams,
+  sampleFrom,
+  sampleWithoutReplacement,
+  toProbs,
+  topK,
+  withDefaults,
+} from './sampling';
 
 const logits = Float32Array.from([2, 1, 0.5, -1, 3, 0]);
 
@@ -32,6 +43,31 @@ describe('sampling', () => {
     };
     expect(draw(7)).toEqual(draw(7));
     expect(draw(7)).not.toEqual(draw(8));
+    // Every accepted seed has its own stream: the high bits count (0 and 2^32, -1 and 2^32 - 1 gave one stream).
+    expect(draw(2 ** 32)).not.toEqual(draw(0));
+    expect(draw(-1)).not.toEqual(draw(2 ** 32 - 1));
+    expect(draw(2 ** 53 - 1)).not.toEqual(draw(2 ** 32 - 1));
+    // Seeds below 2^32 keep the streams they had (a seed's text stays what it was).
+    const r = new Rng(5);
+    expect([r.next(), r.next(), r.next()]).toEqual([0.6452848957851529, 0.5324752188753337, 0.5458066661376506]);
+  });
+
+  it("settings are checked in one line naming them; left out or undefined, they take greedy decoding's", () => {
+    const check = (p: Partial<SamplingParams>) => {
+      try {
+        checkSampling(withDefaults(p));
+        return 'ok';
+      } catch (e) {
+        return (e as Error).message;
+      }
+    };
+    expect(check({ temperature: 0.8, topK: undefined, topP: undefined, seed: undefined })).toBe('ok');
+    expect(withDefaults({ temperature: 0.8, topK: undefined })).toEqual({ ...GREEDY, temperature: 0.8 });
+    expect(withDefaults(undefined)).toEqual(GREEDY);
+    expect(check({ temperature: '0.8' as unknown as number })).toBe('temperature must be a number; got "0.8"');
+    expect(check({ topK: null as unknown as number })).toBe('top-k must be a number; got null');
+    expect(check({ seed: 2 ** 53 })).toBe('seed 9007199254740992 must be an integer of at most 2^53 - 1 in size');
+    expect(check({ seed: -(2 ** 53 - 1) })).toBe('ok');
   });
 
   it('sampling matches the distribution; without-replacement draws are distinct and start like a plain draw', () => {

@@ -20,11 +20,29 @@ export function isGreedy(params: SamplingParams): boolean {
 }
 
 export function checkSampling(p: SamplingParams): void {
+  for (const [name, v] of [
+    ['temperature', p.temperature],
+    ['top-k', p.topK],
+    ['top-p', p.topP],
+    ['seed', p.seed],
+  ] as const)
+    if (typeof v !== 'number') throw new TypeError(`${name} must be a number; got ${JSON.stringify(v) ?? String(v)}`);
   if (!(p.temperature >= 0) || !Number.isFinite(p.temperature))
     throw new RangeError(`temperature ${p.temperature} must be >= 0`);
   if (!Number.isInteger(p.topK) || p.topK < 0) throw new RangeError(`top-k ${p.topK} must be a non-negative integer`);
   if (!(p.topP > 0 && p.topP <= 1)) throw new RangeError(`top-p ${p.topP} must be in (0, 1]`);
-  if (!Number.isInteger(p.seed)) throw new RangeError(`seed ${p.seed} must be an integer`);
+  // Every seed accepted has its own stream (Rng takes all 53 bits); a larger number is not exact in a double.
+  if (!Number.isSafeInteger(p.seed))
+    throw new RangeError(`seed ${p.seed} must be an integer of at most 2^53 - 1 in size`);
+}
+
+/**
+ * Sampling settings over greedy decoding's: a setting left out, or given as undefined, takes greedy's value
+ * ({ temperature: 0.8 } alone samples from the whole vocabulary; { topK: undefined } is no top-k).
+ */
+export function withDefaults(sampling: Partial<SamplingParams> | undefined): SamplingParams {
+  const given = Object.entries(sampling ?? {}).filter(([, v]) => v !== undefined);
+  return { ...GREEDY, ...Object.fromEntries(given) };
 }
 
 export function argmax(row: ArrayLike<number>): number {
@@ -112,6 +130,9 @@ export class Rng {
     this.b = 0x243f6a88;
     this.c = 0xb7e15162;
     this.d = seed >>> 0;
+    // The seed's high bits (a seed from 2^32 on, or below 0) go into another word: seeds 0 and 2^32, or -1 and
+    // 2^32 - 1, shared one stream. Seeds from 0 to 2^32 - 1 keep the streams they always had.
+    this.c ^= Math.floor(seed / 4294967296) | 0;
     for (let i = 0; i < 15; i++) this.next();
   }
 
