@@ -19,6 +19,15 @@ export interface Expected {
 const hex = (buf: ArrayBuffer) => Array.from(new Uint8Array(buf), (b) => b.toString(16).padStart(2, '0')).join('');
 const short = (h: string) => `${h.slice(0, 12)}…`;
 
+/** The URL's origin for messages; the URL itself where it does not parse (a message must never throw). */
+const origin = (url: string) => {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+};
+
 /**
  * fetch(), with a network failure (no answer at all) as a DownloadError marked `network`. A GET that fails before
  * any answer is tried once more: a kept-alive connection the server has just closed fails that way.
@@ -35,7 +44,7 @@ export async function request(url: string, init: RequestInit, label: string): Pr
   }
   const e = failure;
   const cause = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
-  throw new DownloadError(`${label}: cannot reach ${new URL(url).origin} (${cause})`, { network: true });
+  throw new DownloadError(`${label}: cannot reach ${origin(url)} (${cause})`, { network: true });
 }
 
 /** Read a response body with progress; a body that ends early or errors is a DownloadError naming the file. */

@@ -138,6 +138,22 @@ describe('hf: ids through the test hub (Node)', () => {
     }
   });
 
+  it('an HF_ENDPOINT or endpoint option that is not a URL is one line naming it and the model', async () => {
+    const saved = process.env.HF_ENDPOINT;
+    process.env.HF_ENDPOINT = 'notaurl';
+    try {
+      expect(await loadError('hf:test/austen-draft', { hub: { cacheDir: freshCache() } })).toBe(
+        'hf:test/austen-draft@main: HF_ENDPOINT "notaurl" is not a URL (expected e.g. https://huggingface.co)',
+      );
+    } finally {
+      if (saved === undefined) delete process.env.HF_ENDPOINT;
+      else process.env.HF_ENDPOINT = saved;
+    }
+    expect(await loadError('hf:test/austen-draft', { hub: { endpoint: 'ftp:/x', cacheDir: freshCache() } })).toBe(
+      'hf:test/austen-draft@main: the hub endpoint "ftp:/x" is not a URL (expected e.g. https://huggingface.co)',
+    );
+  });
+
   it('revisions: a tag, a commit sha and a branch load their own files; the cache keeps each', async () => {
     const cacheDir = freshCache();
     const files = readFolder(DRAFT);

@@ -31,9 +31,22 @@ export const isNode = typeof process !== 'undefined' && !!process.versions?.node
 
 const env = (name: string): string | undefined => (isNode ? process.env[name] || undefined : undefined);
 
-/** The hub host: the option, else HF_ENDPOINT in Node, else huggingface.co; without a trailing slash. */
+/**
+ * The hub host: the option, else HF_ENDPOINT in Node, else huggingface.co; without a trailing slash. One that is not
+ * an http(s) URL is a ModelLoadError naming where it came from (every request URL is built on it).
+ */
 export function hubEndpoint(option?: string): string {
-  return (option || env('HF_ENDPOINT') || DEFAULT_ENDPOINT).replace(/\/+$/, '');
+  const fromEnv = option ? undefined : env('HF_ENDPOINT');
+  const value = option || fromEnv || DEFAULT_ENDPOINT;
+  let protocol = '';
+  try {
+    protocol = new URL(value).protocol;
+  } catch {}
+  if (protocol !== 'http:' && protocol !== 'https:') {
+    const name = fromEnv ? 'HF_ENDPOINT' : 'the hub endpoint';
+    throw new ModelLoadError(`${name} "${value}" is not a URL (expected e.g. ${DEFAULT_ENDPOINT})`);
+  }
+  return value.replace(/\/+$/, '');
 }
 
 /** The access token: the option, else HF_TOKEN in Node (HUGGING_FACE_HUB_TOKEN as huggingface_hub's fallback). */

@@ -13,7 +13,7 @@
  * (zero-padded to Content-Length) in its cache and never revalidates. We share transformers.js's browser cache
  * (store-browser.ts), its tokenizer and its chat templates, and the hub's cache layout.
  */
-import { DownloadError } from '../errors';
+import { DownloadError, ModelLoadError } from '../errors';
 import { type ByteProgress, readBody, request, verify } from './download';
 import { DEFAULT_ENDPOINT, hubEndpoint, hubToken, isNode, resolveUrl } from './id';
 import { fetchRepoInfo, hubError, type RepoInfo } from './info';
@@ -64,7 +64,11 @@ export class HubSource {
     private readonly options: HubOptions = {},
     private readonly onWarning?: (message: string) => void,
   ) {
-    this.endpoint = hubEndpoint(options.endpoint);
+    try {
+      this.endpoint = hubEndpoint(options.endpoint);
+    } catch (e) {
+      throw new ModelLoadError(`hf:${repo}@${revision}: ${(e as Error).message}`);
+    }
     this.token = hubToken(options.token);
     this.location = `hf:${repo}@${revision}${this.endpoint === DEFAULT_ENDPOINT ? '' : ` on ${this.endpoint}`}`;
   }
