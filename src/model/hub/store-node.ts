@@ -5,7 +5,7 @@
  *   models--<org>--<name>/snapshots/<commit>/<file>       relative symlinks to the blobs
  *   models--<org>--<name>/refs/<revision>                 the commit a branch or tag pointed at last time
  * A blob is written under a temporary name and renamed only after the download is complete and verified, so a
- * truncated download never appears in the cache.
+ * truncated download never appears in the cache; a write that fails (a full disk) removes its partial file.
  * Node modules are imported lazily so that browser bundles can include this file.
  */
 import { DownloadError } from '../errors';
@@ -129,20 +129,26 @@ export class NodeHubStore implements HubStore {
   async write(_endpoint: string, info: RepoInfo, file: string, bytes: Uint8Array): Promise<void> {
     const { fs, path, root } = await this.paths(info.repo);
     const etag = info.files[file]?.etag;
+    // The file being written (a blob's temporary name, or the snapshot file itself when there is no ETag): removed on
+    // any failure (a full disk leaves part of it), so nothing half-written stays behind.
+    let partial: string | undefined;
     try {
       if (!etag) {
         const pointer = path.join(root, 'snapshots', info.commit, ...file.split('/'));
         await fs.mkdir(path.dirname(pointer), { recursive: true });
+        partial = pointer;
         await fs.writeFile(pointer, bytes);
         return;
       }
       const blob = path.join(root, 'blobs', etag);
       await fs.mkdir(path.dirname(blob), { recursive: true });
-      const partial = `${blob}.${process.pid}.${Math.random().toString(36).slice(2)}.incomplete`;
+      partial = `${blob}.${process.pid}.${Math.random().toString(36).slice(2)}.incomplete`;
       await fs.writeFile(partial, bytes);
       await fs.rename(partial, blob);
+      partial = undefined;
       await this.link(root, info.commit, file, etag);
     } catch (e) {
+      if (partial) await fs.rm(partial, { force: true }).catch(() => {});
       throw new DownloadError(`could not keep ${file} in ${this.where}: ${(e as Error).message}`);
     }
   }
