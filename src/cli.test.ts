@@ -1,9 +1,12 @@
 /** The terminal front end: strict flags with one-line errors, colours only on a terminal, nothing lost at limits. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { TestHub } from '../tests/hub/server';
 import { type CliIO, main } from './cli';
 import { parseCli, UsageError } from './cli/args';
 import { jsonResult, wantColour } from './cli/output';
@@ -304,4 +307,67 @@ describe('CLI runs (bundled models)', () => {
     expect(json.stats.stopReason).toBe('context');
     expect(json.tokens.length).toBeGreaterThan(0);
   }, 60_000);
+});
+
+describe('CLI: models from a hub', () => {
+  /** Runs main() with the hub's environment set for it (HF_ENDPOINT, HF_HOME), restored after. */
+  async function withHubEnv<T>(env: Record<string, string>, run: () => Promise<T>): Promise<T> {
+    const saved = { ...process.env };
+    delete process.env.HF_HUB_CACHE;
+    Object.assign(process.env, env);
+    try {
+      return await run();
+    } finally {
+      for (const k of Object.keys(env)) delete process.env[k];
+      Object.assign(process.env, saved);
+    }
+  }
+  const args = ['--target', 'hf:test/austen-target', '--method', 'ar', '--max-new-tokens', '3', '--threads', '1'];
+  const prompt = ['--prompt', 'She was'];
+
+  it('says which files it downloads, and warns when it runs offline on the cached copy', async () => {
+    const hub = await TestHub.start();
+    hub.addRepo('test/austen-target', 'public/models/austen-target');
+    const home = mkdtempSync(join(tmpdir(), 'cli-hub-'));
+    try {
+      const first = capture();
+      expect(await withHubEnv({ HF_ENDPOINT: hub.url, HF_HOME: home }, () => main([...prompt, ...args], first))).toBe(
+        0,
+      );
+      expect(first.stderr()).toMatch(/^downloading hf:test\/austen-target: config\.json$/m);
+      const offline = capture();
+      // Nothing listens there any more: the cached copy is used, and the CLI says so.
+      hub.close();
+      expect(await withHubEnv({ HF_ENDPOINT: hub.url, HF_HOME: home }, () => main([...prompt, ...args], offline))).toBe(
+        0,
+      );
+      expect(offline.stderr()).not.toMatch(/^downloading/m);
+      expect(offline.stderr()).toMatch(/^warning: hf:test\/austen-target@main: cannot reach .*; using the copy in /m);
+      expect(offline.stdout()).toBe(first.stdout());
+    } finally {
+      hub.close();
+    }
+  }, 60_000);
+
+  it('Ctrl-C while a hub that never answers holds the load ends the run there (exit 130)', async () => {
+    const silent = createServer(() => {}); // accepts, never answers
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const stop = new AbortController();
+    const io = { ...capture(), signal: stop.signal };
+    const timer = setTimeout(() => stop.abort('interrupted'), 1500);
+    try {
+      const home = mkdtempSync(join(tmpdir(), 'cli-hub-'));
+      const code = await withHubEnv({ HF_ENDPOINT: `http://127.0.0.1:${port}`, HF_HOME: home }, () =>
+        main([...prompt, ...args], io),
+      );
+      expect(code).toBe(130);
+      expect(io.stdout()).toBe('');
+      expect(io.stderr()).toMatch(/^stopped while loading the models \(interrupted\)\n$/m);
+    } finally {
+      clearTimeout(timer);
+      silent.closeAllConnections();
+      silent.close();
+    }
+  }, 20_000);
 });

@@ -55,6 +55,16 @@ function processIO(): CliIO {
   };
 }
 
+const ABORTED = Symbol('aborted');
+
+/** Settles (with ABORTED) when the signal aborts; never without one. */
+function untilAborted(signal: AbortSignal | undefined): Promise<typeof ABORTED> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) resolve(ABORTED);
+    else signal?.addEventListener('abort', () => resolve(ABORTED), { once: true });
+  });
+}
+
 /** Exit statuses of a run stopped by a signal, as shells report them (128 + the signal's number). */
 const EXIT_STATUS = { interrupted: 130, terminated: 143 } as const;
 
@@ -84,14 +94,25 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
   for (const line of options.unused) io.err(`note: ${line}\n`);
   const store = new FileStore();
   const usesDraft = uses(methodSpec(options.method), 'draft-model');
-  const runtime = await nodeRuntime(
-    options.device,
-    (line) => io.err(`${line}\n`),
-    options.threads === 'auto'
-      ? { auto: { target: options.target, ...(usesDraft ? { draft: options.draft } : {}), store } }
-      : options.threads,
-    { maxNewTokens: options.maxNewTokens },
-  );
+  // A signal while the models load (a slow download, a hub that does not answer) ends the run there: nothing has
+  // been generated to keep. The load itself is left behind (the process exits).
+  const stopped = untilAborted(io.signal);
+  const stoppedWhileLoading = () => {
+    io.err(`stopped while loading the models (${String(io.signal?.reason)})\n`);
+    return exitStatus('cancelled', io.signal);
+  };
+  const runtime = await Promise.race([
+    nodeRuntime(
+      options.device,
+      (line) => io.err(`${line}\n`),
+      options.threads === 'auto'
+        ? { auto: { target: options.target, ...(usesDraft ? { draft: options.draft } : {}), store } }
+        : options.threads,
+      { maxNewTokens: options.maxNewTokens },
+    ),
+    stopped,
+  ]);
+  if (runtime === ABORTED) return stoppedWhileLoading();
   // A draft model or heads asked for on WebGPU beside a target on wasm (asked, or no adapter) run on wasm: say so.
   if (runtime.device === 'wasm')
     for (const line of placementNotes(
@@ -103,7 +124,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       io.err(`note: ${line}\n`);
   let engine: SpecEngine;
   try {
-    engine = await SpecEngine.load(runtime.ort, {
+    const loading = SpecEngine.load(runtime.ort, {
       target: options.target,
       ...(usesDraft ? { draft: options.draft } : {}),
       // Layer skipping (swift) needs the target built with layer switches; other methods run without them.
@@ -116,7 +137,22 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       precision: options.precision,
       ...(options.exact ? { exact: true } : {}),
       store,
+      // What the hub's loads report besides the bytes: a file downloaded (not read from the cache), and warnings
+      // (offline: the cached copy is used; a cache that could not keep a file).
+      onProgress: (p) => {
+        if (p.status === 'download') io.err(`downloading ${p.name}: ${p.file}\n`);
+        else if (p.status === 'warning') io.err(`warning: ${p.message}\n`);
+      },
     });
+    const loaded = await Promise.race([loading, stopped]);
+    if (loaded === ABORTED) {
+      loading.then(
+        (e) => e.release(),
+        () => undefined,
+      );
+      return stoppedWhileLoading();
+    }
+    engine = loaded;
   } catch (e) {
     io.err(`error: ${(e as Error).message}\n`);
     await runtime.shutdown();
