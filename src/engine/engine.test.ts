@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ortForNode } from '../runtime/ort-node';
 import type { Method } from './drafters/index';
 import { SpecEngine } from './engine';
-import type { GenerationResult } from './events';
+import type { GenerationResult, RoundEvent } from './events';
 import { GREEDY, Rng, type SamplingParams } from './sampling';
 import { MemoryStore } from './store';
 
@@ -306,23 +306,48 @@ describe('SpecEngine', () => {
     }
   }, 60_000);
 
-  it('cancel() frees an engine whose iterator was dropped part-way, and stops one in flight', async () => {
+  it('cancel() frees an engine whose iterator was dropped part-way, and stops one in flight, with what they made', async () => {
     const dropped = pair.generate('She was', { method: 'chain', maxNewTokens: 40 });
-    expect((await dropped.next()).done).toBe(false);
+    const first = await dropped.next();
+    expect(first.done).toBe(false);
     // The dropped iterator still holds the engine.
     await expect(finish(pair, 'She was', 'ar', GREEDY, 4)).rejects.toThrow(/call cancel\(\)/);
-    await pair.cancel();
+    const made = await pair.cancel();
+    expect(made?.stopReason).toBe('cancelled');
+    expect(made?.tokens.length).toBe((first.value as RoundEvent).counts.tokens);
     expect((await dropped.next()).done).toBe(true);
     const reference = (await finish(pair, 'She was', 'chain', GREEDY, 40)).tokens;
-    // In flight: the pending round completes, then the generation ends.
+    expect(reference.slice(0, made?.tokens.length)).toEqual(made?.tokens);
+    // In flight: the pending round completes (its event goes to the loop), then the generation ends.
     const running = pair.generate('She was', { method: 'chain', maxNewTokens: 40 });
+    await running.next();
     const pending = running.next();
-    await pair.cancel();
-    expect((await pending).done).toBe(false);
-    expect((await running.next()).done).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 1)); // the round under way (past the pause between rounds)
+    const stopped = await pair.cancel();
+    const round = await pending;
+    if (round.done) {
+      // The loop's next() found the stop first (the round had not begun): it got the result, and cancel() the same.
+      expect(round.value.stopReason).toBe('cancelled');
+      expect(stopped).toEqual(round.value);
+    } else {
+      expect(stopped?.tokens.length).toBe(round.value.counts.tokens);
+      expect((await running.next()).done).toBe(true);
+    }
     expect((await finish(pair, 'She was', 'chain', GREEDY, 40)).tokens).toEqual(reference);
-    await pair.cancel(); // nothing running: nothing to do
+    expect(await pair.cancel()).toBeNull(); // nothing running: nothing to do
+    // A generate() right after a cancel() not awaited waits for it, instead of finding the engine busy.
+    const again = pair.generate('She was', { method: 'chain', maxNewTokens: 40 });
+    await again.next();
+    void pair.cancel();
+    expect((await finish(pair, 'She was', 'ar', GREEDY, 4)).tokens).toEqual(reference.slice(0, 4));
   }, 60_000);
+
+  it('an aborted signal stops a generation before anything runs, not even the prompt', async () => {
+    const r = await finish(pair, 'She was', 'chain', GREEDY, 40, AbortSignal.abort());
+    expect(r.stopReason).toBe('cancelled');
+    expect(r.tokens).toEqual([]);
+    expect(r.stats.targetCalls).toBe(0);
+  });
 
   it('cancelled at 50 random points, it stays usable and the next run equals an uncancelled run', async () => {
     const prompt = 'Anne recollected with pleasure the next morning her promise';

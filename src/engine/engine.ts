@@ -149,8 +149,11 @@ export class SpecEngine {
   /** Methods whose drafter has started from what the store remembers of its learning (once per drafter). */
   private readonly relearned = new Set<string>();
   private busy = false;
-  /** The generation holding the engine (its iterator), for cancel(). */
+  /** The generation holding the engine (its iterator) and the stop cancel() pulls, for cancel(). */
   private current: AsyncGenerator<RoundEvent, GenerationResult> | null = null;
+  private stop: AbortController | null = null;
+  /** A cancel() under way: a generate() started meanwhile waits for it instead of finding the engine busy. */
+  private cancelling: Promise<GenerationResult | null> | null = null;
   private costs: CostModel | null = null;
   readonly timings: EngineTimings = { loadMs: 0, warmupMs: 0, calibrationMs: 0, calibration: 'none' };
 
@@ -384,30 +387,52 @@ export class SpecEngine {
   /**
    * Stops the running generation, if any, and frees the engine, including one whose iterator was dropped part-way
    * (it holds the engine until its iterator is run or return()ed). A round in flight finishes first (its event still
-   * goes to whoever awaits it); the generation's iterator then reports done.
+   * goes to whoever awaits it); the generation's iterator then reports done. Resolves with the stopped generation's
+   * result (stop reason `cancelled`, everything it made), or null when none was running (or it failed). A generate()
+   * called before it resolves waits for it.
    */
-  async cancel(): Promise<void> {
+  cancel(): Promise<GenerationResult | null> {
     const it = this.current;
-    if (it) await it.return(undefined as never).catch(() => undefined);
+    if (!it) return Promise.resolve(null);
+    this.stop?.abort();
+    // The generation sees the stop at its next round and returns its result: to this call when it asks first (a
+    // dropped iterator, or a loop between rounds), to the loop's pending next() otherwise (then it is read here from
+    // the result the loop got).
+    const cancelling = it.next().then(
+      (step) => (step.done ? (step.value ?? this.stopped) : null),
+      () => null,
+    );
+    this.cancelling = cancelling.finally(() => {
+      if (this.cancelling === cancelling) this.cancelling = null;
+    });
+    return this.cancelling;
   }
+
+  /** The result of the generation stopped last, for a cancel() whose call came after the loop's own next(). */
+  private stopped: GenerationResult | null = null;
 
   private async *run(
     prompt: string | readonly number[] | ChatPrompt,
     engineOptions: EngineGenerateOptions,
     self: () => AsyncGenerator<RoundEvent, GenerationResult>,
   ): AsyncGenerator<RoundEvent, GenerationResult> {
+    if (this.cancelling) await this.cancelling;
     if (this.busy)
       throw new EngineBusyError(
         'a generation is already running on this engine: run its iterator to the end or return() it, abort its signal, or call cancel()',
       );
+    const stop = new AbortController();
     let options: EngineGenerateOptions & GenerateOptions = {
       ...engineOptions,
       sampling: withDefaults(engineOptions.sampling),
+      signal: engineOptions.signal ? AbortSignal.any([engineOptions.signal, stop.signal]) : stop.signal,
     };
     const spec = this.spec(options.method);
     checkPromptShape(prompt);
     this.busy = true;
     this.current = self();
+    this.stop = stop;
+    this.stopped = null;
     let drafter: Drafter | null = null;
     try {
       if (spec.usesCostModel && !this.costs && this.calibration === 'auto')
@@ -446,6 +471,7 @@ export class SpecEngine {
       );
       if (greedy && drafter.learned)
         await safeSet(this.store, key, { version: LEARNED_VERSION, state: drafter.learned() });
+      if (stop.signal.aborted) this.stopped = result;
       return result;
     } finally {
       try {
@@ -453,6 +479,7 @@ export class SpecEngine {
       } finally {
         this.busy = false;
         this.current = null;
+        this.stop = null;
       }
     }
   }

@@ -126,6 +126,8 @@ export async function* generate(
     hidden = target;
   }
 
+  // Stopped before it began (an aborted signal): nothing is run, not even the prompt.
+  if (options.signal?.aborted) return result('cancelled');
   try {
     target.reset();
     // What the drafter learned about its guesses carries over between greedy generations (the text is the same either
