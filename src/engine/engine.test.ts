@@ -103,10 +103,27 @@ describe('SpecEngine', () => {
   });
 
   it('refuses a prompt that is neither text, token ids nor messages in one line, and stays usable', async () => {
-    for (const prompt of [null, undefined, 42])
+    for (const prompt of [null, undefined, 42, new BigInt64Array([10n, 20n]), new DataView(new ArrayBuffer(8))])
       await expect(finish(pair, prompt as never, 'ar', GREEDY, 2)).rejects.toThrow(
-        /^the prompt must be text, an array of token ids or \{ messages \}; got /,
+        /^the prompt must be text, an array of token ids \(an Array or an integer typed array such as Int32Array\) or \{ messages \}; got (null|undefined|42|a BigInt64Array|a DataView)$/,
       );
+    // Messages the chat template could not take are the caller's, not the model's.
+    const chat = async (messages: unknown) =>
+      finish(pair, { messages } as never, 'ar', GREEDY, 2).then(
+        () => 'ran',
+        (e: Error) => `${e.constructor.name}: ${e.message}`,
+      );
+    expect(await chat('hello')).toBe('TypeError: messages must be a non-empty array of { role, content }; got "hello"');
+    expect(await chat([])).toBe(
+      'TypeError: messages must be a non-empty array of { role, content }; got an empty array',
+    );
+    expect(await chat([{ content: 'x' }])).toBe(
+      'TypeError: message 0 must be { role, content } with text in both; got {"content":"x"}',
+    );
+    expect(await chat([{ role: 'user', content: 3 }])).toBe(
+      'TypeError: message 0 must be { role, content } with text in both; got {"role":"user","content":3}',
+    );
+    expect((await finish(pair, new Uint16Array([10, 20]) as never, 'ar', GREEDY, 2)).tokens).toHaveLength(2);
     expect((await finish(pair, 'She was', 'ar', GREEDY, 2)).tokens).toHaveLength(2);
   });
 
