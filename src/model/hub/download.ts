@@ -29,17 +29,42 @@ const origin = (url: string) => {
 };
 
 /**
- * fetch(), with a network failure (no answer at all) as a DownloadError marked `network`. A GET that fails before
- * any answer is tried once more: a kept-alive connection the server has just closed fails that way.
+ * How long a request waits for its response headers, and a body read for its next bytes, before giving up (a server
+ * that accepts the connection and then says nothing would otherwise hold a load forever).
  */
-export async function request(url: string, init: RequestInit, label: string): Promise<Response> {
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+const seconds = (ms: number) => `${Number((ms / 1000).toPrecision(3))} s`;
+
+/**
+ * fetch(), with a network failure (no answer at all) as a DownloadError marked `network`, and so is no answer within
+ * `timeoutMs` (`<origin> timed out`). A GET that fails before any answer is tried once more: a kept-alive connection
+ * the server has just closed fails that way (one that timed out is not tried again). The caller's `init.signal`
+ * aborts it at any time, the body included.
+ */
+export async function request(
+  url: string,
+  init: RequestInit,
+  label: string,
+  timeoutMs = DEFAULT_TIMEOUT_MS,
+): Promise<Response> {
   let failure: unknown;
   for (let attempt = 0; attempt < 2; attempt++) {
+    const timer = new AbortController();
+    const signal = init.signal ? AbortSignal.any([init.signal, timer.signal]) : timer.signal;
+    const timeout = setTimeout(() => timer.abort(), timeoutMs);
     try {
-      return await fetch(url, init);
+      return await fetch(url, { ...init, signal });
     } catch (e) {
       failure = e;
       if (init.signal?.aborted) break;
+      if (timer.signal.aborted) {
+        throw new DownloadError(`${label}: ${origin(url)} timed out (no answer within ${seconds(timeoutMs)})`, {
+          network: true,
+        });
+      }
+    } finally {
+      clearTimeout(timeout);
     }
   }
   const e = failure;
@@ -47,12 +72,16 @@ export async function request(url: string, init: RequestInit, label: string): Pr
   throw new DownloadError(`${label}: cannot reach ${origin(url)} (${cause})`, { network: true });
 }
 
-/** Read a response body with progress; a body that ends early or errors is a DownloadError naming the file. */
+/**
+ * Read a response body with progress; a body that ends early, errors or sends nothing for `timeoutMs` is a
+ * DownloadError naming the file (marked `network`: the connection failed, not the hub).
+ */
 export async function readBody(
   res: Response,
   label: string,
   onProgress?: ByteProgress,
   expectedSize?: number,
+  timeoutMs = DEFAULT_TIMEOUT_MS,
 ): Promise<Uint8Array> {
   const header = res.headers.get('content-length');
   const announced = header !== null && /^\d+$/.test(header) ? Number(header) : undefined;
@@ -62,30 +91,51 @@ export async function readBody(
   const cutOff = (cause: string) =>
     new DownloadError(
       `${label}: download cut off after ${loaded} of ${total ?? 'unknown'} bytes (${cause}); nothing was cached, try again`,
+      { network: true },
     );
   if (!res.body) {
     out = new Uint8Array(await res.arrayBuffer());
     loaded = out.byteLength;
   } else {
     const reader = res.body.getReader();
-    for (;;) {
-      let step: ReadableStreamReadResult<Uint8Array>;
-      try {
-        step = await reader.read();
-      } catch (e) {
-        const err = e as Error;
-        throw cutOff((err.cause as Error | undefined)?.message ?? err.message ?? String(e));
+    // One watchdog for the whole body (not a timer per chunk): it fires `timeoutMs` after the last bytes arrived.
+    let lastBytes = Date.now();
+    let watchdog: ReturnType<typeof setTimeout> | undefined;
+    const stalled = new Promise<'stalled'>((resolve) => {
+      const check = () => {
+        const quiet = Date.now() - lastBytes;
+        if (quiet >= timeoutMs) resolve('stalled');
+        else watchdog = setTimeout(check, timeoutMs - quiet);
+      };
+      watchdog = setTimeout(check, timeoutMs);
+    });
+    try {
+      for (;;) {
+        let step: ReadableStreamReadResult<Uint8Array> | 'stalled';
+        try {
+          step = await Promise.race([reader.read(), stalled]);
+        } catch (e) {
+          const err = e as Error;
+          throw cutOff((err.cause as Error | undefined)?.message ?? err.message ?? String(e));
+        }
+        if (step === 'stalled') {
+          reader.cancel().catch(() => {}); // closes the connection
+          throw cutOff(`nothing from ${origin(res.url)} for ${seconds(timeoutMs)}: timed out`);
+        }
+        if (step.done) break;
+        lastBytes = Date.now();
+        const chunk = step.value;
+        if (loaded + chunk.byteLength > out.byteLength) {
+          const grown = new Uint8Array(Math.max(out.byteLength * 2, loaded + chunk.byteLength, 1 << 16));
+          grown.set(out.subarray(0, loaded));
+          out = grown;
+        }
+        out.set(chunk, loaded);
+        loaded += chunk.byteLength;
+        onProgress?.(loaded, total);
       }
-      if (step.done) break;
-      const chunk = step.value;
-      if (loaded + chunk.byteLength > out.byteLength) {
-        const grown = new Uint8Array(Math.max(out.byteLength * 2, loaded + chunk.byteLength, 1 << 16));
-        grown.set(out.subarray(0, loaded));
-        out = grown;
-      }
-      out.set(chunk, loaded);
-      loaded += chunk.byteLength;
-      onProgress?.(loaded, total);
+    } finally {
+      clearTimeout(watchdog);
     }
   }
   if (total !== undefined && loaded !== total) throw cutOff('the connection closed early');

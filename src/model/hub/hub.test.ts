@@ -3,6 +3,8 @@
  * the hub's layout, revisions, shards, shared downloads, offline use, and one readable error per failure.
  */
 import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +17,7 @@ import { type LoadOptions, loadModel } from '../load';
 import { parseSafetensors, writeSafetensors } from '../safetensors';
 import type { ProgressInfo } from '../source';
 import { randomModel, TINY_CONFIG } from '../testing/random-model';
+import { request } from './download';
 import { NodeHubStore } from './store-node';
 
 const TARGET = 'public/models/austen-target';
@@ -362,4 +365,112 @@ describe('the disk cache', () => {
     await loadModel('hf:test/austen-draft', options(cacheDir));
     expect(hub.bodyRequests()).toHaveLength(5);
   });
+});
+
+/**
+ * A hub that accepts connections and then goes quiet: `silent` never answers; anything else is passed on to the test
+ * hub, except a path ending in `stallOn`, whose headers and first 10 bytes are sent before it goes quiet.
+ */
+async function quietHub(stallOn?: string): Promise<{ url: string; close: () => Promise<void> }> {
+  const server: Server = createServer(async (req, res) => {
+    const path = req.url ?? '/';
+    if (path.startsWith('/silent')) return; // never answered
+    const upstream = await fetch(`${hub.url}${path}`, { redirect: 'manual' });
+    const body = new Uint8Array(await upstream.arrayBuffer());
+    const headers: Record<string, string> = {};
+    upstream.headers.forEach((v, k) => {
+      if (k !== 'transfer-encoding' && k !== 'connection' && k !== 'keep-alive') headers[k] = v;
+    });
+    headers['content-length'] = String(body.byteLength);
+    res.writeHead(upstream.status, headers);
+    if (stallOn && path.endsWith(stallOn))
+      res.write(body.subarray(0, 10)); // and never the rest
+    else res.end(body);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const close = () => {
+    server.closeAllConnections();
+    return new Promise<void>((r) => server.close(() => r()));
+  };
+  return { url, close };
+}
+
+describe('a hub that accepts connections but does not answer', () => {
+  it('no answer to the model info: a cached model loads from the cache with the offline warning; an uncached one is one line', async () => {
+    const cacheDir = freshCache();
+    hub.addRepo('test/quiet', DRAFT);
+    await loadModel('hf:test/quiet', options(cacheDir));
+    const quiet = await quietHub();
+    try {
+      const endpoint = `${quiet.url}/silent`;
+      const warnings: string[] = [];
+      const started = Date.now();
+      const model = await loadModel('hf:test/quiet', {
+        hub: { endpoint, cacheDir, timeoutMs: 200 },
+        onProgress: (p) => p.status === 'warning' && warnings.push(p.message ?? ''),
+      });
+      expect(model.weights.size).toBeGreaterThan(0);
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(
+        /^hf:test\/quiet@main: http:\/\/127\.0\.0\.1:\d+ timed out \(no answer within 0\.2 s\); using the copy in .* \(commit [0-9a-f]{8}\)$/,
+      );
+      expect(await loadError('hf:test/austen-target', { hub: { endpoint, cacheDir, timeoutMs: 200 } })).toMatch(
+        /^hf:test\/austen-target@main: http:\/\/127\.0\.0\.1:\d+ timed out \(no answer within 0\.2 s\)$/,
+      );
+    } finally {
+      await quiet.close();
+    }
+  }, 10_000);
+
+  it('HF_HUB_DOWNLOAD_TIMEOUT (seconds) sets the timeout in Node; a value that is not a number of seconds is one line', async () => {
+    const quiet = await quietHub();
+    const saved = process.env.HF_HUB_DOWNLOAD_TIMEOUT;
+    try {
+      const opts = { hub: { endpoint: `${quiet.url}/silent`, cacheDir: freshCache() } };
+      process.env.HF_HUB_DOWNLOAD_TIMEOUT = '0.1';
+      expect(await loadError('hf:test/austen-draft', opts)).toMatch(/ timed out \(no answer within 0\.1 s\)$/);
+      process.env.HF_HUB_DOWNLOAD_TIMEOUT = 'soon';
+      expect(await loadError('hf:test/austen-draft', opts)).toBe(
+        'hf:test/austen-draft@main: HF_HUB_DOWNLOAD_TIMEOUT "soon" is not a number of seconds (e.g. 30)',
+      );
+    } finally {
+      if (saved === undefined) delete process.env.HF_HUB_DOWNLOAD_TIMEOUT;
+      else process.env.HF_HUB_DOWNLOAD_TIMEOUT = saved;
+      await quiet.close();
+    }
+  }, 10_000);
+
+  it('a body that stops mid-way fails by name once nothing has come for the timeout, and is not cached', async () => {
+    const cacheDir = freshCache();
+    const quiet = await quietHub('/config.json');
+    try {
+      expect(
+        await loadError('hf:test/austen-draft', { hub: { endpoint: quiet.url, cacheDir, timeoutMs: 200 } }),
+      ).toMatch(
+        /^hf:test\/austen-draft@main: config\.json: download cut off after 10 of \d+ bytes \(nothing from http:\/\/127\.0\.0\.1:\d+ for 0\.2 s: timed out\); nothing was cached, try again$/,
+      );
+      const snapshots = join(cacheDir, 'models--test--austen-draft', 'snapshots');
+      const commit = readdirSync(snapshots)[0] as string;
+      expect(existsSync(join(snapshots, commit, 'config.json'))).toBe(false);
+    } finally {
+      await quiet.close();
+    }
+  }, 10_000);
+
+  it("a caller's AbortSignal still ends a request at once, long before the timeout", async () => {
+    const quiet = await quietHub();
+    try {
+      const stop = new AbortController();
+      setTimeout(() => stop.abort(), 50);
+      const started = Date.now();
+      const failed = await request(`${quiet.url}/silent`, { signal: stop.signal }, 'x', 60_000).catch((e) => e);
+      expect(failed).toBeInstanceOf(Error);
+      expect((failed as Error).message).not.toMatch(/timed out/);
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      await quiet.close();
+    }
+  }, 10_000);
 });

@@ -3,6 +3,7 @@
  * HF_HOME / HF_HUB_CACHE (the cache) as huggingface_hub and @huggingface/hub read them.
  */
 import { ModelLoadError } from '../errors';
+import { DEFAULT_TIMEOUT_MS } from './download';
 
 export const DEFAULT_ENDPOINT = 'https://huggingface.co';
 
@@ -47,6 +48,26 @@ export function hubEndpoint(option?: string): string {
     throw new ModelLoadError(`${name} "${value}" is not a URL (expected e.g. ${DEFAULT_ENDPOINT})`);
   }
   return value.replace(/\/+$/, '');
+}
+
+/**
+ * How long (ms) a hub request waits for an answer, and a download for its next bytes: the option, else
+ * HF_HUB_DOWNLOAD_TIMEOUT (seconds, huggingface_hub's variable) in Node, else 30 s.
+ */
+export function hubTimeoutMs(option?: number): number {
+  if (option !== undefined) {
+    if (!(option > 0 && Number.isFinite(option))) {
+      throw new ModelLoadError(`the hub timeout ${option} ms is not a positive number of milliseconds`);
+    }
+    return option;
+  }
+  const value = env('HF_HUB_DOWNLOAD_TIMEOUT');
+  if (value === undefined) return DEFAULT_TIMEOUT_MS;
+  const secs = Number(value);
+  if (!(secs > 0 && Number.isFinite(secs))) {
+    throw new ModelLoadError(`HF_HUB_DOWNLOAD_TIMEOUT "${value}" is not a number of seconds (e.g. 30)`);
+  }
+  return secs * 1000;
 }
 
 /** The access token: the option, else HF_TOKEN in Node (HUGGING_FACE_HUB_TOKEN as huggingface_hub's fallback). */

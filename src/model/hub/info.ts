@@ -5,7 +5,7 @@
  * Also the hub's HTTP errors turned into one-line messages naming repo, file and status.
  */
 import { DownloadError } from '../errors';
-import { request } from './download';
+import { readBody, request } from './download';
 import { infoUrl } from './id';
 
 export interface RepoFile {
@@ -59,16 +59,19 @@ export async function fetchRepoInfo(
   revision: string,
   headers: Record<string, string>,
   label: string,
+  timeoutMs?: number,
 ): Promise<RepoInfo> {
-  const res = await request(infoUrl(endpoint, repo, revision), { headers, cache: 'no-store' }, label);
+  const res = await request(infoUrl(endpoint, repo, revision), { headers, cache: 'no-store' }, label, timeoutMs);
   if (!res.ok) throw await hubError(res, label, endpoint, repo);
+  // Read with the stall timeout (a hub that stops mid-answer is unreachable, not a hang).
+  const text = new TextDecoder().decode(await readBody(res, label, undefined, undefined, timeoutMs));
   let body: {
     sha?: unknown;
     gated?: unknown;
     siblings?: { rfilename?: unknown; size?: unknown; blobId?: unknown; lfs?: { sha256?: unknown; size?: unknown } }[];
   };
   try {
-    body = await res.json();
+    body = JSON.parse(text);
   } catch (e) {
     throw new DownloadError(`${label}: the hub's model info is not JSON (${(e as Error).message})`);
   }

@@ -15,7 +15,7 @@
  */
 import { DownloadError, ModelLoadError } from '../errors';
 import { type ByteProgress, readBody, request, verify } from './download';
-import { DEFAULT_ENDPOINT, hubEndpoint, hubToken, isNode, resolveUrl } from './id';
+import { DEFAULT_ENDPOINT, hubEndpoint, hubTimeoutMs, hubToken, isNode, resolveUrl } from './id';
 import { fetchRepoInfo, hubError, type RepoInfo } from './info';
 import { exclusive, shareDownload } from './shared';
 import type { HubStore } from './store';
@@ -34,6 +34,12 @@ export interface HubOptions {
   cache?: boolean | HubStore;
   /** Node: the cache folder instead of HF_HUB_CACHE / HF_HOME/hub. */
   cacheDir?: string;
+  /**
+   * Milliseconds a request waits for the hub's answer, and a download for its next bytes, before it fails as timed
+   * out (default: HF_HUB_DOWNLOAD_TIMEOUT seconds in Node, else 30 s). A model info request that times out takes
+   * the offline path (the cached copy, with a warning).
+   */
+  timeoutMs?: number;
 }
 
 export interface HubReadEvents {
@@ -55,6 +61,7 @@ export class HubSource {
   readonly endpoint: string;
   readonly location: string;
   private readonly token: string | undefined;
+  private readonly timeoutMs: number;
   private infoPromise: Promise<{ info: RepoInfo; offline: boolean }> | null = null;
   private storePromise: Promise<HubStore | null> | null = null;
 
@@ -66,6 +73,7 @@ export class HubSource {
   ) {
     try {
       this.endpoint = hubEndpoint(options.endpoint);
+      this.timeoutMs = hubTimeoutMs(options.timeoutMs);
     } catch (e) {
       throw new ModelLoadError(`hf:${repo}@${revision}: ${(e as Error).message}`);
     }
@@ -100,7 +108,14 @@ export class HubSource {
   private async fetchInfo(): Promise<{ info: RepoInfo; offline: boolean }> {
     const store = await this.store();
     try {
-      const info = await fetchRepoInfo(this.endpoint, this.repo, this.revision, this.headers(), this.id);
+      const info = await fetchRepoInfo(
+        this.endpoint,
+        this.repo,
+        this.revision,
+        this.headers(),
+        this.id,
+        this.timeoutMs,
+      );
       await store?.saveInfo(this.endpoint, info).catch(() => {});
       return { info, offline: false };
     } catch (e) {
@@ -139,9 +154,9 @@ export class HubSource {
           throw new DownloadError(`${label}: not in ${store?.where ?? 'any cache'} and the hub cannot be reached`);
         events.download?.();
         // cache: 'no-store': the verified copy goes to our cache; the HTTP cache would keep a second one.
-        const res = await request(url, { headers: this.headers(), cache: 'no-store' }, label);
+        const res = await request(url, { headers: this.headers(), cache: 'no-store' }, label, this.timeoutMs);
         if (!res.ok) throw await hubError(res, label, this.endpoint, this.repo);
-        const bytes = await readBody(res, label, progress, meta.size);
+        const bytes = await readBody(res, label, progress, meta.size, this.timeoutMs);
         await verify(bytes, meta, label);
         if (store) {
           await store
