@@ -125,7 +125,16 @@ describe('loadModel: a model folder from disk', () => {
   });
 
   it('errors name the cause', async () => {
-    expect(await loadError(join(tmpdir(), 'no-such-model-folder'))).toMatch(/missing file: config\.json not found in/);
+    const nowhere = join(tmpdir(), 'no-such-model-folder');
+    expect(await loadError(nowhere)).toBe(`${nowhere}: no such folder`);
+    expect(await loadError('package.json')).toBe('package.json: a file, not a model folder');
+    expect(await loadError(folder({}, (d) => unlinkSync(join(d, 'config.json'))))).toMatch(
+      /^missing file: config\.json not found in /,
+    );
+    // A config saying fewer layers than the weights hold ran on the first ones, silently.
+    expect(await loadError(folder({ num_hidden_layers: 1 }))).toMatch(
+      /config\/weights mismatch: the weights hold 2 layers \(model\.layers\.0-1\) but config\.json says num_hidden_layers 1/,
+    );
     expect(await loadError(folder({ model_type: 'gpt_neox' }))).toMatch(/unsupported model_type "gpt_neox"/);
     const truncated = folder({}, (d) => {
       const bytes = readFileSync(join(d, 'model.safetensors'));

@@ -94,7 +94,15 @@ class FsSource implements FileSource {
       }
     } catch (e) {
       if (e instanceof ModelLoadError) throw e;
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') {
+        // Said of the folder when it is the folder that is wrong ("config.json not found in" a folder that does not
+        // exist; "cannot read x/config.json: ENOTDIR" for a file given as the folder).
+        const folder = await fs.stat(this.location).catch(() => null);
+        if (!folder) throw new ModelLoadError(`${this.location}: no such folder`);
+        if (!folder.isDirectory()) throw new ModelLoadError(`${this.location}: a file, not a model folder`);
+        if (code === 'ENOENT') return null;
+      }
       throw new ModelLoadError(`cannot read ${full}: ${(e as Error).message}`);
     }
   }

@@ -89,6 +89,16 @@ export function checkWeights(cfg: LlamaConfig, weights: ReadonlyMap<string, Tens
     }
     if (!ONNX_DTYPE[t.dtype]) throw new ModelLoadError(`weights: ${name} has dtype ${t.dtype}; need F32, F16 or BF16`);
   }
+  // Layers beyond the config's: a config saying fewer layers than were trained ran on the first ones, silently.
+  let layers = 0;
+  for (const name of weights.keys()) {
+    const m = /^model\.layers\.(\d+)\./.exec(name);
+    if (m) layers = Math.max(layers, Number(m[1]) + 1);
+  }
+  if (layers > cfg.numLayers)
+    throw new ModelLoadError(
+      `config/weights mismatch: the weights hold ${layers} layers (model.layers.0-${layers - 1}) but config.json says num_hidden_layers ${cfg.numLayers}`,
+    );
 }
 
 export interface BuiltGraph {
