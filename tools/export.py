@@ -30,6 +30,10 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "runs", "tokenizer"))
     args = ap.parse_args()
+    if not os.path.isfile(args.ckpt):
+        sys.exit(f"error: {args.ckpt}: no such checkpoint (tools/train.py writes tools/runs/<name>/ckpt.pt; see tools/README.md)")
+    if not os.path.isdir(args.tokenizer):
+        sys.exit(f"error: {args.tokenizer}: no such tokenizer folder (--tokenizer; tools/bpe.py writes tools/runs/tokenizer)")
     ck = torch.load(args.ckpt, map_location="cpu")
     cfg = LlamaConfig(**ck["config"])
     sd = ck["model"]
