@@ -34,11 +34,13 @@ test.beforeAll(() => {
 
 test('the packed package works from Node: engine and model layer under the node export condition', () => {
   const script = `
-    import { SpecEngine, ortForNode, METHOD_NAMES } from 'spec-decoder';
+    import { SpecEngine, ortForNode, METHOD_NAMES, FileStore } from 'spec-decoder';
     const engine = await SpecEngine.load(ortForNode(), {
       target: ${JSON.stringify(join(ROOT, 'public/models/austen-target'))},
       draft: ${JSON.stringify(join(ROOT, 'public/models/austen-draft'))},
       device: 'wasm',
+      // The CLI's record file, as the README suggests for the same sampled text across processes.
+      store: new FileStore(${JSON.stringify(join(app, 'records.json'))}),
     });
     const out = {};
     for (const method of ['ar', 'lookup', 'chain']) {
@@ -56,6 +58,10 @@ test('the packed package works from Node: engine and model layer under the node 
   expect(out.ar).toHaveLength(6);
   expect(out.lookup).toEqual(out.ar);
   expect(out.chain).toEqual(out.ar);
+  // The measured costs went into the record file.
+  expect(Object.keys(JSON.parse(readFileSync(join(app, 'records.json'), 'utf8')))).toContainEqual(
+    expect.stringMatching(/^costs:/),
+  );
   // Types ship with both entries.
   const pkg = join(app, 'node_modules', 'spec-decoder');
   expect(existsSync(join(pkg, 'dist/lib/types/node.d.ts'))).toBe(true);

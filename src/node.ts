@@ -37,9 +37,11 @@ export {
 export { type EngineParts, type GenerateOptions, generate, generateAll } from './engine/generate';
 export { type CausalLM, ContextLimitError, type ForwardInput, MASKED } from './engine/lm';
 export { GREEDY, type SamplingParams } from './engine/sampling';
+export { type KeyValueStore, MemoryStore } from './engine/store';
 export type { NodeStatus, VerifyRule } from './engine/verify';
 export { loadModel, ModelLoadError, ModelRunner, openModel, openPair, type ProgressInfo } from './model/index';
 export { ortForNode, ortThreads, useWasmCompilationHints } from './runtime/ort-node';
 export { type NodeWebGpu, type NodeWebGpuOptions, ortForNodeWebGpu } from './runtime/ort-node-webgpu';
+export { defaultStorePath, FileStore } from './runtime/store-node';
 export { describeThreads, type ThreadChoice, type ThreadTiming } from './runtime/thread-probe';
 export { chooseNodeWasmThreads, type NodeThreadOptions } from './runtime/thread-probe-node';
