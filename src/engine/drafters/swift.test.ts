@@ -157,6 +157,27 @@ describe('SWIFT drafting', () => {
     expect(fresh.phase).toBe('optimising');
   });
 
+  it('under sampling a seed gives the same text whatever ran before: a sampled generation searches afresh, unsaved', async () => {
+    const target = model();
+    const options = { ...SWIFT_DEFAULTS, search: { ...SEARCH_DEFAULTS, gamma: 8, beta: 4, maxSteps: 12 } };
+    const store = new MemoryStore();
+    const drafter = new SwiftDrafter(target, () => null, store, options);
+    const sampled = { temperature: 0.9, topK: 20, topP: 1, seed: 5 };
+    const run = async (sampling: typeof sampled, maxNewTokens = 40) =>
+      (await generateAll({ target, drafter, tokenizer }, [2, 9, 4], { maxNewTokens, sampling })).tokens;
+    const first = await run(sampled);
+    expect(await store.get(`swift:${target.fingerprint}`)).toBeUndefined();
+    for (const before of [sampled, GREEDY, sampled, GREEDY]) {
+      await run(before, 60);
+      expect(await run(sampled)).toEqual(first);
+    }
+    // The greedy generations' search went on, and was remembered.
+    expect(drafter.searchProgress.steps).toBeGreaterThan(0);
+    await run(GREEDY, 1);
+    expect(drafter.searchProgress.steps).toBeGreaterThan(0);
+    expect(await store.get(`swift:${target.fingerprint}`)).toBeDefined();
+  });
+
   it('remembers every search step, so short sessions add up to one search (a CLI run is one short generation)', async () => {
     const target = model();
     const options = {

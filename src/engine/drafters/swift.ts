@@ -62,7 +62,14 @@ const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 export class SwiftDrafter implements Drafter {
   readonly name = 'swift';
-  private readonly search: SkipSearch;
+  /**
+   * The search in use: the remembered one (`kept`, resumed from the store and saved after every step) in greedy
+   * generations; in a sampled one a fresh search of its own, from the uniform set and never saved, so that a seed
+   * gives the same text whatever ran before (the set shapes the draft, and the draft which random numbers are drawn).
+   */
+  private search: SkipSearch;
+  private readonly kept: SkipSearch;
+  private sampled = false;
   private restored: Promise<void> | null = null;
   private draftCalls = 0;
   /** Widths and running shares of this round's calls (the optimisation step's and the drafting's). */
@@ -81,7 +88,12 @@ export class SwiftDrafter implements Drafter {
     private readonly store: KeyValueStore = new MemoryStore(),
     private readonly options: SwiftOptions = SWIFT_DEFAULTS,
   ) {
-    this.search = new SkipSearch({ layers: target.numLayers, ratio: options.ratio, ...options.search });
+    this.kept = this.newSearch();
+    this.search = this.kept;
+  }
+
+  private newSearch(): SkipSearch {
+    return new SkipSearch({ layers: this.target.numLayers, ratio: this.options.ratio, ...this.options.search });
   }
 
   get calls(): number {
@@ -108,13 +120,13 @@ export class SwiftDrafter implements Drafter {
   /** Once per drafter: resume a remembered search for this model and device. */
   private restore(): Promise<void> {
     this.restored ??= safeGet(this.store, this.key).then((record) => {
-      this.search.restore(record, this.target.fingerprint);
+      this.kept.restore(record, this.target.fingerprint);
     });
     return this.restored;
   }
 
   async propose(req: DraftRequest): Promise<DraftTree> {
-    await this.restore();
+    if (!this.sampled) await this.restore();
     const lm = this.target;
     const seq = req.committed;
     const base = seq.length - 1;
@@ -155,7 +167,7 @@ export class SwiftDrafter implements Drafter {
       this.optimisingMs += performance.now() - started;
       // Every step is remembered, not only an improvement: a later session (a CLI run is one 64-token generation)
       // goes on from here, with the patience used up so far, instead of repeating the steps since the last one.
-      await safeSet(this.store, this.key, this.search.toRecord(lm.fingerprint));
+      if (!this.sampled) await safeSet(this.store, this.key, this.search.toRecord(lm.fingerprint));
     }
     // 2. Draft with the best set: a caterpillar tree.
     const tree = await this.draft(req);
@@ -241,9 +253,14 @@ export class SwiftDrafter implements Drafter {
 
   accept(): void {}
 
-  /** A new prompt: the search and the found set carry over (the paper's optimiser state persists). */
-  reset(): void {
+  /**
+   * A new prompt: in a greedy generation the search and the found set carry over (the paper's optimiser state
+   * persists); a sampled one searches afresh (see `search`).
+   */
+  reset(keepLearned = false): void {
     this.lastNote = null;
+    this.sampled = !keepLearned;
+    this.search = keepLearned ? this.kept : this.newSearch();
   }
 
   note(): DrafterNote | null {
