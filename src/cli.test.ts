@@ -237,7 +237,8 @@ describe('CLI runs (bundled models)', () => {
   }, 60_000);
 
   it('an interrupt stops the run at the next round and keeps what it made: the text and stats, or the JSON; exit status 130', async () => {
-    // A signal that turns aborted on its 6th read: the round loop reads it once a round.
+    // A signal that turns aborted on its 8th read: read once as the models load, once before the prompt runs, then
+    // once a round (5 rounds).
     const interruptAfter = (reads: number) => {
       let n = 0;
       return {
@@ -248,11 +249,11 @@ describe('CLI runs (bundled models)', () => {
       } as unknown as AbortSignal;
     };
     const args = ['--prompt', 'She was', '--method', 'chain', '--max-new-tokens', '500', '--threads', '1'];
-    const text = { ...capture(), signal: interruptAfter(5) };
+    const text = { ...capture(), signal: interruptAfter(7) };
     expect(await main(args, text)).toBe(130);
     expect(text.stdout().length).toBeGreaterThan('She was'.length + 5);
     expect(text.stderr()).toMatch(/ in 5 rounds .*stop: cancelled\n$/);
-    const json = { ...capture(), signal: interruptAfter(5) };
+    const json = { ...capture(), signal: interruptAfter(7) };
     expect(await main([...args, '--json'], json)).toBe(130);
     const result = JSON.parse(json.stdout());
     expect(result.stats.stopReason).toBe('cancelled');

@@ -61,7 +61,8 @@ const ABORTED = Symbol('aborted');
 function untilAborted(signal: AbortSignal | undefined): Promise<typeof ABORTED> {
   return new Promise((resolve) => {
     if (signal?.aborted) resolve(ABORTED);
-    else signal?.addEventListener('abort', () => resolve(ABORTED), { once: true });
+    else if (typeof signal?.addEventListener === 'function')
+      signal.addEventListener('abort', () => resolve(ABORTED), { once: true });
   });
 }
 

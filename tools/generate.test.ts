@@ -46,7 +46,7 @@ describe('npm run generate (the bundled CLI)', () => {
       );
       expect(r.status, r.stderr).toBe(0);
       expect((JSON.parse(r.stdout) as { tokens: number[] }).tokens).toHaveLength(2);
-      expect(r.stderr).toMatch(/^WebGPU in Node: /m);
+      expect(r.stderr).toMatch(/^WebGPU adapter: /m);
     },
     120_000,
   );

@@ -425,7 +425,7 @@ export class SpecEngine {
     let options: EngineGenerateOptions & GenerateOptions = {
       ...engineOptions,
       sampling: withDefaults(engineOptions.sampling),
-      signal: engineOptions.signal ? AbortSignal.any([engineOptions.signal, stop.signal]) : stop.signal,
+      stop: stop.signal,
     };
     const spec = this.spec(options.method);
     checkPromptShape(prompt);

@@ -22,6 +22,8 @@ export interface GenerateOptions {
   /** 'rejection' (lossless, default) or 'typical' (Medusa, lossy); greedy sampling always verifies greedily. */
   verifyRule?: VerifyRule;
   signal?: AbortSignal;
+  /** A second stop, read like `signal` (the engine's own, which cancel() pulls). */
+  stop?: AbortSignal;
   /** Stop at the model's end-of-sequence tokens (default true). */
   stopAtEos?: boolean;
   /** More tokens that end the text like end-of-sequence (a chat template's end of turn). */
@@ -126,8 +128,9 @@ export async function* generate(
     hidden = target;
   }
 
+  const stopped = () => options.signal?.aborted === true || options.stop?.aborted === true;
   // Stopped before it began (an aborted signal): nothing is run, not even the prompt.
-  if (options.signal?.aborted) return result('cancelled');
+  if (stopped()) return result('cancelled');
   try {
     target.reset();
     // What the drafter learned about its guesses carries over between greedy generations (the text is the same either
@@ -158,7 +161,7 @@ export async function* generate(
     for (let round = 0; ; round++) {
       // Let timers and messages run between rounds (an abort arrives here at the latest one round late).
       if (round > 0) await nextMacrotask();
-      if (options.signal?.aborted) return result('cancelled');
+      if (stopped()) return result('cancelled');
       if (generated.length >= maxNewTokens) return result('max-tokens');
       if (committed.length > limit) return result('context');
       const started = performance.now();
