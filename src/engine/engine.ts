@@ -446,7 +446,8 @@ export class SpecEngine {
         // The template writes the special tokens itself (BOS included), so none are added when encoding it.
         const text = this.formatChat((prompt as ChatPrompt).messages);
         prompt = this.tokenizer.encode(text, { addSpecialTokens: false });
-        options = { ...options, stopTokens: [...(options.stopTokens ?? []), ...this.tokenizer.endOfTurnTokens] };
+        if (options.stopAtEos !== false)
+          options = { ...options, stopTokens: [...(options.stopTokens ?? []), ...this.tokenizer.endOfTurnTokens] };
       }
       const ids = typeof prompt === 'string' ? this.encode(prompt) : [...(prompt as readonly number[])];
       drafter = this.drafterFor(spec);

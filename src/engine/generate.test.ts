@@ -320,6 +320,14 @@ describe('engine behaviour', () => {
     expect(stopped.result.stopReason).toBe('eos');
     expect(stopped.result.tokens).toEqual(free.result.tokens.slice(0, cut + 1));
     expect(stopped.result.text).toBe(tokenizer.decode(free.result.tokens.slice(0, cut)));
+    // stopAtEos: false turns the model's end of sequence off, not the stop tokens given.
+    const given = await run('chain', [1, 2], {
+      maxNewTokens: 30,
+      sampling: GREEDY,
+      stopTokens: [stop],
+      stopAtEos: false,
+    });
+    expect(given.result.tokens).toEqual(stopped.result.tokens);
   });
 
   it('bad options and token ids are refused in one line naming them, before anything runs', async () => {

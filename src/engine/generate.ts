@@ -24,7 +24,7 @@ export interface GenerateOptions {
   signal?: AbortSignal;
   /** A second stop, read like `signal` (the engine's own, which cancel() pulls). */
   stop?: AbortSignal;
-  /** Stop at the model's end-of-sequence tokens (default true). */
+  /** Stop at the model's end-of-sequence tokens, and a chat at its end of turn (default true); stopTokens stop anyway. */
   stopAtEos?: boolean;
   /** More tokens that end the text like end-of-sequence (a chat template's end of turn). */
   stopTokens?: readonly number[];
@@ -106,7 +106,11 @@ export async function* generate(
   }
   const rule = options.verifyRule ?? 'rejection';
   const greedy = isGreedyRun(options);
-  const eos = new Set(options.stopAtEos === false ? [] : [...target.config.eosTokenIds, ...(options.stopTokens ?? [])]);
+  // stopAtEos: false turns the model's own end of sequence off; the stop tokens given still stop (they were ignored).
+  const eos = new Set([
+    ...(options.stopAtEos === false ? [] : target.config.eosTokenIds),
+    ...(options.stopTokens ?? []),
+  ]);
   const rng = new Rng(sampling.seed);
   const stats = new StatsTracker();
   const decoder = new IncrementalDecoder(parts.tokenizer);
