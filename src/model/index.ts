@@ -65,7 +65,7 @@ export function checkPlacement(o: Pick<OpenOptions, 'draftDevice' | 'headsDevice
 function checkDeviceAndGraph(o: Pick<OpenOptions, 'device' | 'graph' | 'precision' | 'compute'>): void {
   if (o.device !== 'wasm' && o.device !== 'webgpu')
     throw new RangeError(
-      `device "${String(o.device)}" is not one of wasm, webgpu (a model runs on the device given; EngineClient.load and the CLI choose one for 'auto')`,
+      `device "${String(o.device)}" is not one of wasm, webgpu (a model runs on the device given; EngineClient.load and the element choose one for 'auto')`,
     );
   if (o.graph !== undefined && o.graph !== 'auto' && !(GRAPH_VARIANTS as readonly unknown[]).includes(o.graph))
     throw new RangeError(`graph "${String(o.graph)}" is not one of ${GRAPH_VARIANTS.join(', ')}, auto`);

@@ -103,8 +103,8 @@ export interface GenerateRequest {
   messages?: ChatMessage[];
   method: Method;
   maxNewTokens: number;
-  /** Default greedy. */
-  sampling?: SamplingParams;
+  /** Default greedy; settings left out (or undefined) take greedy decoding's. */
+  sampling?: Partial<SamplingParams>;
   verifyRule?: VerifyRule;
 }
 
