@@ -1,7 +1,7 @@
 /**
  * The element at its edges, on wasm: a call while a run is in progress, attributes removed or set to values it does
- * not take, the element moved or removed mid-run, and a race cancelled during its plain decoding run. The tests share
- * one page so the models load once; they run in order.
+ * not take, the element moved or removed mid-run, a race cancelled during its plain decoding run, the runs a race
+ * times, a mode changed mid-run, and the chat box's focus. The tests share one page so the models load once; they run in order.
  */
 import type { Page } from '@playwright/test';
 import type { GenerationResult } from '../src/engine/events';
@@ -92,17 +92,21 @@ test('a removed numeric attribute takes its default; a value an attribute does n
       await run({ device: 'gpu' }),
       await run({ threads: 'abc' }),
       await run({ mode: 'bogus' }),
+      await run({ 'heads-device': 'gpu' }),
+      await run({ verify: 'bogus' }),
     ];
     el.setAttribute('device', 'wasm');
     return { defaults, refused, errors };
   });
   expect(r.defaults).toBe(64);
-  expect(r.refused).toEqual([null, null, null, null]);
+  expect(r.refused).toEqual([null, null, null, null, null, null]);
   expect(r.errors).toEqual([
     'temperature must be a number; got "warm"',
     'device must be auto, wasm or webgpu; got "gpu"',
     'threads must be "auto" or a whole number from 1 to 64; got "abc"',
     'mode must be text or chat; got "bogus"',
+    'heads-device must be auto, wasm or webgpu; got "gpu"',
+    'verify must be rejection or typical; got "bogus"',
   ]);
 });
 
@@ -167,6 +171,79 @@ test('a race cancelled during its plain decoding run says so, not a count of tok
     return el.shadowRoot?.querySelector('[part="status"]')?.textContent ?? '';
   });
   expect(status).toContain('race cancelled (during its plain decoding run)');
+});
+
+test('a race times its two runs the same way: each in a run of its own after the shown one, neither drawn', async () => {
+  const r = await page.evaluate(async () => {
+    const el = document.querySelector('spec-decoder') as El;
+    el.maxNewTokens = 12;
+    await el.generate(); // loaded, with its client
+    // The element's client (a private field): the runs a race asks it for.
+    const client = (el as unknown as { client: { generate: (prompt: unknown, o: { method: string }) => unknown } })
+      .client;
+    const methods: string[] = [];
+    const generate = client.generate.bind(client);
+    client.generate = (prompt, o) => {
+      methods.push(o.method);
+      return generate(prompt, o);
+    };
+    let rounds = 0;
+    const count = () => rounds++;
+    el.addEventListener('sd-round', count);
+    const race = (await el.raceAgainstPlain()) as { speculative: number; plain: number } | null;
+    el.removeEventListener('sd-round', count);
+    client.generate = generate;
+    return { methods, rounds, race };
+  });
+  expect(r.methods).toEqual(['chain', 'ar', 'chain']);
+  expect(r.rounds).toBeGreaterThan(0); // the shown run's rounds only
+  expect(r.rounds).toBeLessThanOrEqual(12);
+  expect(r.race?.speculative).toBeGreaterThan(0);
+  expect(r.race?.plain).toBeGreaterThan(0);
+});
+
+test('a mode changed during a run takes effect when it ends; a chat message sent gets the focus back after the reply', async () => {
+  const r = await page.evaluate(async () => {
+    const el = document.querySelector('spec-decoder') as El;
+    const shown = () => ({
+      stream: !!el.shadowRoot?.querySelector('[part="stream"]'),
+      chat: !!el.shadowRoot?.querySelector('[part="chat"]'),
+    });
+    el.maxNewTokens = 300;
+    const firstRound = new Promise<void>((resolve) => el.addEventListener('sd-round', () => resolve(), { once: true }));
+    const run = el.generate();
+    await firstRound;
+    el.setAttribute('mode', 'chat');
+    await el.updateComplete;
+    const during = shown();
+    el.cancel();
+    await run;
+    await el.updateComplete;
+    const after = shown();
+    // A message sent from the chat box: the reply fails (the bundled target has no chat template), and the focus
+    // comes back to the box.
+    const chat = el.shadowRoot?.querySelector('[part="chat"]') as HTMLElement & { updateComplete: Promise<boolean> };
+    const box = chat.shadowRoot?.querySelector('textarea') as HTMLTextAreaElement;
+    box.focus();
+    box.value = 'Hello';
+    const replied = new Promise<string>((resolve) =>
+      el.addEventListener('sd-error', (e) => resolve((e as CustomEvent<{ message: string }>).detail.message), {
+        once: true,
+      }),
+    );
+    box.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true }));
+    const error = await replied;
+    await el.updateComplete;
+    await chat.updateComplete;
+    const focused = chat.shadowRoot?.activeElement === box;
+    el.removeAttribute('mode');
+    await el.updateComplete;
+    return { during, after, error, focused };
+  });
+  expect(r.during).toEqual({ stream: true, chat: false });
+  expect(r.after).toEqual({ stream: false, chat: true });
+  expect(r.error).toMatch(/no chat template/);
+  expect(r.focused).toBe(true);
 });
 
 test("a run the worker refuses before its first round leaves the last run's text in view", async () => {
