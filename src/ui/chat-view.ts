@@ -72,6 +72,18 @@ export class ChatView extends LitElement {
 
   @state() private turns: Turn[] = [];
   @query('textarea.message') private box!: HTMLTextAreaElement;
+  /**
+   * A message was sent from here: the message box gets the focus back once the reply (or its error) is in. Disabled
+   * while the host was busy, the box had lost it to the page's body for good.
+   */
+  private refocus = false;
+
+  override updated(changed: Map<string, unknown>): void {
+    if (changed.has('busy') && !this.busy && this.refocus) {
+      this.refocus = false;
+      this.box?.focus();
+    }
+  }
 
   /** The conversation as messages (system first when set). */
   get messages(): ChatMessage[] {
@@ -84,6 +96,7 @@ export class ChatView extends LitElement {
     if (!text.trim() || this.busy) return;
     this.turns = [...this.turns, { role: 'user', content: text }, { role: 'assistant', content: '', rounds: [] }];
     if (this.box) this.box.value = '';
+    this.refocus = true;
     const messages = this.messages.slice(0, -1); // without the empty reply
     this.dispatchEvent(
       new CustomEvent<ChatSendDetail>('sd-chat-send', { detail: { messages }, bubbles: true, composed: true }),
@@ -139,6 +152,7 @@ export class ChatView extends LitElement {
       <textarea
         class="message"
         part="input"
+        aria-label="Message"
         placeholder="Message"
         ?disabled=${this.busy}
         @keydown=${(e: KeyboardEvent) => {
