@@ -138,15 +138,29 @@ function bindPicker(): void {
   demo.addEventListener('sd-loaded', () => void picker.refresh());
 }
 
+/**
+ * A diagnostics button is disabled while its check runs: a second click started a second check, and the result box
+ * showed whichever ended last.
+ */
+async function busyWhile(button: HTMLElement, work: () => Promise<void>): Promise<void> {
+  if ((button as HTMLButtonElement).disabled) return;
+  (button as HTMLButtonElement).disabled = true;
+  try {
+    await work();
+  } finally {
+    (button as HTMLButtonElement).disabled = false;
+  }
+}
+
 async function main(): Promise<void> {
   bindSettings();
   bindPicker();
-  el('tree-run').addEventListener('click', () => void treeCheck());
+  el('tree-run').addEventListener('click', () => void busyWhile(el('tree-run'), treeCheck));
   const probe = await probeWebGpu();
   el('adapter-status').textContent = probe.ok ? describeAdapter(probe.adapter) : probe.reason;
   document.body.dataset.webgpu = probe.ok ? probe.adapter.architecture || 'unknown' : 'none';
-  el('selftest-run').addEventListener('click', () => void selftest());
-  await selftest();
+  el('selftest-run').addEventListener('click', () => void busyWhile(el('selftest-run'), selftest));
+  await busyWhile(el('selftest-run'), selftest);
 }
 
 void main();
