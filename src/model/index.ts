@@ -135,10 +135,11 @@ export async function asRole<T>(role: ModelRole, spec: string, work: () => Promi
     return await work();
   } catch (e) {
     if (!(e instanceof ModelLoadError) || e.message.startsWith(`${role} model`)) throw e;
-    // The loader names the folder itself; said once.
-    const message = e.message.startsWith(`${spec}: `) ? e.message.slice(spec.length + 2) : e.message;
+    // The loader names the folder (or the hub id with its revision) itself; said once.
     const named = new (e.constructor as new (m: string) => ModelLoadError)(
-      `${role} model${spec ? ` ${spec}` : ''}: ${message}`,
+      spec && e.message.startsWith(`${spec}@`)
+        ? `${role} model ${e.message}`
+        : `${role} model${spec ? ` ${spec}` : ''}: ${e.message.startsWith(`${spec}: `) ? e.message.slice(spec.length + 2) : e.message}`,
     );
     named.stack = e.stack;
     throw named;

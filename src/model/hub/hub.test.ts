@@ -13,6 +13,7 @@ import { SpecEngine } from '../../engine/engine';
 import { GREEDY } from '../../engine/sampling';
 import { ortForNode } from '../../runtime/ort-node';
 import { ModelLoadError } from '../errors';
+import { asRole } from '../index';
 import { type LoadOptions, loadModel } from '../load';
 import { parseSafetensors, writeSafetensors } from '../safetensors';
 import type { ProgressInfo } from '../source';
@@ -153,8 +154,17 @@ describe('hf: ids through the test hub (Node)', () => {
       else process.env.HF_ENDPOINT = saved;
     }
     expect(await loadError('hf:test/austen-draft', { hub: { endpoint: 'ftp:/x', cacheDir: freshCache() } })).toBe(
-      'hf:test/austen-draft@main: the hub endpoint "ftp:/x" is not a URL (expected e.g. https://huggingface.co)',
+      'hf:test/austen-draft@main: the hub endpoint "ftp:/x" is not an http(s) URL (expected e.g. https://huggingface.co)',
     );
+  });
+
+  it('a hub error with the role of the model names the model once, with its revision', async () => {
+    const message = await asRole('draft', 'hf:test/nope', () => loadModel('hf:test/nope', options(freshCache()))).then(
+      () => 'loaded',
+      (e: Error) => e.message,
+    );
+    expect(message).toMatch(/^draft model hf:test\/nope@main: /);
+    expect(message.split('hf:test/nope').length - 1).toBe(1);
   });
 
   it('revisions: a tag, a commit sha and a branch load their own files; the cache keeps each', async () => {

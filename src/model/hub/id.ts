@@ -45,7 +45,9 @@ export function hubEndpoint(option?: string): string {
   } catch {}
   if (protocol !== 'http:' && protocol !== 'https:') {
     const name = fromEnv ? 'HF_ENDPOINT' : 'the hub endpoint';
-    throw new ModelLoadError(`${name} "${value}" is not a URL (expected e.g. ${DEFAULT_ENDPOINT})`);
+    throw new ModelLoadError(
+      `${name} "${value}" is not ${protocol ? 'an http(s)' : 'a'} URL (expected e.g. ${DEFAULT_ENDPOINT})`,
+    );
   }
   return value.replace(/\/+$/, '');
 }
