@@ -173,7 +173,7 @@ test('a race cancelled during its plain decoding run says so, not a count of tok
   expect(status).toContain('race cancelled (during its plain decoding run)');
 });
 
-test('a race times its two runs the same way: each in a run of its own after the shown one, neither drawn', async () => {
+test('a race times its runs the same way: after the shown one, none drawn, plain decoding before and after', async () => {
   const r = await page.evaluate(async () => {
     const el = document.querySelector('spec-decoder') as El;
     el.maxNewTokens = 12;
@@ -195,7 +195,12 @@ test('a race times its two runs the same way: each in a run of its own after the
     client.generate = generate;
     return { methods, rounds, race };
   });
-  expect(r.methods).toEqual(['chain', 'ar', 'chain']);
+  // The shown run, plain decoding, then the timed run and plain decoding again: once, or up to three times while the
+  // plain runs around the timed one differ by more than 15% (a browser still compiling after the load).
+  const pairs = (r.methods.length - 2) / 2;
+  expect(r.methods).toEqual(['chain', 'ar', ...Array.from({ length: pairs }, () => ['chain', 'ar']).flat()]);
+  expect(pairs).toBeGreaterThanOrEqual(1);
+  expect(pairs).toBeLessThanOrEqual(3);
   expect(r.rounds).toBeGreaterThan(0); // the shown run's rounds only
   expect(r.rounds).toBeLessThanOrEqual(12);
   expect(r.race?.speculative).toBeGreaterThan(0);

@@ -66,6 +66,10 @@ const threadsText = (t: NonNullable<LoadInfo['threads']>) =>
   `${t.threads} wasm thread${t.threads === 1 ? '' : 's'}, ${t.how}`;
 
 /** ", draft on wasm" for the runtime line, where a model runs on another device than the target. */
+/** How far apart the plain runs around a race's speculative run may be for it to count, and how often it is tried. */
+const RACE_SPREAD = 0.15;
+const RACE_TRIES = 3;
+
 const elsewhere = (what: string, info: LoadInfo, on: LoadInfo['draftDevice']) =>
   on && on.device !== info.device ? `, ${what} on ${on.device}` : '';
 
@@ -528,8 +532,9 @@ export class SpecDecoder extends LitElement {
   }
 
   /**
-   * Run plain decoding on the same prompt after the speculative run, and show both speeds: each timed in a run of its
-   * own after the shown one, neither of them drawn.
+   * Run plain decoding on the same prompt after the speculative run, and show both speeds: timed in runs of their
+   * own after the shown one, none of them drawn, plain decoding before and after the speculative run (the faster
+   * counts).
    */
   raceAgainstPlain(): Promise<RaceResult | null> {
     if (this.refusedWhileRunning()) return Promise.resolve(null);
@@ -542,14 +547,31 @@ export class SpecDecoder extends LitElement {
     try {
       const spec = await this.generateNow();
       if (!spec || spec.stopReason === 'cancelled') return null;
-      // The speeds compared come from two runs made the same way: after the shown run (which met the cold code and
-      // the first shapes), and unseen (the shown run draws its text and tree every round, on the same cores as the
+      // The speeds compared come from runs made the same way: after the shown run (which met the cold code and the
+      // first shapes), and unseen (the shown run draws its text and tree every round, on the same cores as the
       // worker). Racing the shown run against an unseen plain one, plain decoding against itself read 0.42-0.77x.
-      const plain = await this.run('ar', this.shownPrompt, false);
-      if (plain.stopReason === 'cancelled') return null;
-      const timed = await this.run(this.method, this.shownPrompt, false);
-      if (timed.stopReason === 'cancelled') return null;
-      this.race = { speculative: timed.stats.tokensPerSecond, plain: plain.stats.tokensPerSecond };
+      // Plain decoding runs before and after the timed speculative run, and the faster of the two counts. Right after
+      // a load the browser is still compiling onnxruntime's wasm in the background, and whichever run meets that is
+      // slow: plain decoding against itself read 0.59x and 1.70x in a first race, 0.97-1.13x in the next ones; auto
+      // read 3.2-3.7x where later races read 1.5-2.0x. So while the two plain runs around it differ by more than
+      // RACE_SPREAD, the speculative run and a plain one run again (at most RACE_TRIES times).
+      const speed = (r: GenerationResult) => r.stats.tokensPerSecond;
+      let before = await this.run('ar', this.shownPrompt, false);
+      if (before.stopReason === 'cancelled') return null;
+      let timed: GenerationResult | null = null;
+      let after = before;
+      for (let i = 0; i < RACE_TRIES; i++) {
+        if (i > 0) before = after;
+        timed = await this.run(this.method, this.shownPrompt, false);
+        if (timed.stopReason === 'cancelled') return null;
+        after = await this.run('ar', this.shownPrompt, false);
+        if (after.stopReason === 'cancelled') return null;
+        const [slow, fast] = [speed(before), speed(after)].sort((a, b) => a - b) as [number, number];
+        if (slow >= fast * (1 - RACE_SPREAD)) break;
+      }
+      if (!timed) return null;
+      const plain = Math.max(speed(before), speed(after));
+      this.race = { speculative: timed.stats.tokensPerSecond, plain };
       return this.race;
     } catch (e) {
       this.fail((e as Error).message);
