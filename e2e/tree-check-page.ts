@@ -11,7 +11,7 @@ export interface PageTreeCheck {
   device: 'webgpu' | 'wasm';
   models: 'draft' | 'both';
   graph?: 'plain' | 'fused' | 'hybrid';
-  precision?: 'auto' | 'fp32' | 'int4' | 'int8';
+  precision?: 'auto' | 'fp32' | 'fp16' | 'int4' | 'int8';
   exact?: boolean;
   /** The check is expected to fail (its error is the text). */
   failing?: boolean;

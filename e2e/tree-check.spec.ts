@@ -47,6 +47,23 @@ test('the tree check with exact decoding: on wasm the draft model passes its loa
   );
 });
 
+test('fp16 weights on wasm, picked in the diagnostics panel: the draft model verifies a token tree', async ({
+  page,
+}) => {
+  test.setTimeout(120_000);
+  await page.goto('./');
+  const { reports } = await runPageTreeCheck(page, {
+    device: 'wasm',
+    models: 'draft',
+    precision: 'fp16',
+    timeout: 110_000,
+  });
+  expect(reports).toHaveLength(1);
+  expect(reports[0]?.precision).toBe('fp16');
+  expect(reports[0]?.compactionExact).toBe(true);
+  expect(reports[0]?.treeArgmax).toEqual(reports[0]?.plainArgmax);
+});
+
 test('int8 weights on wasm in the browser: both bundled models verify a token tree exactly (row-invariant attention)', async ({
   page,
 }) => {

@@ -62,7 +62,7 @@ async function treeCheck(): Promise<void> {
   document.body.dataset.treecheck = 'running';
   try {
     const graph = (el('tree-graph') as HTMLSelectElement).value as 'plain' | 'fused' | 'hybrid';
-    const precision = (el('tree-precision') as HTMLSelectElement).value as 'auto' | 'fp32' | 'int4' | 'int8';
+    const precision = (el('tree-precision') as HTMLSelectElement).value as 'auto' | 'fp32' | 'fp16' | 'int4' | 'int8';
     const exact = (el('tree-exact') as HTMLInputElement).checked;
     const reports = await runTreeCheck(defaultOrtBase(document.baseURI), models, device, document.baseURI, {
       graph,

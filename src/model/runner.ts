@@ -619,8 +619,11 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     const read = async (t: Tensor) => {
       const data = await t.getData();
       if (data instanceof Float32Array) return data;
-      // An fp16 cache arrives as its bit patterns (Node 20 has no Float16Array); widening is exact.
+      // An fp16 cache arrives as its bit patterns where there is no Float16Array (Node 20), as a Float16Array where
+      // there is (Chromium: the diagnostics' tree check in fp16 failed on it); widening is exact either way.
       if (t.type === 'float16' && data instanceof Uint16Array) return Float32Array.from(data, f16ToF32);
+      if (t.type === 'float16' && ArrayBuffer.isView(data))
+        return Float32Array.from(data as unknown as ArrayLike<number>);
       throw new Error(`readCache: unexpected ${t.type} cache`);
     };
     return {

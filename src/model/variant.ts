@@ -90,7 +90,9 @@ async function checkOutput(ort: Ort, p: Probe): Promise<Float32Array> {
   const out = await p.session.run({ ...feedTensors(ort, p.graph.check), ...p.past });
   const data = (await (out.hidden as OrtModule.Tensor).getData()) as Float32Array | Uint16Array;
   for (const v of Object.values(out)) if (v.location === 'gpu-buffer') v.dispose();
-  return data instanceof Uint16Array ? Float32Array.from(data, f16ToF32) : data;
+  // fp16 as bit patterns (no Float16Array: Node 20) or as a Float16Array (Chromium)
+  if (data instanceof Float32Array) return data;
+  return data instanceof Uint16Array ? Float32Array.from(data, f16ToF32) : Float32Array.from(data as ArrayLike<number>);
 }
 
 /**
