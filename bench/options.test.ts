@@ -13,6 +13,12 @@ describe('npm run bench flags', () => {
     for (const bad of ['abc', '0', '-3', '0x10', '1.5', '99999999999999999999'])
       expect(() => parse(['--prompts', bad])).toThrow(/positive integer/);
     expect(() => parse(['--frobnicate'])).toThrow(BenchUsageError);
+    // An empty list read as "every one": the whole default bench.
+    for (const flag of ['--backends', '--methods', '--categories'])
+      for (const empty of ['', ',', ' , '])
+        expect(() => parse([flag, empty])).toThrow(`${flag} needs at least one name; got "${empty}"`);
+    // ortForNode takes 1 to 64 threads (65 was a RangeError with a stack trace once the run began).
+    expect(() => parse(['--threads', '65'])).toThrow('--threads must be auto or 1 to 64; got 65');
   });
 
   it('named methods run on every backend; unnamed, a backend with a plan runs its own list', () => {
@@ -46,6 +52,12 @@ describe('npm run bench flags', () => {
     expect(partialRun(parse(['--categories', 'list']))).toBe('list');
     expect(partialRun(parse(['--repeats', '1']))).toBe('sized');
     expect(partialRun(parse(['--no-peer']))).toBe('sized');
+    // Names given twice count once: seven node-wasm and thirteen ar made the full run's list length.
+    const repeated = (name: string, n: number) => Array.from({ length: n }, () => name).join(',');
+    const twice = parse(['--backends', repeated('node-wasm', 7), '--methods', repeated('ar', 13)]);
+    expect(twice.backends).toEqual(['node-wasm']);
+    expect(twice.methods).toEqual(['ar']);
+    expect(partialRun(twice)).toBe('node-wasm-ar');
   });
 
   it('--no-draft: no draft model, named in the results file', () => {
@@ -65,6 +77,12 @@ describe('npm run bench flags', () => {
     expect(parse([]).trace).toBeUndefined();
     expect(parse(['--trace', '/tmp/rounds.jsonl']).trace).toBe('/tmp/rounds.jsonl');
     expect(() => parse(['--trace'])).toThrow(/--trace/);
+    // Checked before anything runs (a stack trace once the run had begun).
+    expect(() => parse(['--trace', '/nonexistent/dir/t.jsonl'])).toThrow(
+      '--trace /nonexistent/dir/t.jsonl: cannot write it (ENOENT)',
+    );
+    expect(() => parse(['--trace', '/tmp'])).toThrow('--trace /tmp: cannot write it (EISDIR)');
+    expect(() => parse(['--trace', ''])).toThrow('--trace needs a file name');
   });
 
   it('--precision: checked, the engine default when absent, and named in the results file', () => {

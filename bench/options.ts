@@ -2,11 +2,13 @@
  * `npm run bench` flags: parsed and checked here (a bad flag is one line and exit code 2, never a stack trace or an
  * empty results file).
  */
+import { appendFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { isMethod, METHOD_NAMES, type Method } from '../src/engine/drafters/index';
 import { checkSampling, isGreedy, type SamplingParams } from '../src/engine/sampling';
 import { type Placement, placementFlagError } from '../src/model/device-choice';
 import { PRECISIONS, type Precision } from '../src/model/precision';
+import { isThreadCount } from '../src/runtime/threads';
 import { joinNegativeValues, numberFlag } from '../src/util/args';
 import type { BenchPrompt } from './harness';
 
@@ -93,6 +95,26 @@ export interface BenchCli {
   help: boolean;
 }
 
+/** --threads: what ortForNode takes (1 to 64; it threw a RangeError with a stack trace beyond). */
+function threadCount(raw: string | undefined): number | null {
+  const n = positive('threads', raw);
+  if (n !== null && !isThreadCount(n)) throw new BenchUsageError(`--threads must be auto or 1 to 64; got ${n}`);
+  return n;
+}
+
+/** --trace: a file that can be written, checked before anything runs (it was a stack trace once the run began). */
+function traceFile(path: string): string {
+  if (path.trim() === '') throw new BenchUsageError('--trace needs a file name');
+  try {
+    appendFileSync(path, '');
+  } catch (e) {
+    throw new BenchUsageError(
+      `--trace ${path}: cannot write it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    );
+  }
+  return path;
+}
+
 function positive(name: string, raw: string | undefined): number | null {
   if (raw === undefined) return null;
   if (!/^[1-9][0-9]{0,5}$/.test(raw.trim()))
@@ -100,13 +122,22 @@ function positive(name: string, raw: string | undefined): number | null {
   return Number(raw);
 }
 
-function list(raw: string | undefined): string[] | null {
+/**
+ * A comma-separated list, each name once (null: the flag was not given). An empty list is refused: it read as "every
+ * one", the whole default bench; a name given twice ran twice and made a run of one method look like the full list.
+ */
+function list(name: string, raw: string | undefined): string[] | null {
   if (raw === undefined) return null;
-  const items = raw
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  return items.length > 0 ? items : null;
+  const items = [
+    ...new Set(
+      raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  ];
+  if (items.length === 0) throw new BenchUsageError(`--${name} needs at least one name; got "${raw}"`);
+  return items;
 }
 
 export function parseBenchArgs(argv: string[], env: Record<string, string | undefined>, kinds: string[]): BenchCli {
@@ -158,11 +189,11 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     throw new BenchUsageError((e as Error).message.split('\n')[0] ?? 'bad arguments');
   }
   const quick = Boolean(values.quick) || env.BENCH_QUICK === '1';
-  const backends = list(values.backends as string | undefined) ?? (quick ? ['node-wasm'] : [...BACKENDS]);
+  const backends = list('backends', values.backends as string | undefined) ?? (quick ? ['node-wasm'] : [...BACKENDS]);
   for (const b of backends)
     if (!(BACKENDS as readonly string[]).includes(b))
       throw new BenchUsageError(`--backends: unknown backend "${b}" (use ${BACKENDS.join(', ')})`);
-  const methods = list(values.methods as string | undefined) ?? [...METHOD_NAMES];
+  const methods = list('methods', values.methods as string | undefined) ?? [...METHOD_NAMES];
   for (const m of methods)
     if (!isMethod(m)) throw new BenchUsageError(`--methods: unknown method "${m}" (use ${METHOD_NAMES.join(', ')})`);
   const precision = (values.precision as string | undefined) ?? null;
@@ -172,7 +203,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
   const headsDevice = values['heads-device'] as string | undefined;
   const badPlacement = placementFlagError(draftDevice, headsDevice);
   if (badPlacement) throw new BenchUsageError(badPlacement);
-  const categories = list(values.categories as string | undefined);
+  const categories = list('categories', values.categories as string | undefined);
   for (const c of categories ?? [])
     if (!kinds.includes(c))
       throw new BenchUsageError(`--categories: unknown category "${c}" (use ${kinds.join(', ')})`);
@@ -184,13 +215,13 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     promptsPerCategory: positive('prompts', values.prompts as string | undefined) ?? (quick ? 1 : null),
     repeats: positive('repeats', values.repeats as string | undefined) ?? (quick ? 1 : null),
     maxNewTokens: positive('max-new-tokens', values['max-new-tokens'] as string | undefined) ?? (quick ? 16 : null),
-    threads: values.threads === 'auto' ? 'auto' : (positive('threads', values.threads as string | undefined) ?? 'auto'),
+    threads: values.threads === 'auto' ? 'auto' : (threadCount(values.threads as string | undefined) ?? 'auto'),
     precision: precision as Precision | null,
     exact: Boolean(values.exact),
     draftModel: !values['no-draft'],
     ...(draftDevice ? { draftDevice: draftDevice as Placement } : {}),
     ...(headsDevice ? { headsDevice: headsDevice as Placement } : {}),
-    ...(typeof values.trace === 'string' ? { trace: values.trace } : {}),
+    ...(typeof values.trace === 'string' ? { trace: traceFile(values.trace) } : {}),
     sampling: samplingFlags(values),
     peer: !values['no-peer'] && !quick,
     quick,
