@@ -13,11 +13,11 @@
  *   WebGPU backends: Chromium's SwiftShader, lavapipe in Node)   --backends also takes node-webgpu (Dawn in Node)
  *   --peer (transformers.js generate() vs ours, Node wasm)   --peer-prompts 3
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
-import type { GraphVariant } from '../src/model/graph/llama';
-import type { Precision } from '../src/model/precision';
+import { GRAPH_VARIANTS, type GraphVariant } from '../src/model/graph/llama';
+import { PRECISIONS, type Precision } from '../src/model/precision';
 import { ortForNode } from '../src/runtime/ort-node';
 import { DEFAULT_ROOT, ensureRealShape, REAL_SHAPES, type RealShapeName, shapeFolderName } from '../tools/real-shapes';
 import prompts from './prompts.json';
@@ -42,8 +42,32 @@ const OPTIONS = {
   'peer-prompts': { type: 'string', default: '3' },
   'peer-tokens': { type: 'string', default: '24' },
   threads: { type: 'string', default: '1' },
+  help: { type: 'boolean', default: false },
 } as const;
-const { values } = parseArgs({ options: OPTIONS });
+const BACKENDS = ['node-wasm', 'node-webgpu', 'chromium-webgpu', 'chromium-wasm'];
+
+/** A bad flag or value: one line and exit status 2, as `npm run bench` does (they were stack traces). */
+function usageError(message: string): never {
+  console.error(`error: ${message} (see npm run bench:real-shapes -- --help)`);
+  process.exit(2);
+}
+let values: ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'];
+try {
+  ({ values } = parseArgs({ options: OPTIONS }));
+} catch (e) {
+  usageError((e as Error).message.split('\n')[0] ?? 'bad arguments');
+}
+if (values.help) {
+  const source = readFileSync(new URL(import.meta.url), 'utf8');
+  console.log(
+    (/\/\*\*\n([\s\S]*?)\*\//.exec(source)?.[1] ?? '')
+      .split('\n')
+      .map((l) => l.replace(/^ \* ?/, ''))
+      .join('\n')
+      .trim(),
+  );
+  process.exit(0);
+}
 const partial = realShapesPartial(values, OPTIONS);
 
 const list = (s: string | undefined) =>
@@ -56,7 +80,17 @@ function parseQs(s: string): number[] {
   return list(s).map(Number);
 }
 const shapes = list(values.shapes) as RealShapeName[];
-for (const s of shapes) if (!(s in REAL_SHAPES)) throw new Error(`unknown shape ${s}`);
+for (const s of shapes)
+  if (!(s in REAL_SHAPES)) usageError(`--shapes: unknown shape "${s}" (use ${Object.keys(REAL_SHAPES).join(', ')})`);
+for (const b of list(values.backends))
+  if (!BACKENDS.includes(b)) usageError(`--backends: unknown backend "${b}" (use ${BACKENDS.join(', ')})`);
+if (list(values.backends).length === 0) usageError('--backends needs at least one name');
+for (const p of list(values.precisions))
+  if (!(PRECISIONS as readonly string[]).includes(p))
+    usageError(`--precisions: unknown precision "${p}" (use ${PRECISIONS.join(', ')})`);
+for (const g of list(values.graphs))
+  if (!(GRAPH_VARIANTS as readonly string[]).includes(g))
+    usageError(`--graphs: unknown graph "${g}" (use ${GRAPH_VARIANTS.join(', ')})`);
 const cells: CellSpec[] = list(values.precisions).flatMap((precision) =>
   list(values.graphs).map((graph) => ({ precision: precision as Precision, graph: graph as GraphVariant })),
 );
