@@ -26,7 +26,8 @@ export type Backend = (typeof BACKENDS)[number];
 export const BENCH_USAGE = `usage: npm run bench -- [options]
 
 Runs the bundled pair on bench/prompts.json, methods interleaved, and prints tables (overall and per prompt
-category); writes bench/results/<date>-<machine>.json and bench/results/latest.md.
+category); writes bench/results/<date>-<N>cpu.json and bench/results/latest.md (a run of part of it writes
+<date>T<hhmm>-<N>cpu-partial-<what>.json and partial.md instead; --quick, <date>-<N>cpu-quick.json and quick.md).
 
   --backends LIST      comma-separated, from ${BACKENDS.join(', ')} (default: all; node-cold: first
                        generations in fresh Node processes and \`npm run generate\` timed; node-cli: every method through the CLI

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the benchmark on the backends asked for (see bench/options.ts or --help). wasm and WebGPU (Dawn)
  * in Node run in-process; wasm and WebGPU in Chromium run the same harness in a worker of the built site's bench
- * page, driven by Playwright. Prints markdown tables and writes bench/results/<date>-<machine>.json and latest.md.
+ * page, driven by Playwright. Prints markdown tables and writes bench/results/<date>-<N>cpu.json and latest.md.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
