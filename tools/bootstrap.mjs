@@ -8,6 +8,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ensureLavapipe } from './lavapipe.mjs';
@@ -129,7 +130,8 @@ function start() {
 function tsx(script, cwd = process.cwd()) {
   ensureNodeModules();
   const r = spawnSync(bin('tsx'), [join(root, script), ...process.argv.slice(3)], { cwd, stdio: 'inherit', env });
-  process.exit(r.status ?? 1);
+  // A child ended by a signal (Ctrl-C in the bench) exits as shells report it, 128 + the signal's number, not 1.
+  process.exit(r.status ?? (r.signal ? 128 + (constants.signals[r.signal] ?? 0) : 1));
 }
 
 /** What the CLI's bundle is made from: every file under src/ by path, size and modification time (a few ms). */
