@@ -17,6 +17,18 @@ describe('npm run bench flags', () => {
     for (const flag of ['--backends', '--methods', '--categories'])
       for (const empty of ['', ',', ' , '])
         expect(() => parse([flag, empty])).toThrow(`${flag} needs at least one name; got "${empty}"`);
+    // A flag none of the backends asked for applies: the results file was named after it, the run did without it.
+    expect(() => parse(['--backends', 'chromium-wasm', '--precision', 'int8'])).toThrow(
+      '--precision applies to node-wasm only; --backends has chromium-wasm',
+    );
+    expect(() => parse(['--backends', 'node-wasm', '--draft-device', 'wasm'])).toThrow(
+      '--draft-device applies to node-webgpu and chromium-webgpu only; --backends has node-wasm',
+    );
+    expect(() => parse(['--backends', 'chromium-wasm,chromium-webgpu', '--trace', '/tmp/rounds.jsonl'])).toThrow(
+      /^--trace applies to node-wasm and node-webgpu only/,
+    );
+    expect(() => parse(['--backends', 'chromium-wasm', '--temperature', '0.8'])).toThrow(/^--temperature applies/);
+    expect(parse(['--precision', 'int8', '--exact']).precision).toBe('int8'); // all backends: node-wasm among them
     // ortForNode takes 1 to 64 threads (65 was a RangeError with a stack trace once the run began).
     expect(() => parse(['--threads', '65'])).toThrow('--threads must be auto or 1 to 64; got 65');
   });

@@ -123,6 +123,16 @@ function positive(name: string, raw: string | undefined): number | null {
   return Number(raw);
 }
 
+/** The backends that apply each flag that only some of them do. */
+const FLAG_BACKENDS: Record<string, readonly Backend[]> = {
+  '--precision': ['node-wasm'],
+  '--exact': ['node-wasm'],
+  '--trace': ['node-wasm', 'node-webgpu'],
+  '--draft-device': ['node-webgpu', 'chromium-webgpu'],
+  '--heads-device': ['node-webgpu', 'chromium-webgpu'],
+  '--temperature': ['node-wasm', 'node-webgpu'],
+};
+
 /**
  * A comma-separated list, each name once (null: the flag was not given). An empty list is refused: it read as "every
  * one", the whole default bench; a name given twice ran twice and made a run of one method look like the full list.
@@ -208,6 +218,23 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
   for (const c of categories ?? [])
     if (!kinds.includes(c))
       throw new BenchUsageError(`--categories: unknown category "${c}" (use ${kinds.join(', ')})`);
+  // A flag that none of the backends asked for applies is refused: the results file was named after it (e.g.
+  // "…-chromium-wasm-…-int8.json") while the run decoded in fp32.
+  const given: [string, boolean][] = [
+    ['--precision', precision !== null],
+    ['--exact', Boolean(values.exact)],
+    ['--trace', typeof values.trace === 'string'],
+    ['--draft-device', draftDevice !== undefined],
+    ['--heads-device', headsDevice !== undefined],
+    ['--temperature', values.temperature !== undefined],
+  ];
+  for (const [flag, on] of given) {
+    const takers = FLAG_BACKENDS[flag] as readonly string[];
+    if (on && !backends.some((b) => takers.includes(b)))
+      throw new BenchUsageError(
+        `${flag} applies to ${takers.join(' and ')} only; --backends has ${backends.join(', ')}`,
+      );
+  }
   return {
     backends: backends as Backend[],
     methods: methods as Method[],
