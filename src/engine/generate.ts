@@ -220,7 +220,8 @@ export async function* generate(
       const acceptedText = eosAt > 0 ? [...decoder.push(acceptedIds.slice(0, -1)), ''] : decoder.push(acceptedIds);
       const rejectedText = decoder.preview(rejectedIds);
       const targetIds = targetToken === null ? [] : [targetToken];
-      const targetText = targetToken !== null && eos.has(targetToken) ? [''] : decoder.push(targetIds);
+      const targetEnds = targetToken !== null && eos.has(targetToken);
+      const targetText = targetEnds ? [''] : decoder.push(targetIds);
       const produced = [...acceptedIds, ...targetIds];
       committed.push(...produced);
       generated.push(...produced);
@@ -265,7 +266,7 @@ export async function* generate(
           totalMs: total,
         },
       };
-      if (eosAt > 0 || (targetToken !== null && eos.has(targetToken))) return result('eos');
+      if (eosAt > 0 || targetEnds) return result('eos');
     }
   } catch (e) {
     // Nothing generated so far is lost: the partial result travels with the error.

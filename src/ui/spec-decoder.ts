@@ -65,11 +65,11 @@ const BUNDLED_HEADS = { medusa: 'models/austen-medusa/', eagle3: 'models/austen-
 const threadsText = (t: NonNullable<LoadInfo['threads']>) =>
   `${t.threads} wasm thread${t.threads === 1 ? '' : 's'}, ${t.how}`;
 
-/** ", draft on wasm" for the runtime line, where a model runs on another device than the target. */
 /** How far apart the plain runs around a race's speculative run may be for it to count, and how often it is tried. */
 const RACE_SPREAD = 0.15;
 const RACE_TRIES = 3;
 
+/** ", draft on wasm" for the runtime line, where a model runs on another device than the target. */
 const elsewhere = (what: string, info: LoadInfo, on: LoadInfo['draftDevice']) =>
   on && on.device !== info.device ? `, ${what} on ${on.device}` : '';
 
@@ -425,10 +425,10 @@ export class SpecDecoder extends LitElement {
     ];
     for (const [name, v] of attrs)
       if (Number.isNaN(v)) return `${name} must be a number; got "${this.getAttribute(name) ?? String(v)}"`;
-    if (!isDeviceRequest(this.device)) return `device must be auto, wasm or webgpu; got "${this.device}"`;
-    // Checked here, named as attributes, before anything loads (they were refused by the worker after the load, the
-    // devices under their property names).
+    // The draft model's and the heads' devices are checked here too, named as attributes, before anything loads (the
+    // worker refused them after the load, under their property names).
     for (const [name, v] of [
+      ['device', this.device],
       ['draft-device', this.draftDevice],
       ['heads-device', this.headsDevice],
     ] as const)
@@ -571,7 +571,7 @@ export class SpecDecoder extends LitElement {
       }
       if (!timed) return null;
       const plain = Math.max(speed(before), speed(after));
-      this.race = { speculative: timed.stats.tokensPerSecond, plain };
+      this.race = { speculative: speed(timed), plain };
       return this.race;
     } catch (e) {
       this.fail((e as Error).message);
