@@ -1,6 +1,6 @@
 /**
  * The element at its edges, on wasm: a call while a run is in progress, attributes removed or set to values it does
- * not take, the element moved or removed mid-run, a race cancelled during its plain decoding run, the runs a race
+ * not take, the element moved or removed mid-run, a race cancelled during one of its unseen runs, the runs a race
  * times, a mode changed mid-run, and the chat box's focus. The tests share one page so the models load once; they run in order.
  */
 import type { Page } from '@playwright/test';
@@ -161,16 +161,32 @@ test('moved mid-run the element keeps its run; removed mid-run the run ends as c
   expect(r.errors).toEqual([]);
 });
 
-test('a race cancelled during its plain decoding run says so, not a count of tokens it never showed', async () => {
-  const status = await page.evaluate(async () => {
+test('a race cancelled during an unseen run names that run, not a count of tokens it never showed', async () => {
+  const statuses = await page.evaluate(async () => {
     const el = document.querySelector('spec-decoder') as El;
     el.maxNewTokens = 300;
-    el.addEventListener('sd-done', () => setTimeout(() => el.cancel(), 50), { once: true });
-    await el.raceAgainstPlain();
-    await el.updateComplete;
-    return el.shadowRoot?.querySelector('[part="status"]')?.textContent ?? '';
+    await el.generate(); // loaded, with its client
+    const client = (el as unknown as { client: { generate: (prompt: unknown, o: { method: string }) => unknown } })
+      .client;
+    const generate = client.generate.bind(client);
+    const out: string[] = [];
+    // Cancel the race in its nth run: 1 is the shown run, 2 the unseen plain run, 3 the unseen timed chain run.
+    for (const nth of [2, 3]) {
+      let calls = 0;
+      client.generate = (prompt, o) => {
+        calls++;
+        if (calls === nth) setTimeout(() => el.cancel(), 50);
+        return generate(prompt, o);
+      };
+      await el.raceAgainstPlain();
+      await el.updateComplete;
+      out.push(el.shadowRoot?.querySelector('[part="status"]')?.textContent ?? '');
+    }
+    client.generate = generate;
+    return out;
   });
-  expect(status).toContain('race cancelled (during its plain decoding run)');
+  expect(statuses[0]).toContain('race cancelled (during its unseen plain decoding run)');
+  expect(statuses[1]).toContain('race cancelled (during its unseen chain run)');
 });
 
 test('a race times its runs the same way: after the shown one, none drawn, plain decoding before and after', async () => {

@@ -217,6 +217,8 @@ export class SpecDecoder extends LitElement {
   @state() private shownPrompt = '';
   @state() private warnings: string[] = [];
   @state() private cancelledAfter = 0;
+  /** The method of the unseen race run a cancel stopped ('' when the shown run was cancelled). */
+  @state() private cancelledUnseen: Method | '' = '';
   /** From the call of generate(), raceAgainstPlain() or chat() to its end the element is busy (loading included). */
   @state() private running = false;
   /** Between the two runs of a race the status stays "generating". */
@@ -409,8 +411,9 @@ export class SpecDecoder extends LitElement {
     const result = await stream.result;
     this.controller = null;
     this.status = result.stopReason === 'cancelled' ? 'cancelled' : 'ready';
-    // The count shown is the shown run's; a race's plain run is not shown (-1: that one was cancelled).
+    // The count shown is the shown run's; a race's timing runs are not shown (-1: one of those was cancelled).
     this.cancelledAfter = live ? result.tokens.length : -1;
+    this.cancelledUnseen = live ? '' : method;
     return result;
   }
 
@@ -687,7 +690,7 @@ export class SpecDecoder extends LitElement {
   private statusText(): string {
     if (this.status === 'cancelled')
       return this.cancelledAfter < 0
-        ? 'race cancelled (during its plain decoding run)'
+        ? `race cancelled (during its unseen ${this.cancelledUnseen === 'ar' ? 'plain decoding' : this.cancelledUnseen} run)`
         : `cancelled after ${this.cancelledAfter} tokens`;
     if (this.status === 'ready' && this.racing) return 'generating';
     return this.status;
