@@ -2,6 +2,9 @@
  * The wasm thread choice: candidates, the rule, remembering; and the real probe (the bundled target's probe graph in
  * fresh worker_threads workers, each with its own onnxruntime-web on 1 and on 2 threads).
  */
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../engine/store';
 import {
@@ -101,5 +104,22 @@ describe('wasm thread choice', () => {
     expect([1, 2]).toContain(first.threads);
     const again = await chooseNodeWasmThreads({ ...models, store, cores: 2 });
     expect(again).toMatchObject({ threads: first.threads, how: 'remembered' });
+  }, 60_000);
+
+  it('does not time a draft whose vocabulary differs from the target (the engine refuses that pair)', async () => {
+    const draft = mkdtempSync(join(tmpdir(), 'probe-draft-'));
+    try {
+      cpSync('public/models/austen-draft', draft, { recursive: true });
+      const tok = JSON.parse(readFileSync(join(draft, 'tokenizer.json'), 'utf8'));
+      const vocab = tok.model.vocab as Record<string, number>;
+      const [a, b] = Object.keys(vocab).slice(300, 302) as [string, string];
+      [vocab[a], vocab[b]] = [vocab[b] as number, vocab[a] as number];
+      writeFileSync(join(draft, 'tokenizer.json'), JSON.stringify(tok));
+      const store = new MemoryStore();
+      const choice = await chooseNodeWasmThreads({ target: 'public/models/austen-target', draft, store, cores: 2 });
+      expect(choice).toMatchObject({ threads: 1, how: 'not loaded', timings: [] });
+    } finally {
+      rmSync(draft, { recursive: true, force: true });
+    }
   }, 60_000);
 });

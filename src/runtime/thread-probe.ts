@@ -12,7 +12,7 @@
  * store. Where the worker is spawned is the platform's part (thread-probe-node.ts, thread-probe-web.ts).
  */
 import { type KeyValueStore, safeGet, safeSet } from '../engine/store';
-import { type LoadOptions, loadModel } from '../model/load';
+import { assertSameVocabulary, type LoadedModel, type LoadOptions, loadModel } from '../model/load';
 import { buildProbeGraph, type FeedSpec, type ProbeGraph } from '../model/probe-graph';
 
 export interface ThreadTiming {
@@ -237,9 +237,14 @@ export async function modelProbeGraphs(
   draft: string | undefined,
   options: LoadOptions = {},
 ): Promise<ProbeGraphs> {
-  const graph = async (spec: string) =>
-    buildProbeGraph(await loadModel(spec, options), { weights: 'float', compute: 'fp32' }, 'plain', undefined, true);
-  return { target: await graph(target), ...(draft ? { draft: await graph(draft) } : {}) };
+  const graph = (model: LoadedModel) =>
+    buildProbeGraph(model, { weights: 'float', compute: 'fp32' }, 'plain', undefined, true);
+  const targetModel = await loadModel(target, options);
+  if (!draft) return { target: graph(targetModel) };
+  const draftModel = await loadModel(draft, options);
+  // A pair the engine will refuse is not timed (seconds): the engine's load then says why.
+  assertSameVocabulary(targetModel, draftModel);
+  return { target: graph(targetModel), draft: graph(draftModel) };
 }
 
 /** Runs the probe graphs with onnxruntime on `threads` wasm threads, in a fresh worker. */
