@@ -288,3 +288,24 @@ test("a run the worker refuses before its first round leaves the last run's text
   expect(r.before.length).toBeGreaterThan(20);
   expect(r.after).toBe(r.before);
 });
+
+test('the bundled target however written (./, no trailing slash) gets its own heads; another target must name them', async () => {
+  const r = await page.evaluate(async () => {
+    const el = document.querySelector('spec-decoder') as El & { target: string; method: string };
+    const errors: string[] = [];
+    el.addEventListener('sd-error', (e) => errors.push((e as CustomEvent<{ message: string }>).detail.message));
+    const before = { target: el.target, method: el.method, max: el.maxNewTokens };
+    Object.assign(el, { method: 'eagle', maxNewTokens: 4 });
+    el.target = 'elsewhere/';
+    const other = await el.generate();
+    el.target = './models/austen-target';
+    const bundled = await el.generate();
+    Object.assign(el, { target: before.target, method: before.method, maxNewTokens: before.max });
+    return { other, tokens: bundled?.tokens.length, errors };
+  });
+  expect(r.other).toBeNull();
+  expect(r.errors).toEqual([
+    'method "eagle" needs an EAGLE-3 head and the target\'s hidden states: set the heads attribute to heads trained on elsewhere/',
+  ]);
+  expect(r.tokens).toBe(4);
+});

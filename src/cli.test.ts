@@ -1,10 +1,10 @@
 /** The terminal front end: strict flags with one-line errors, colours only on a terminal, nothing lost at limits. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TestHub } from '../tests/hub/server';
 import { type CliIO, main } from './cli';
@@ -120,6 +120,19 @@ describe('CLI chat flags', () => {
     expect(parseCli(['--prompt', 'x']).heads).toBeUndefined();
     expect(parseCli(['--prompt', 'x', '--device', 'webgpu', '--target', 'elsewhere']).heads).toBeUndefined();
     expect(parseCli(['--prompt', 'x', '--device', 'webgpu', '--method', 'chain']).heads).toBeUndefined();
+    // The bundled target however it is written: ./, a trailing slash, an absolute path, a symlink.
+    const link = join(mkdtempSync(join(tmpdir(), 'cli-target-')), 'target');
+    symlinkSync(resolve('public/models/austen-target'), link);
+    for (const target of [
+      './public/models/austen-target',
+      'public/models/austen-target/',
+      resolve('public/models/austen-target'),
+      link,
+    ])
+      expect(parseCli(['--prompt', 'x', '--method', 'medusa', '--target', target]).heads).toBe(
+        'public/models/austen-medusa',
+      );
+    rmSync(dirname(link), { recursive: true });
   });
 
   it('--draft-device: where the draft runs, absent unless given, checked', () => {

@@ -2,6 +2,7 @@
  * The terminal front end's flags: parsed strictly (decimal numbers only, safe integers, ranges checked), every
  * mistake one line naming the flag.
  */
+import { realpathSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
   defaultHeads,
@@ -24,6 +25,16 @@ export const DEFAULT_TARGET = 'public/models/austen-target';
 export const DEFAULT_DRAFT = 'public/models/austen-draft';
 /** Heads trained on the bundled target (tools/README.md), used when a method needs them and --heads is not given. */
 export const DEFAULT_HEADS = { medusa: 'public/models/austen-medusa', eagle3: 'public/models/austen-eagle3' } as const;
+
+/** Whether `target` is the bundled target however it is written (./, a trailing slash, absolute, a symlink). */
+export function isBundledTarget(target: string): boolean {
+  if (target === DEFAULT_TARGET) return true;
+  try {
+    return realpathSync(target) === realpathSync(DEFAULT_TARGET);
+  } catch {
+    return false; // not a folder here (a hub id, a typo): not the bundled one
+  }
+}
 
 export const USAGE = `usage: npm run generate -- --prompt TEXT [--target DIR] [--draft DIR] [--heads DIR] [--method NAME]
        [--max-new-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S] [--device wasm|webgpu]
@@ -156,13 +167,14 @@ export function parseCli(argv: string[]): CliOptions {
   const maxNewTokens = number('max-new-tokens', str('max-new-tokens'), 64, true);
   if (maxNewTokens < 1) throw new UsageError(`--max-new-tokens must be >= 1; got ${maxNewTokens}`);
   const target = str('target') ?? DEFAULT_TARGET;
+  const bundled = isBundledTarget(target);
   const spec = methodSpec(method);
   let heads = str('heads');
-  if (heads === undefined && headsNeeded(spec) && target !== DEFAULT_TARGET && !help)
+  if (heads === undefined && headsNeeded(spec) && !bundled && !help)
     throw new UsageError(`--method ${method} ${describeNeeds(spec)}: pass --heads DIR trained on ${target}`);
   // The bundled target's heads where the method needs them, or (auto on WebGPU) where they pay.
   const kind = defaultHeads(spec, device);
-  if (heads === undefined && kind && target === DEFAULT_TARGET && !help) heads = DEFAULT_HEADS[kind];
+  if (heads === undefined && kind && bundled && !help) heads = DEFAULT_HEADS[kind];
   const unused: string[] = [];
   if (str('draft') !== undefined && !uses(spec, 'draft-model'))
     unused.push(`--draft is not used: method ${method} runs no draft model`);

@@ -263,12 +263,24 @@ export class SpecDecoder extends LitElement {
     // A method that uses heads when loaded (auto) takes the ones named.
     if (!kind) return defaultHeads(spec, 'webgpu') ? this.heads : '';
     if (this.heads) return this.heads;
-    return this.target === DEFAULT_TARGET ? BUNDLED_HEADS[kind] : '';
+    return this.bundledTarget ? BUNDLED_HEADS[kind] : '';
+  }
+
+  /** Whether `target` names the bundled target, however written (./, no trailing slash, a full URL). */
+  private get bundledTarget(): boolean {
+    const url = (spec: string) => {
+      try {
+        return new URL(spec, document.baseURI).href.replace(/\/+$/, '');
+      } catch {
+        return spec;
+      }
+    };
+    return this.target === DEFAULT_TARGET || url(this.target) === url(DEFAULT_TARGET);
   }
 
   /** Heads the worker loads only if the engine runs on WebGPU: the bundled target's EAGLE head for auto. */
   private get gpuHeadsInUse(): string {
-    if (!isMethod(this.method) || this.headsInUse || this.target !== DEFAULT_TARGET) return '';
+    if (!isMethod(this.method) || this.headsInUse || !this.bundledTarget) return '';
     const kind = defaultHeads(methodSpec(this.method), 'webgpu');
     return kind ? BUNDLED_HEADS[kind] : '';
   }
