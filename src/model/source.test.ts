@@ -17,6 +17,12 @@ describe('resolveSource', () => {
     );
     expect(() => resolveSource('hf:not a repo')).toThrow(/bad hub id/);
     expect(() => resolveSource('hf:a/b@../../etc')).toThrow(/bad hub id/);
+    // The hub's ids without an organisation (gpt2, distilgpt2) are ids too; a third part or a leading dash is not.
+    expect(resolveSource('hf:gpt2').location).toBe('hf:gpt2@main');
+    expect(resolveSource('hf:distilgpt2@v1').location).toBe('hf:distilgpt2@v1');
+    expect(() => resolveSource('hf:a/b/c')).toThrow(/bad hub id "hf:a\/b\/c": expected hf:org\/name, hf:name/);
+    expect(() => resolveSource('hf:-x')).toThrow(/bad hub id/);
+    expect(() => resolveSource('hf:org/x.')).toThrow(/bad hub id/);
   });
 
   it('the hub host: the option, else HF_ENDPOINT, else huggingface.co (as transformers.js builds resolve URLs)', () => {

@@ -270,8 +270,9 @@ export class TestHub {
     const cdn = /^\/cdn-lfs\/([0-9a-f]{64})$/.exec(path);
     if (cdn) return this.serveLfs(cdn[1] as string, url, req, res, entry);
 
-    const info = /^\/api\/models\/([\w.-]+\/[\w.-]+)(?:\/revision\/(.+))?$/.exec(path);
-    const resolve = /^\/([\w.-]+\/[\w.-]+)\/resolve\/([^/]+)\/(.+)$/.exec(path);
+    // Repo ids are org/name, or name alone as the hub's oldest models have them (gpt2).
+    const info = /^\/api\/models\/((?:[\w.-]+\/)?[\w.-]+)(?:\/revision\/(.+))?$/.exec(path);
+    const resolve = /^\/((?:[\w.-]+\/)?[\w.-]+)\/resolve\/([^/]+)\/(.+)$/.exec(path);
     const repoId = info?.[1] ?? resolve?.[1];
     if (!repoId) return answer(404, { 'Content-Type': 'text/plain' }, 'Not Found');
     const repo = this.repos.get(repoId);

@@ -375,6 +375,16 @@ describe('the disk cache', () => {
     await loadModel('hf:test/austen-draft', options(cacheDir));
     expect(hub.bodyRequests()).toHaveLength(5);
   });
+
+  it('an id without an organisation (hf:gpt2-style) loads, is cached as models--<name>, and is listed', async () => {
+    hub.addRepo('austen-solo', DRAFT);
+    const cacheDir = freshCache();
+    const model = await loadModel('hf:austen-solo', options(cacheDir));
+    expect(model.config.numLayers).toBe((await loadModel(DRAFT)).config.numLayers);
+    const commit = hub.commitOf('austen-solo') as string;
+    expect(readFileSync(join(cacheDir, 'models--austen-solo', 'refs', 'main'), 'utf8')).toBe(commit);
+    expect((await (await NodeHubStore.open(cacheDir)).list()).map((r) => r.repo)).toEqual(['austen-solo']);
+  });
 });
 
 /**

@@ -14,14 +14,19 @@ export interface HubRef {
   revision: string;
 }
 
-const HUB_ID = /^hf:([\w.-]+\/[\w.-]+)(?:@([\w./-]+))?$/;
+/** A name as the hub takes it: letters, digits, `_`, `-`, `.`, not starting or ending with `-` or `.`. */
+const NAME = '[A-Za-z0-9_](?:[\\w.-]*[A-Za-z0-9_])?';
+const HUB_ID = new RegExp(`^hf:((?:${NAME}/)?${NAME})(?:@([\\w./-]+))?$`);
 
-/** `hf:org/name[@rev]` → its parts; null for other specs; a clear error for a malformed hub id. */
+/**
+ * `hf:org/name[@rev]`, or `hf:name[@rev]` for the hub's ids without an organisation (gpt2) → its parts; null for
+ * other specs; a clear error for a malformed hub id.
+ */
 export function parseHubId(spec: string): HubRef | null {
   if (!spec.startsWith('hf:')) return null;
   const m = HUB_ID.exec(spec);
   if (!m || m[1]?.includes('..') || m[2]?.includes('..')) {
-    throw new ModelLoadError(`bad hub id "${spec}": expected hf:org/name or hf:org/name@revision`);
+    throw new ModelLoadError(`bad hub id "${spec}": expected hf:org/name, hf:name or either @revision`);
   }
   return { repo: m[1] as string, revision: m[2] ?? 'main' };
 }
