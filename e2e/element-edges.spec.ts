@@ -309,3 +309,24 @@ test('the bundled target however written (./, no trailing slash) gets its own he
   ]);
   expect(r.tokens).toBe(4);
 });
+
+test('switching methods reloads only for what a method adds (heads, layer switches), never for one that needs less', async () => {
+  const loads = await page.evaluate(async () => {
+    const el = document.querySelector('spec-decoder') as El & { method: string };
+    const before = { method: el.method, max: el.maxNewTokens };
+    el.maxNewTokens = 4;
+    await el.generate(); // loaded for the shared page's method
+    const out: string[] = [];
+    const onLoaded = () => out.push(el.method);
+    el.addEventListener('sd-loaded', onLoaded);
+    for (const method of ['ar', 'auto', 'chain', 'swift', 'ar', 'chain', 'eagle', 'ar', 'auto']) {
+      el.method = method;
+      await el.generate();
+    }
+    el.removeEventListener('sd-loaded', onLoaded);
+    Object.assign(el, { method: before.method, maxNewTokens: before.max });
+    return out;
+  });
+  // swift's target has layer switches and eagle's has its heads; the engine with either runs the rest as it is.
+  expect(loads).toEqual(['swift', 'eagle']);
+});

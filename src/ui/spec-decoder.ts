@@ -230,10 +230,13 @@ export class SpecDecoder extends LitElement {
 
   private client: EngineClient | null = null;
   private loadedKey = '';
+  /** The loaded target was built with layer switches (for layer skipping). */
+  private loadedLayerSwitches = false;
   private controller: AbortController | null = null;
   /** The call of generate(), raceAgainstPlain() or chat() in progress (a removal waits for it to stop). */
   private active: Promise<unknown> | null = null;
 
+  /** What the models are loaded for, less what a method adds to them (heads, layer switches): see reusable. */
   private get loadKey(): string {
     return JSON.stringify([
       this.target,
@@ -247,10 +250,20 @@ export class SpecDecoder extends LitElement {
       this.threads,
       this.hubEndpoint,
       this.hubToken,
-      this.needsLayerSwitches,
-      this.headsInUse,
-      this.gpuHeadsInUse,
     ]);
+  }
+
+  /**
+   * Whether the loaded engine serves the current method: the same models and options, and what the method adds is
+   * there (its heads, its layer switches). An engine loaded with more serves a method that needs less (plain decoding
+   * on the engine of an EAGLE run, as a race does), so switching between such methods reloads nothing; auto's
+   * WebGPU-only heads count as there where the engine is not on WebGPU (the worker loads them only there).
+   */
+  private reusable(info: LoadInfo): boolean {
+    if (this.loadedKey !== this.loadKey) return false;
+    if (this.headsInUse && info.heads !== this.headsInUse) return false;
+    if (this.gpuHeadsInUse && info.device === 'webgpu' && info.heads !== this.gpuHeadsInUse) return false;
+    return !this.needsLayerSwitches || this.loadedLayerSwitches;
   }
 
   /** The heads the current method runs on ('' when it needs none, or none is known for this target). */
@@ -347,10 +360,10 @@ export class SpecDecoder extends LitElement {
 
   /** Load (or reuse) the models for the current attributes. */
   async load(): Promise<LoadInfo> {
-    if (this.client && this.loadedKey === this.loadKey && this.client.info) return this.client.info;
+    if (this.client?.info && this.reusable(this.client.info)) return this.client.info;
     // Other models or options: a fresh worker. Releasing the last onnxruntime session on WebGPU destroys its
     // device, so an engine reloaded in the same worker would start on a lost device.
-    if (this.client && this.loadedKey && this.loadedKey !== this.loadKey) {
+    if (this.client && this.loadedKey) {
       this.client.terminate();
       this.client = null;
     }
@@ -388,6 +401,7 @@ export class SpecDecoder extends LitElement {
     };
     const info = await this.client.load(options);
     this.loadedKey = this.loadKey;
+    this.loadedLayerSwitches = this.needsLayerSwitches;
     this.loadInfo = info;
     this.status = 'ready';
     fire(this, 'sd-loaded', info);
