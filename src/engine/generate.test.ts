@@ -415,8 +415,9 @@ describe('engine behaviour', () => {
         return inner.calls;
       },
       async propose(req) {
+        const tree = await inner.propose(req); // the failing round has made its draft calls
         if (fail && ++rounds === 4) throw new Error('the draft went away');
-        return inner.propose(req);
+        return tree;
       },
       accept: (t, r, o) => inner.accept(t, r, o),
       reset: () => inner.reset(),
@@ -433,6 +434,11 @@ describe('engine behaviour', () => {
     expect(partial.stopReason).toBe('error');
     expect(partial.tokens).toEqual(events.flatMap((e) => [...e.accepted, ...e.target].map((t) => t.id)));
     expect(partial.tokens.length).toBeGreaterThan(3);
+    // The partial stats count the completed rounds, all of them alike: the failed round's draft calls are not in them.
+    const last = events[events.length - 1] as RoundEvent;
+    expect(partial.stats.rounds).toBe(events.length);
+    expect(partial.stats.draftCalls).toBe(last.counts.draftCalls);
+    expect(partial.stats.targetCalls).toBe(last.counts.targetCalls);
     fail = false;
     const again = await generateAll({ target, drafter: flaky, tokenizer }, [1, 2], {
       maxNewTokens: 40,
@@ -440,6 +446,61 @@ describe('engine behaviour', () => {
     });
     const fresh = await run('chain', [1, 2], { maxNewTokens: 40, sampling: GREEDY });
     expect(again.tokens).toEqual(fresh.result.tokens);
+  });
+
+  it('a stop that comes in the last round leaves a complete generation complete (max-tokens, not cancelled)', async () => {
+    for (const method of ['ar', 'chain'] as const) {
+      const { target, draft } = pair(50, 1.5);
+      const controller = new AbortController();
+      const it = generate({ target, drafter: makeDrafter(method, target, draft), tokenizer }, [4, 5], {
+        maxNewTokens: 5,
+        sampling: GREEDY,
+        signal: controller.signal,
+      });
+      for (let s = await it.next(); ; s = await it.next()) {
+        if (s.done) {
+          expect(s.value.tokens).toHaveLength(5);
+          expect(s.value.stopReason, method).toBe('max-tokens');
+          break;
+        }
+        if (s.value.counts.tokens >= 5) controller.abort();
+      }
+    }
+  });
+
+  it("a round with nothing left to draft makes no draft call (a generation's last token)", async () => {
+    for (const method of ['chain', 'adaptive', 'dynamic', 'tree'] as const) {
+      const { result } = await run(method, [1, 2, 3], { maxNewTokens: 1, sampling: GREEDY });
+      expect(result.tokens, method).toEqual(
+        (await run('ar', [1, 2, 3], { maxNewTokens: 1, sampling: GREEDY })).result.tokens,
+      );
+      expect(result.stats.draftCalls, method).toBe(0);
+    }
+  });
+
+  it("a draft model's read of the prompt counts as prefill, not as the first round's drafting", async () => {
+    class SlowPrefillLM extends ToyLM {
+      override async forward(input: Parameters<ToyLM['forward']>[0]): Promise<Float32Array> {
+        if (input.tokens.length > 8) await new Promise((r) => setTimeout(r, 80)); // a long prompt's read
+        return super.forward(input);
+      }
+    }
+    for (const method of ['chain', 'dynamic'] as const) {
+      const { fn, target } = pair(50, 1.5);
+      const draft = new SlowPrefillLM(50, noisyCopy(fn, 50, 2, 1.5));
+      const drafter = makeDrafter(method, target, draft);
+      const prompt = Array.from({ length: 40 }, (_, i) => (i * 7) % 50);
+      const events: RoundEvent[] = [];
+      const result = await generateAll(
+        { target, drafter, tokenizer },
+        prompt,
+        { maxNewTokens: 8, sampling: GREEDY },
+        (e) => events.push(e),
+      );
+      expect(result.stats.prefillMs, method).toBeGreaterThanOrEqual(79);
+      expect(events[0]?.timings.draftMs, method).toBeLessThan(60);
+      expect(events[0]?.timings.totalMs, method).toBeLessThan(60);
+    }
   });
 
   it('reports tau, acceptance per depth, calls and timings', async () => {

@@ -117,11 +117,13 @@ export async function* generate(
   const committed = [...prompt];
   const generated: number[] = [];
   const draftCallsAtStart = drafter.calls;
+  // Draft calls of the rounds completed (a round that failed part-way counts in none of the stats).
+  let draftCalls = 0;
   const result = (stopReason: StopReason): GenerationResult => ({
     tokens: [...generated],
     text: decoder.text,
     stopReason,
-    stats: stats.summary(drafter.calls - draftCallsAtStart),
+    stats: stats.summary(draftCalls),
   });
 
   // Draft heads read the target's hidden states: of the prompt at prefill, of every tree node at verification.
@@ -165,9 +167,10 @@ export async function* generate(
     for (let round = 0; ; round++) {
       // Let timers and messages run between rounds (an abort arrives here at the latest one round late).
       if (round > 0) await nextMacrotask();
-      if (stopped()) return result('cancelled');
+      // A generation that is complete says so, even if a stop came during its last round.
       if (generated.length >= maxNewTokens) return result('max-tokens');
       if (committed.length > limit) return result('context');
+      if (stopped()) return result('cancelled');
       const started = performance.now();
       const room = limit - committed.length;
       const tree = await drafter.propose({
@@ -180,6 +183,10 @@ export async function* generate(
         generatedFrom: prompt.length,
       });
       checkProposal(drafter, tree, committed[committed.length - 1] as number, room);
+      // A draft model reads the prompt in the first round (its catch-up): that is prefill, as the target's is, not
+      // drafting (it made a long prompt's first round look like seconds of drafting, and lowered tokens per second).
+      const draftPrefill = round === 0 ? (drafter.catchUpMs?.() ?? 0) : 0;
+      stats.prefillMs += draftPrefill;
       const drafted = performance.now();
       const base = committed.length - 1; // the target has everything but the root cached
       const q = tree.tokens.length;
@@ -225,14 +232,15 @@ export async function* generate(
       const produced = [...acceptedIds, ...targetIds];
       committed.push(...produced);
       generated.push(...produced);
-      const total = performance.now() - started;
+      const total = performance.now() - started - draftPrefill;
+      draftCalls = drafter.calls - draftCallsAtStart;
       const auxCount = aux?.tokens.length ?? 0;
       const note = drafter.note?.();
       stats.round(
         tree.parents,
         final,
         produced.length,
-        { draft: drafted - started, verify: verified - drafted, total },
+        { draft: drafted - started - draftPrefill, verify: verified - drafted, total },
         auxCount,
         call.bytes,
         armOf(note ?? undefined),
@@ -255,14 +263,14 @@ export async function* generate(
         ...(note ? { note } : {}),
         counts: {
           targetCalls: stats.verifyCalls + stats.prefillCalls,
-          draftCalls: drafter.calls - draftCallsAtStart,
+          draftCalls,
           tokens: generated.length,
           targetBytes: stats.targetBytes,
         },
         timings: {
-          draftMs: drafted - started,
+          draftMs: drafted - started - draftPrefill,
           verifyMs: verified - drafted,
-          overheadMs: Math.max(0, total - (verified - started)),
+          overheadMs: Math.max(0, total - (verified - started - draftPrefill)),
           totalMs: total,
         },
       };

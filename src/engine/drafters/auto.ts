@@ -710,6 +710,11 @@ export class AutoDrafter implements Drafter {
     if (this.measure === 'time' && this.memory && this.round % SAVE_EVERY === 0) this.save(this.memory);
   }
 
+  /** The chosen arm's catching up this round (a copy round's arm did not run: none). */
+  catchUpMs(): number {
+    return this.copying ? 0 : (this.current.drafter.catchUpMs?.() ?? 0);
+  }
+
   /**
    * A round's real seconds (less a draft cache's catching up), at most PAUSE_CAP times what the measured costs
    * predict for it (`predictedMs`; not a number: no cap).

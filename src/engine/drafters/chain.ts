@@ -45,11 +45,15 @@ export class ChainDrafter implements Drafter {
   }
 
   async propose(req: DraftRequest): Promise<DraftTree> {
-    let logits = await this.state.sync(req.committed, judgeFrom(req));
     const tree = rootOnly(req.committed);
     // The draft's own estimate of each path (its probabilities multiplied along the chain), for callers that merge
     // or cut trees by value.
     tree.values = [1];
+    if (Math.min(req.maxDepth, req.maxNodes) < 1) {
+      this.state.idle();
+      return tree;
+    }
+    let logits = await this.state.sync(req.committed, judgeFrom(req));
     const limit = Math.min(this.gamma(), req.maxDepth, req.maxNodes, this.state.room() - 1);
     const depths = [0];
     for (let d = 1; d <= limit; d++) {

@@ -27,6 +27,8 @@ export interface TreeDraftModel {
    * them (DraftModelState.firstChoice).
    */
   sync(committed: readonly number[], judgeFrom?: number): Promise<DraftRow | null>;
+  /** A round with nothing to draft: make no call, and let the round's accept() keep the state as it is. */
+  idle?(): void;
   /** Room left in the drafting model's context for this round's nodes. */
   room(): number;
   /** Nodes its cache can still take this round. */
@@ -337,6 +339,17 @@ export class DraftModelState implements TreeDraftModel {
       if (n !== undefined) slots.set(n, slot);
     }
     this.slots = slots;
+  }
+
+  /**
+   * A round with nothing to draft (no depth or room left: a generation's last round): no call is made, and the
+   * round's accept() keeps the cache as it is (the next sync catches up on what the target committed).
+   */
+  idle(): void {
+    this.roundBase = this.lm.length;
+    this.slots.clear();
+    this.roundWidths = [];
+    this.caughtUpMs = 0;
   }
 
   /** Keep the committed prefix plus the accepted nodes the draft has run (their slots, in path order). */

@@ -72,6 +72,10 @@ export class StaticTreeDrafter implements Drafter {
   }
 
   async propose(req: DraftRequest): Promise<DraftTree> {
+    if (Math.min(req.maxDepth, req.maxNodes) < 1) {
+      this.state.idle(); // nothing to draft: no call
+      return rootOnly(req.committed);
+    }
     const rootLogits = await this.state.sync(req.committed, judgeFrom(req));
     const tree = rootOnly(req.committed);
     const depths = [0];
