@@ -17,7 +17,7 @@ export interface ForwardInput {
   bias: Float32Array;
   /** Which of the q rows need logits (in the order wanted). */
   rows: ArrayLike<number>;
-  /** Which rows' hidden states to return (models built with hidden states; default: `rows`). */
+  /** Which rows' hidden states to return (models built with hidden states; default: none). */
   hiddenRows?: ArrayLike<number>;
 }
 

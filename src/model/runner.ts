@@ -589,7 +589,9 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     const hiddenName =
       this.hiddenOutput === 'eagle3' ? GRAPH_OUTPUTS.hiddenEagle3 : this.hiddenOutput ? GRAPH_OUTPUTS.hidden : null;
     if (hiddenName) {
-      const hiddenRows = int64s(input.hiddenRows ?? input.rows);
+      // None unless asked for: a call of a method that reads no hidden states (plain decoding, prompt lookup on an
+      // engine loaded with heads) fetched a hidden row per logits row, 480 times the bytes of a greedy round's ids.
+      const hiddenRows = int64s(input.hiddenRows ?? []);
       feeds[HIDDEN_ROWS] = this.feeds.tensor(HIDDEN_ROWS, 'int64', hiddenRows, [hiddenRows.length]);
       fetches.push(hiddenName);
     }

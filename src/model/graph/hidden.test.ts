@@ -68,6 +68,12 @@ describe('hidden-state outputs', () => {
           hiddenRows: TREE.map((_, i) => i),
         });
         const tree = runner.lastHidden();
+        // A call that asks for no hidden rows gets none (plain decoding on an engine loaded with heads).
+        const bytes = runner.bytesRead;
+        runner.keep(Array.from({ length: PROMPT.length }, (_, i) => i));
+        await runner.forward({ tokens: [3], positions: [PROMPT.length], bias: chainBias(PROMPT.length, 1), rows: [0] });
+        expect(runner.lastHidden()).toHaveLength(0);
+        expect(runner.bytesRead - bytes).toBe(4 * m.model.config.vocabSize);
         TREE.forEach((_, node) => {
           const seq = [...PROMPT, ...pathTo(TREE, node).map((n) => TREE_TOKENS[n] as number)];
           const w = runner.hiddenWidth;
