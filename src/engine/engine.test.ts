@@ -100,6 +100,18 @@ describe('SpecEngine', () => {
           [option as string]: 'gpu',
         }),
       ).rejects.toThrow(`${option} "gpu" (${whose} device) is not one of auto, wasm, webgpu`);
+    // Switches that are not true or false, and a calibration that is not one, are refused naming the option (a
+    // truthy exact: 1 ran exact decoding's load check without its attention, which then blamed the device).
+    for (const [option, value, message] of [
+      ['exact', 1, 'exact must be true or false; got 1'],
+      ['exact', 'false', 'exact must be true or false; got "false"'],
+      ['layerSwitches', 'yes', 'layerSwitches must be true or false; got "yes"'],
+      ['warmup', 0, 'warmup must be true or false; got 0'],
+      ['calibration', 'bogus', 'calibration "bogus" is not one of auto, never'],
+    ] as const)
+      await expect(
+        SpecEngine.load(ortForNode(), { target: 'public/models/austen-target', device: 'wasm', [option]: value }),
+      ).rejects.toThrow(message);
   });
 
   it('refuses a prompt that is neither text, token ids nor messages in one line, and stays usable', async () => {

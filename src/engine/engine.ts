@@ -15,6 +15,7 @@ import {
 } from '../model/index';
 import type { Device } from '../model/runner';
 import type { ChatMessage, TextTokenizer } from '../model/tokenizer';
+import { checkBoolean } from '../util/options';
 import { type Calibration, calibrateCosts, targetStep } from './costs';
 import {
   type CostModel,
@@ -180,6 +181,9 @@ export class SpecEngine {
       graph = 'auto',
       ...rest
     } = options;
+    if (calibration !== 'auto' && calibration !== 'never')
+      throw new RangeError(`calibration "${String(calibration)}" is not one of auto, never`);
+    checkBoolean('warmup', warmup);
     // The graph variant is measured on this device unless given, and remembered in the store.
     const open = { ...rest, graph, variantMemory: store };
     const started = performance.now();

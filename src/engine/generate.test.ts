@@ -350,6 +350,15 @@ describe('engine behaviour', () => {
     await expect(run([1, 2], { stopTokens: [3, 99999] })).rejects.toThrow(
       "stop token 99999 is not in the target's vocabulary [0, 50)",
     );
+    // Values of the wrong kind are refused, not read as something else: a string of stop tokens threw a TypeError
+    // about .find, stopAtEos 'no' stopped at the end of sequence, a misspelt sampling setting decoded greedily.
+    await expect(run([1, 2], { stopTokens: '5' })).rejects.toThrow(
+      'stop tokens must be an array of token ids; got "5"',
+    );
+    await expect(run([1, 2], { stopAtEos: 'no' })).rejects.toThrow('stopAtEos must be true or false; got "no"');
+    await expect(run([1, 2], { sampling: { ...GREEDY, temprature: 1 } })).rejects.toThrow(
+      'sampling has no setting "temprature" (its settings: temperature, topK, topP, seed)',
+    );
     expect((await run([1, 2], { stopTokens: [49] })).tokens.length).toBeGreaterThan(0);
   });
 

@@ -5,6 +5,7 @@
  * root-only tree.
  */
 import type { TextTokenizer } from '../model/tokenizer';
+import { checkBoolean } from '../util/options';
 import { IncrementalDecoder } from './decode';
 import type { Drafter, DraftTree } from './drafters';
 import { GenerationError, type GenerationResult, type RoundEvent, type StopReason, type TokenPiece } from './events';
@@ -85,6 +86,11 @@ export async function* generate(
     );
   if (options.verifyRule !== undefined && !VERIFY_RULES.includes(options.verifyRule))
     throw new RangeError(`verify rule "${String(options.verifyRule)}" is not one of ${VERIFY_RULES.join(', ')}`);
+  checkBoolean('stopAtEos', options.stopAtEos);
+  if (options.stopTokens !== undefined && !Array.isArray(options.stopTokens))
+    throw new TypeError(
+      `stop tokens must be an array of token ids; got ${JSON.stringify(options.stopTokens) ?? String(options.stopTokens)}`,
+    );
   if (prompt.length === 0) throw new RangeError('the prompt is empty: nothing to continue');
   // Token ids the target cannot embed are refused here, naming where they are (the model call would only say "token
   // id 5000 is not in [0, 4096)").

@@ -20,6 +20,10 @@ export function isGreedy(params: SamplingParams): boolean {
 }
 
 export function checkSampling(p: SamplingParams): void {
+  // A misspelt setting ({ temprature: 1 }) decoded greedily without a word.
+  const unknown = Object.keys(p).find((k) => !(k in GREEDY));
+  if (unknown !== undefined)
+    throw new RangeError(`sampling has no setting "${unknown}" (its settings: ${Object.keys(GREEDY).join(', ')})`);
   for (const [name, v] of [
     ['temperature', p.temperature],
     ['top-k', p.topK],

@@ -3,6 +3,7 @@
  * that can prefill, verify a token tree in one call, and compact its cache.
  */
 
+import { checkBoolean } from '../util/options';
 import { choiceKey, type DeviceChoice, isPlacement, openDraftOn, openOnFaster } from './device-choice';
 import { ModelLoadError } from './errors';
 import { GRAPH_VARIANTS } from './graph/llama';
@@ -62,7 +63,9 @@ export function checkPlacement(o: Pick<OpenOptions, 'draftDevice' | 'headsDevice
  * Refuses a device or graph variant that is not one, naming the option, before anything loads (a device left out or
  * 'auto' got as far as onnxruntime, which answered "could not create a undefined session").
  */
-function checkDeviceAndGraph(o: Pick<OpenOptions, 'device' | 'graph' | 'precision' | 'compute'>): void {
+function checkDeviceAndGraph(
+  o: Pick<OpenOptions, 'device' | 'graph' | 'precision' | 'compute' | 'exact' | 'layerSwitches'>,
+): void {
   if (o.device !== 'wasm' && o.device !== 'webgpu')
     throw new RangeError(
       `device "${String(o.device)}" is not one of wasm, webgpu (a model runs on the device given; EngineClient.load and the element choose one for 'auto')`,
@@ -74,6 +77,9 @@ function checkDeviceAndGraph(o: Pick<OpenOptions, 'device' | 'graph' | 'precisio
     throw new RangeError(`precision "${String(o.precision)}" is not one of ${PRECISIONS.join(', ')}`);
   if (o.compute !== undefined && !['fp32', 'fp16', 'auto'].includes(o.compute as string))
     throw new RangeError(`compute "${String(o.compute)}" is not one of fp32, fp16, auto`);
+  // A truthy non-boolean started exact decoding's load check without its attention, which then blamed the device.
+  checkBoolean('exact', o.exact);
+  checkBoolean('layerSwitches', o.layerSwitches);
 }
 
 /**
