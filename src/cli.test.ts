@@ -159,6 +159,26 @@ describe('CLI chat flags', () => {
       '--verify typical changes nothing under greedy decoding (it applies with --temperature > 0)',
     ]);
     expect(unused('--verify', 'typical', '--temperature', '0.8')).toEqual([]);
+    // Sampling settings under greedy decoding, and devices for models the run does not load.
+    expect(unused('--top-k', '5')).toEqual([
+      '--top-k changes nothing under greedy decoding (it applies with --temperature > 0)',
+    ]);
+    expect(unused('--seed', '3', '--top-p', '0.5')).toEqual([
+      '--top-p, --seed change nothing under greedy decoding (they apply with --temperature > 0)',
+    ]);
+    expect(unused('--seed', '3', '--top-p', '0.5', '--temperature', '0.7')).toEqual([]);
+    expect(unused('--method', 'lookup', '--draft-device', 'wasm')).toEqual([
+      '--draft-device is not used: method lookup runs no draft model',
+    ]);
+    expect(unused('--method', 'lookup', '--heads-device', 'webgpu')).toEqual([
+      '--heads-device is not used: method lookup runs no draft heads',
+    ]);
+    // auto on wasm loads no heads unless given them; with them, or for eagle, the flag applies.
+    expect(unused('--heads-device', 'wasm')).toEqual([
+      '--heads-device is not used: method auto runs no draft heads here',
+    ]);
+    expect(unused('--method', 'eagle', '--heads-device', 'wasm')).toEqual([]);
+    expect(unused('--draft-device', 'wasm', '--method', 'chain')).toEqual([]);
     // auto runs a draft model and heads when it has them.
     expect(unused('--draft', 'public/models/austen-draft', '--heads', 'public/models/austen-eagle3')).toEqual([]);
     expect(unused()).toEqual([]);

@@ -180,8 +180,18 @@ export function parseCli(argv: string[]): CliOptions {
     unused.push(`--draft is not used: method ${method} runs no draft model`);
   if (str('heads') !== undefined && !uses(spec, 'medusa-heads') && !uses(spec, 'eagle-head'))
     unused.push(`--heads is not used: method ${method} runs no draft heads`);
+  if (draftDevice !== undefined && !uses(spec, 'draft-model'))
+    unused.push(`--draft-device is not used: method ${method} runs no draft model`);
+  const runsHeads = uses(spec, 'medusa-heads') || uses(spec, 'eagle-head');
+  if (headsDevice !== undefined && (heads === undefined || !runsHeads))
+    unused.push(`--heads-device is not used: method ${method} runs no draft heads${runsHeads ? ' here' : ''}`);
   if (verify === 'typical' && sampling.temperature === 0)
     unused.push('--verify typical changes nothing under greedy decoding (it applies with --temperature > 0)');
+  const samplingOnly = (['top-k', 'top-p', 'seed'] as const).filter((f) => str(f) !== undefined);
+  if (samplingOnly.length > 0 && sampling.temperature === 0)
+    unused.push(
+      `${samplingOnly.map((f) => `--${f}`).join(', ')} ${samplingOnly.length > 1 ? 'change' : 'changes'} nothing under greedy decoding (${samplingOnly.length > 1 ? 'they apply' : 'it applies'} with --temperature > 0)`,
+    );
   return {
     prompt: prompt ?? '',
     target,
