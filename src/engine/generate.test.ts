@@ -487,7 +487,7 @@ describe('engine behaviour', () => {
     }
   });
 
-  it("a draft model's read of the prompt counts as prefill, not as the first round's drafting", async () => {
+  it("a draft model's or EAGLE head's read of the prompt counts as prefill, not as the first round's drafting", async () => {
     class SlowPrefillLM extends ToyLM {
       override async forward(input: Parameters<ToyLM['forward']>[0]): Promise<Float32Array> {
         if (input.tokens.length > 8) await new Promise((r) => setTimeout(r, 80)); // a long prompt's read
@@ -510,6 +510,26 @@ describe('engine behaviour', () => {
       expect(events[0]?.timings.draftMs, method).toBeLessThan(60);
       expect(events[0]?.timings.totalMs, method).toBeLessThan(60);
     }
+    // An EAGLE head reads the prompt's features in its first round: prefill too.
+    const { target, draft } = pair(50, 1.5);
+    const heads = toyHeads(target, draft.fn);
+    const head = heads.eagle3 as NonNullable<typeof heads.eagle3>;
+    const forward = head.forward.bind(head);
+    head.forward = async (input) => {
+      if (input.tokens.length > 8) await new Promise((r) => setTimeout(r, 80));
+      return forward(input);
+    };
+    const drafter = createDrafter('eagle', { target, draft, heads, costs: () => null });
+    const events: RoundEvent[] = [];
+    const prompt = Array.from({ length: 40 }, (_, i) => (i * 7) % 50);
+    const result = await generateAll(
+      { target, drafter, tokenizer },
+      prompt,
+      { maxNewTokens: 8, sampling: GREEDY },
+      (e) => events.push(e),
+    );
+    expect(result.stats.prefillMs).toBeGreaterThanOrEqual(79);
+    expect(events[0]?.timings.draftMs).toBeLessThan(60);
   });
 
   it('reports tau, acceptance per depth, calls and timings', async () => {

@@ -32,6 +32,8 @@ export class Eagle3State implements TreeDraftModel {
   /** Each run node's output (the feature its children are drafted from). */
   private outs = new Map<number, Float32Array>();
   private roundWidths: number[] = [];
+  /** Milliseconds the last sync spent reading a new prompt's features (Drafter.catchUpMs: prefill, not drafting). */
+  private caughtUpMs = 0;
   /** The target token of each draft-vocabulary index, and the reverse (-1 outside the draft vocabulary). */
   private readonly draftTokens: Int32Array;
   private readonly draftIndex: Int32Array;
@@ -61,6 +63,10 @@ export class Eagle3State implements TreeDraftModel {
   roundCost(costs: CostModel): number {
     // A head call's width costs like the target's (both are memory-bound at these widths); scaled by the head's size.
     return this.roundWidths.reduce((sum, w) => sum + relativeCost(costs.curve, w), 0) * this.relative();
+  }
+
+  catchUpMs(): number {
+    return this.caughtUpMs;
   }
 
   room(): number {
@@ -97,12 +103,15 @@ export class Eagle3State implements TreeDraftModel {
     this.slots.clear();
     this.outs.clear();
     this.roundWidths = [];
+    this.caughtUpMs = 0;
     if (want <= this.real) return null; // a one-token prompt: nothing to draft from until the target has seen the root
     const rows = Array.from({ length: want - this.real }, (_, i) => this.real + i);
     for (const j of rows) {
       if (!this.features.has(j)) throw new Error(`EAGLE head: no target feature for position ${j}`);
     }
     this.roundWidths.push(rows.length);
+    const prompt = this.real === 0; // nothing read yet: these rows are the prompt's
+    const started = performance.now();
     const { logits, out } = await this.head.forward({
       tokens: rows.map((j) => committed[j + 1] as number),
       inputs: rows.map((j) => ({ feature: this.features.get(j) as Float32Array })),
@@ -110,6 +119,7 @@ export class Eagle3State implements TreeDraftModel {
       bias: chainBias(this.real, rows.length),
       rows: [rows.length - 1],
     });
+    if (prompt) this.caughtUpMs = performance.now() - started;
     for (const j of rows) this.features.delete(j);
     this.real = want;
     const d = this.head.hiddenSize;
@@ -185,6 +195,7 @@ export class Eagle3State implements TreeDraftModel {
     this.slots.clear();
     this.outs.clear();
     this.roundWidths = [];
+    this.caughtUpMs = 0;
   }
 }
 
