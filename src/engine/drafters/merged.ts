@@ -179,6 +179,13 @@ export class MergedDrafter implements Drafter {
   private lastNote: DrafterNote | null = null;
   /** Per source: the value of its best first guess when this round's tree was left out (joinsAt). */
   private leftOut: number[] = [];
+  /**
+   * The source whose own tree is this round's as it stands (passThrough; -1: the round's tree is a merge): its nodes
+   * are the verified tree's, so accept() hands the round to it without mapping nodes between trees.
+   */
+  private passed = -1;
+  /** The passed-through source's calibration bucket per node (its own estimates). */
+  private passedKeys: string[] = [];
 
   constructor(
     private readonly sources: readonly MergeSource[],
@@ -200,6 +207,7 @@ export class MergedDrafter implements Drafter {
     const costs = this.costs();
     this.trees = [];
     this.leftOut = [];
+    this.passed = -1;
     const gate = !widthNearlyFree(costs);
     for (const [i, s] of this.sources.entries()) {
       if (!s.free) continue;
@@ -265,24 +273,32 @@ export class MergedDrafter implements Drafter {
   /** A source's own tree as this round's, with its values calibrated (for the prediction and the round event). */
   private passThrough(s: number, costs: CostModel | null): DraftTree {
     const own = this.trees[s] as DraftTree;
-    const values = [1];
-    this.origin = [this.sources.map(() => 0)];
-    this.keys = [this.sources.map(() => null)];
-    for (let i = 1; i < own.tokens.length; i++) {
+    const table = this.calibration[s] as SourceCalibration;
+    const n = own.tokens.length;
+    const values = new Array<number>(n);
+    const keys = new Array<string>(n);
+    const sources = new Array<string>(n);
+    const label = (this.sources[s] as MergeSource).label;
+    values[0] = 1;
+    keys[0] = '';
+    sources[0] = '';
+    let expectedTokens = 1;
+    for (let i = 1; i < n; i++) {
       const key = bucket(conditional(own, i));
-      this.origin.push(this.sources.map((_, k) => (k === s ? i : -1)));
-      this.keys.push(this.sources.map((_, k) => (k === s ? key : null)));
-      values.push((values[own.parents[i] as number] as number) * (this.calibration[s] as SourceCalibration).rate(key));
+      keys[i] = key;
+      sources[i] = label;
+      values[i] = (values[own.parents[i] as number] as number) * table.rate(key);
+      expectedTokens += values[i] as number;
     }
-    const nodes = own.tokens.length - 1;
-    const expectedTokens = values.reduce((a, b) => a + b, 0);
+    this.passed = s;
+    this.passedKeys = keys;
+    const nodes = n - 1;
     const predictedSpeedup = costs
       ? expectedTokens / (relativeCost(costs.curve, 1 + nodes) + this.draftCost(costs))
       : Number.NaN;
     this.recordUnion(predictedSpeedup);
     this.writeNote(nodes, { keep: nodes, expectedTokens, predictedSpeedup }, '');
-    const label = (this.sources[s] as MergeSource).label;
-    return { ...own, values, sources: own.tokens.map((_, i) => (i === 0 ? '' : label)) };
+    return { ...own, values, sources };
   }
 
   /** The predicted speedup of a round where every source drafted, into the recent average the gate compares with. */
@@ -293,21 +309,35 @@ export class MergedDrafter implements Drafter {
   }
 
   private writeNote(candidates: number, choice: BudgetChoice, why: string): void {
-    const counts = this.sources.map((_, s) => this.origin.filter((o) => (o[s] as number) >= 0).length - 1);
-    const parts = this.sources.map((s, i) => {
-      if (this.drafted(i)) return `${s.label} ${counts[i]}`;
-      const best = this.leftOut[i];
-      return best === undefined ? `${s.label} skipped` : `${s.label} left out (best guess ${best.toFixed(2)})`;
+    const passed = this.passed;
+    const counts = this.sources.map((_, s) =>
+      passed >= 0
+        ? s === passed
+          ? candidates
+          : 0
+        : this.origin.reduce((sum, o) => sum + ((o[s] as number) >= 0 ? 1 : 0), 0) - 1,
+    );
+    const drafted = this.sources.map((_, i) => this.drafted(i));
+    const leftOut = this.leftOut;
+    const labels = this.sources.map((s) => s.label);
+    const fields: Record<string, number> = {};
+    labels.forEach((label, i) => {
+      fields[label] = drafted[i] ? (counts[i] as number) : -1;
     });
-    const predicted = Number.isFinite(choice.predictedSpeedup)
-      ? `, predicted ${choice.predictedSpeedup.toFixed(2)}x`
-      : '';
+    fields.expected = Math.round(choice.expectedTokens * 1000) / 1000;
+    const predictedSpeedup = choice.predictedSpeedup;
+    // The text is put together when it is read (the page's round view, a trace), not in every round of a run.
     this.lastNote = {
-      text: `merged: ${parts.join(', ')} of ${candidates} candidates kept${predicted}${why}`,
-      fields: {
-        ...Object.fromEntries(this.sources.map((s, i) => [s.label, this.drafted(i) ? (counts[i] as number) : -1])),
-        expected: Number(choice.expectedTokens.toFixed(3)),
+      get text() {
+        const parts = labels.map((label, i) => {
+          if (drafted[i]) return `${label} ${counts[i]}`;
+          const best = leftOut[i];
+          return best === undefined ? `${label} skipped` : `${label} left out (best guess ${best.toFixed(2)})`;
+        });
+        const predicted = Number.isFinite(predictedSpeedup) ? `, predicted ${predictedSpeedup.toFixed(2)}x` : '';
+        return `merged: ${parts.join(', ')} of ${candidates} candidates kept${predicted}${why}`;
       },
+      fields,
     };
   }
 
@@ -488,6 +518,10 @@ export class MergedDrafter implements Drafter {
   }
 
   accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
+    if (this.passed >= 0) {
+      this.acceptPassed(this.passed, tree, result, outputs);
+      return;
+    }
     this.sources.forEach((source, s) => {
       // A source that sat the round out sees it as another drafter's: the time until its next round is no gap
       // between rounds of its own (the chain counted a skipped round in its fixed cost per round, and drew long).
@@ -538,6 +572,28 @@ export class MergedDrafter implements Drafter {
     });
   }
 
+  /**
+   * A passed-through round: its tree is the source's own, node for node, so the source takes the round as it came;
+   * the others proposed nothing (their root alone, which they accept as it is) or sat the round out (they observe
+   * it). Every node the target got to judge (its parent on the accepted path) counts for its bucket.
+   */
+  private acceptPassed(passed: number, tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
+    const own = this.trees[passed] as DraftTree;
+    this.sources.forEach((source, s) => {
+      if (s === passed) return;
+      const theirs = this.trees[s];
+      if (theirs) source.drafter.accept(theirs, { ...result, path: [0], status: ['root'] }, outputs);
+      else source.drafter.observe?.(tree, result, outputs);
+    });
+    const callWidth = tree.tokens.length + (tree.aux?.tokens.length ?? 0);
+    (this.sources[passed] as MergeSource).drafter.accept({ ...own, callWidth }, result, outputs);
+    const onPath = new Uint8Array(tree.tokens.length);
+    for (const n of result.path) onPath[n] = 1;
+    const table = this.calibration[passed] as SourceCalibration;
+    for (let i = 1; i < tree.tokens.length; i++)
+      if (onPath[tree.parents[i] as number]) table.record(this.passedKeys[i] as string, onPath[i] === 1);
+  }
+
   /** Whether this source drafted this round (a source that costs model calls may sit a round out). */
   private drafted(source: number): boolean {
     return this.trees[source] !== undefined;
@@ -585,6 +641,8 @@ export class MergedDrafter implements Drafter {
     this.keys = [];
     this.lastNote = null;
     this.leftOut = [];
+    this.passed = -1;
+    this.passedKeys = [];
   }
 
   note(): DrafterNote | null {
