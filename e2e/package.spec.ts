@@ -15,8 +15,12 @@ let app = '';
 test.beforeAll(() => {
   test.setTimeout(300_000);
   const dir = mkdtempSync(join(tmpdir(), 'spec-decoder-pkg-'));
-  // The webServer built dist/ already (npm run build): pack exactly what "files" ships.
-  const tarball = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' })
+  // The webServer built dist/ already (npm run build): pack exactly what "files" ships (--ignore-scripts: without the
+  // prepack build a user's `npm pack` runs, which would rebuild the dist/ the webServer is serving).
+  const tarball = execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  })
     .trim()
     .split('\n')
     .pop() as string;
@@ -66,6 +70,56 @@ test('the packed package works from Node: engine and model layer under the node 
   const pkg = join(app, 'node_modules', 'spec-decoder');
   expect(existsSync(join(pkg, 'dist/lib/types/node.d.ts'))).toBe(true);
   expect(existsSync(join(pkg, 'dist/lib/types/index.d.ts'))).toBe(true);
+});
+
+test('the packed types check as a user compiles them: Node on nodenext, the element typed on bundler', () => {
+  // Node ESM rules (nodenext), library checking on: the declarations resolve, and the API is typed (the last line
+  // must be refused), not any. The element's events are typed in HTMLElementEventMap once it is imported.
+  const write = (dir: string, code: string, options: Record<string, unknown>) => {
+    mkdirSync(join(app, dir), { recursive: true });
+    writeFileSync(join(app, dir, 'use.ts'), code);
+    const compilerOptions = { target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, ...options };
+    writeFileSync(join(app, dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['use.ts'] }));
+  };
+  write(
+    'ts-node',
+    `import { type ChatMessage, type EngineLoadOptions, GREEDY, MemoryStore, ortForNode, SpecEngine } from 'spec-decoder';
+const options: EngineLoadOptions = { target: 'models/austen-target', device: 'wasm', store: new MemoryStore() };
+const engine = await SpecEngine.load(ortForNode(1), options);
+const messages: ChatMessage[] = [{ role: 'user', content: 'Hi' }];
+for await (const e of engine.generate({ messages }, { method: 'auto', maxNewTokens: 4, sampling: GREEDY }))
+  console.log(e.accepted.length);
+export const wrong: number = engine;
+`,
+    { module: 'nodenext', moduleResolution: 'nodenext', types: ['node'] },
+  );
+  write(
+    'ts-web',
+    `import 'spec-decoder/element';
+import type { RoundEvent } from 'spec-decoder/element';
+const el = document.querySelector('spec-decoder') as HTMLElement;
+el.addEventListener('sd-round', (e) => {
+  const round: RoundEvent = e.detail;
+  console.log(round.accepted.length);
+});
+`,
+    { module: 'esnext', moduleResolution: 'bundler', lib: ['es2022', 'dom'], types: [] },
+  );
+  const tsc = (dir: string) => {
+    try {
+      execFileSync(join(ROOT, 'node_modules/.bin/tsc'), ['-p', join(dir, 'tsconfig.json')], {
+        cwd: app,
+        encoding: 'utf8',
+      });
+      return '';
+    } catch (e) {
+      return String((e as { stdout?: string }).stdout ?? e).trim();
+    }
+  };
+  expect(tsc('ts-node')).toBe(
+    "ts-node/use.ts(7,14): error TS2322: Type 'SpecEngine' is not assignable to type 'number'.",
+  );
+  expect(tsc('ts-web')).toBe('');
 });
 
 test('the packed package runs on WebGPU in Node: ortForNodeWebGpu from the package, the same greedy tokens as wasm', () => {

@@ -13,6 +13,11 @@ export { describeNeeds, METHOD_NAMES, METHODS, type Method, type MethodSpec } fr
 export type { GenerationResult, GenerationStats, RoundEvent, StopReason, TokenPiece } from './engine/events';
 export type { SamplingParams } from './engine/sampling';
 export type { NodeStatus } from './engine/verify';
+export type { Placement } from './model/device-choice';
+export type { Precision } from './model/precision';
 export type { ProgressInfo } from './model/source';
+export type { ChatMessage } from './model/tokenizer';
+// The element's events, typed in HTMLElementEventMap (sd-round's detail and the rest) for code that imports the package.
+export type { SpecDecoderEventMap } from './ui/events';
 export { SpecDecoder } from './ui/spec-decoder';
 export type { LoadInfo, ModelInfo } from './worker/protocol';

@@ -20,9 +20,11 @@ export {
   type TargetOutputs,
 } from './engine/drafters/index';
 export {
+  type ChatPrompt,
   EngineBusyError,
   type EngineGenerateOptions,
   type EngineLoadOptions,
+  type EngineTimings,
   MethodUnavailableError,
   SpecEngine,
 } from './engine/engine';
@@ -39,7 +41,22 @@ export { type CausalLM, ContextLimitError, type ForwardInput, MASKED } from './e
 export { GREEDY, type SamplingParams } from './engine/sampling';
 export { type KeyValueStore, MemoryStore } from './engine/store';
 export type { NodeStatus, VerifyRule } from './engine/verify';
-export { loadModel, ModelLoadError, ModelRunner, openModel, openPair, type ProgressInfo } from './model/index';
+export {
+  type ComputeType,
+  type DeviceChoice,
+  type GraphVariant,
+  type HubOptions,
+  loadModel,
+  ModelLoadError,
+  ModelRunner,
+  openModel,
+  openPair,
+  type Placement,
+  type Precision,
+  type ProgressInfo,
+} from './model/index';
+export type { Device } from './model/precision';
+export type { ChatMessage } from './model/tokenizer';
 export { ortForNode, ortThreads, useWasmCompilationHints } from './runtime/ort-node';
 export { type NodeWebGpu, type NodeWebGpuOptions, ortForNodeWebGpu } from './runtime/ort-node-webgpu';
 export { defaultStorePath, FileStore } from './runtime/store-node';

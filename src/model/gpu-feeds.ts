@@ -9,7 +9,7 @@
  * Only inputs that GPU kernels read belong here: an input that a CPU kernel reads (a shape, TopK's k, positions cast
  * on the CPU) would make onnxruntime download it again.
  */
-import type * as OrtModule from 'onnxruntime-common';
+import type * as OrtModule from 'onnxruntime-web';
 import type { Device } from './precision';
 
 type Ort = Pick<typeof OrtModule, 'Tensor'> & Partial<Pick<typeof OrtModule, 'env'>>;

@@ -9,7 +9,7 @@
  * previous ones are disposed, so GPU memory does not grow across calls); only the logits rows or token ids come
  * back. `bytesRead` counts what came back.
  */
-import type * as OrtModule from 'onnxruntime-common';
+import type * as OrtModule from 'onnxruntime-web';
 import {
   type CausalLM,
   ContextLimitError,

@@ -8,7 +8,7 @@
  * WebGPU gets the same check alone (checkVariant). The choice is remembered per device, shape and precision for the
  * life of the page or process.
  */
-import type * as OrtModule from 'onnxruntime-common';
+import type * as OrtModule from 'onnxruntime-web';
 import { safeGet, safeSet } from '../engine/store';
 import { maxDiff } from '../util/max-diff';
 import { f16ToF32 } from './convert';

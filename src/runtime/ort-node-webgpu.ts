@@ -40,6 +40,8 @@ const COPIES_SHARED = Symbol.for('spec-decoder.writeBufferCopiesShared');
  * Dawn's `GPUQueue.writeBuffer` crashes the process (exit 139) or throws "Invalid argument" when given a view on a
  * SharedArrayBuffer, and ORT's wasm heap is shared memory, so every upload would hit it. Copy such data into a
  * plain buffer first (only the range being written).
+ *
+ * @internal (not in the package's declarations: its types are WebGPU's, which a user may not have)
  */
 export function copySharedUploads(queuePrototype: GPUQueue): void {
   const marked = queuePrototype as GPUQueue & { [COPIES_SHARED]?: true };

@@ -15,6 +15,7 @@ export type WebGpuProbe = { ok: true; adapter: AdapterReport } | { ok: false; re
 
 export const NO_ADAPTER = 'no WebGPU adapter';
 
+/** @internal (not in the package's declarations: its types are WebGPU's, which a user may not have) */
 export async function probeWebGpu(gpu: GPU | undefined = globalThis.navigator?.gpu): Promise<WebGpuProbe> {
   if (!gpu) {
     return { ok: false, reason: `${NO_ADAPTER}: navigator.gpu is missing (this browser or context has no WebGPU)` };

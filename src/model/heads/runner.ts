@@ -4,7 +4,7 @@
  * target's). The heads read the target's token embeddings, gathered here in JS from the target's checkpoint (no
  * second copy of the embedding table).
  */
-import type * as OrtModule from 'onnxruntime-common';
+import type * as OrtModule from 'onnxruntime-web';
 import { toFloat32 } from '../convert';
 import { ModelLoadError } from '../errors';
 import { Feeds, int64s } from '../gpu-feeds';
