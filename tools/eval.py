@@ -123,4 +123,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import tool_errors
+
+    tool_errors.run(main)

@@ -28,13 +28,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ckpt", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--tokenizer", default=os.path.join(HERE, "runs", "tokenizer"))
+    ap.add_argument("--tokenizer", default=None,
+                    help="tokenizer folder (default: the one the checkpoint was trained with, else tools/runs/tokenizer)")
     args = ap.parse_args()
     if not os.path.isfile(args.ckpt):
         sys.exit(f"error: {args.ckpt}: no such checkpoint (tools/train.py writes tools/runs/<name>/ckpt.pt; see tools/README.md)")
-    if not os.path.isdir(args.tokenizer):
-        sys.exit(f"error: {args.tokenizer}: no such tokenizer folder (--tokenizer; tools/bpe.py writes tools/runs/tokenizer)")
     ck = torch.load(args.ckpt, map_location="cpu")
+    if "config" not in ck:
+        sys.exit(f"error: {args.ckpt} is not a model checkpoint of tools/train.py (heads export with their own "
+                 "tool's --export: train_medusa.py, train_eagle.py)")
+    trained_with = (ck.get("args") or {}).get("tokenizer")
+    args.tokenizer = args.tokenizer or trained_with or os.path.join(HERE, "runs", "tokenizer")
+    # Everything is checked before anything is written: a missing tokenizer file left new weights beside an old one.
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        if not os.path.isfile(os.path.join(args.tokenizer, name)):
+            sys.exit(f"error: {args.tokenizer}: no {name} (--tokenizer: the folder tools/bpe.py wrote)")
     cfg = LlamaConfig(**ck["config"])
     sd = ck["model"]
     assert cfg.tie_word_embeddings and "lm_head.weight" not in sd
@@ -57,4 +65,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import tool_errors
+
+    tool_errors.run(main)

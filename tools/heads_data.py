@@ -108,9 +108,8 @@ def main():
     T = args.seq
     m = load_safetensors_model(args.target, torch.float32)
     d = m.config.hidden_size
-    cache_dir = os.path.dirname(args.tokenizer.rstrip("/"))
-    train = tokens_of(args.train, args.tokenizer, os.path.join(cache_dir, "train_tokens.npy"))
-    val = tokens_of(args.val, args.tokenizer, os.path.join(cache_dir, "val_tokens.npy"))
+    train = tokens_of(args.train, args.tokenizer, "train_tokens.npy")
+    val = tokens_of(args.val, args.tokenizer, "val_tokens.npy")
     prog_path = os.path.join(args.out, "progress.json")
     prog = json.load(open(prog_path)) if os.path.exists(prog_path) else {}
 
@@ -171,4 +170,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import tool_errors
+
+    tool_errors.run(main)

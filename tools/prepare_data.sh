@@ -10,6 +10,7 @@ mkdir -p "$OUT"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP"
+command -v Rscript >/dev/null || { echo "prepare_data.sh needs Rscript: apt-get install -y r-base-core" >&2; exit 1; }
 apt-get download r-cran-janeaustenr >/dev/null 2>&1 || { echo "apt-get download r-cran-janeaustenr failed (run apt-get update?)"; exit 1; }
 dpkg-deb -x r-cran-janeaustenr_*.deb ja
 export R_LIBS="$TMP/ja/usr/lib/R/site-library"

@@ -96,7 +96,7 @@ def main():
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
     tok = get_tokenizer(args.teacher)
-    train = load_tokens(args.train, tok, os.path.join(args.out, "train_tokens.npy"))
+    train = load_tokens(args.train, tok, "train_tokens.npy")
     teacher = load_safetensors_model(args.teacher)
     for p in teacher.parameters():
         p.requires_grad_(False)
@@ -157,4 +157,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import tool_errors
+
+    tool_errors.run(main)

@@ -35,6 +35,9 @@ def paragraphs(lines):
 
 
 def main():
+    if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr if len(sys.argv) != 2 else sys.stdout)
+        sys.exit(0 if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help") else 2)
     books_dir, out_dir = sys.argv[1], sys.argv[2]
     names = open(os.path.join(books_dir, "names.txt"), encoding="utf-8").read().splitlines()
     books = []

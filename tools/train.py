@@ -14,6 +14,8 @@ checkpoint. Progress and validation loss go to stdout (run it under nohup ... > 
 import argparse
 import json
 import math
+import dataclasses
+import hashlib
 import os
 import sys
 import time
@@ -29,11 +31,25 @@ sys.path.insert(0, HERE)
 from model import LlamaConfig, LlamaForCausalLM, TARGET, DRAFT, load_safetensors_model  # noqa: E402
 from bpe import Tokenizer  # noqa: E402
 
-torch.set_num_threads(int(os.environ.get("TRAIN_THREADS", "2")))
+# TRAIN_THREADS, else OMP_NUM_THREADS (as torch itself reads it), else 2.
+torch.set_num_threads(int(os.environ.get("TRAIN_THREADS") or os.environ.get("OMP_NUM_THREADS") or "2"))
 
 
-def load_tokens(path, tok, cache):
-    if os.path.exists(cache) and os.path.getmtime(cache) > max(os.path.getmtime(path), os.path.getmtime(tok.path)):
+TOKEN_CACHE = os.path.join(HERE, "runs", "token-cache")
+
+
+def load_tokens(path, tok, cache=None):
+    """The text's token ids, cached under tools/runs/token-cache by what they depend on: the text file and the
+    tokenizer (path, size, mtime). Keyed by the file name alone, a run on another file or with another tokenizer got
+    the tokens of the last one, and the cache landed beside the tokenizer (in public/models for the bundled one)."""
+    def ident(f):
+        st = os.stat(f)
+        return f"{os.path.abspath(f)}:{st.st_size}:{st.st_mtime_ns}"
+    key = hashlib.sha1(f"{ident(path)}|{ident(tok.path)}".encode()).hexdigest()[:16]
+    name = os.path.splitext(os.path.basename(cache or path))[0]
+    os.makedirs(TOKEN_CACHE, exist_ok=True)
+    cache = os.path.join(TOKEN_CACHE, f"{name}-{key}.npy")
+    if os.path.exists(cache):
         return np.load(cache)
     text = open(path, encoding="utf-8").read()
     ids = []
@@ -145,19 +161,33 @@ def main():
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    import tool_errors
     tok = get_tokenizer(args.tokenizer)
-    cache_dir = os.path.dirname(args.tokenizer.rstrip("/"))
-    train = load_tokens(args.train, tok, os.path.join(cache_dir, "train_tokens.npy"))
-    val = load_tokens(args.val, tok, os.path.join(cache_dir, "val_tokens.npy"))
+    train = load_tokens(args.train, tok, "train_tokens.npy")
+    val = load_tokens(args.val, tok, "val_tokens.npy")
     print(f"train tokens {len(train)}, val tokens {len(val)}", flush=True)
+    # Checked before any training: the final evaluation divided by zero after the whole run, and the run was lost.
+    for name, ids in (("--train", train), ("--val", val)):
+        if len(ids) <= args.seq + 1:
+            tool_errors.fail(f"{name} has {len(ids)} tokens: fewer than one window of --seq {args.seq} + 1")
+    if args.role == "draft" and not args.teacher:
+        tool_errors.fail("--role draft needs --teacher (the exported target folder it is distilled from)")
+    if args.teacher:
+        teacher_tok = os.path.join(args.teacher, "tokenizer.json")
+        if not os.path.exists(teacher_tok):
+            tool_errors.fail(f"--teacher {args.teacher} has no tokenizer.json (is it a target model folder?)")
+        if Tokenizer.from_file(teacher_tok).vocab != tok.vocab:
+            tool_errors.fail(f"--teacher {args.teacher} has another vocabulary than --tokenizer {args.tokenizer}: "
+                             "the draft must be trained on the teacher's tokenizer")
 
     cfg = TARGET if args.role == "target" else DRAFT
+    # The model's vocabulary is the tokenizer's (the defaults are the bundled 4096-token one's).
+    cfg = dataclasses.replace(cfg, vocab_size=len(tok.vocab))
     lr = args.lr or (1e-3 if args.role == "target" else 2e-3)
     torch.manual_seed(args.seed)
     model = LlamaForCausalLM(cfg)
     teacher = None
     if args.role == "draft":
-        assert args.teacher, "--teacher is required for the draft"
         teacher = load_safetensors_model(args.teacher)
         for p in teacher.parameters():
             p.requires_grad_(False)
@@ -218,6 +248,8 @@ def main():
             save_ckpt(ckpt_path, model, opt, step, time.time() - t_start, args, {"val_loss_partial": vl})
             print(f"ckpt step {step}: val loss (24 windows) {vl:.4f} ppl {math.exp(vl):.2f}", flush=True)
             last_ckpt = time.time()
+    # The trained weights are kept before the final evaluation, whatever happens in it.
+    save_ckpt(ckpt_path, model, opt, step, time.time() - t_start, args, {})
     vl = evaluate(model, val, args.seq)
     save_ckpt(ckpt_path, model, opt, step, time.time() - t_start, args, {"val_loss": vl})
     print(f"done: step {step}, tokens {tokens_seen} ({tokens_seen / len(train):.2f} epochs), "
@@ -226,4 +258,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import tool_errors
+
+    tool_errors.run(main)

@@ -84,6 +84,15 @@ def main():
     c = target.config
     torch.manual_seed(args.seed)
     extra = {}
+    if args.export:
+        import tool_errors
+        tool_errors.refuse_model_folder(args.export, f"an EAGLE-{args.gen} head")
+        ck_path = os.path.join(args.out, "ckpt.pt")
+        if not os.path.exists(ck_path):
+            tool_errors.fail(f"no checkpoint to export: {ck_path} (train with the same --out first)")
+        trained = torch.load(ck_path).get("args", {}).get("gen", args.gen)
+        if trained != args.gen:
+            tool_errors.fail(f"{ck_path} holds an EAGLE-{trained} head: export it with --gen {trained}")
     if args.gen == 1:
         head = Eagle1(c, bias=True)
         init_linear(head)
@@ -176,4 +185,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import tool_errors
+
+    tool_errors.run(main)

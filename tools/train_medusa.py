@@ -60,10 +60,16 @@ def main():
     target = load_safetensors_model(args.target, torch.float32)
     E = target.model.embed_tokens.weight.detach()
     c = target.config
+    if args.export:
+        import tool_errors
+        tool_errors.refuse_model_folder(args.export, "Medusa heads")
+        ck = torch.load(os.path.join(args.out, "ckpt.pt"))
+        # The heads as they were trained (--heads, --layers of the training run), whatever this command line says.
+        trained = ck.get("args", {})
+        args.heads, args.layers = trained.get("heads", args.heads), trained.get("layers", args.layers)
     heads = MedusaHeads(c.hidden_size, c.vocab_size, args.heads, args.layers)
     heads.init_from_lm_head(E)
     if args.export:
-        ck = torch.load(os.path.join(args.out, "ckpt.pt"))
         heads.load_state_dict(ck["model"])
         heads.save(args.export, base_model="austen-target")
         print(f"exported step {ck['step']} ({ck['elapsed'] / 60:.1f} min) -> {args.export}: "
@@ -98,4 +104,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import tool_errors
+
+    tool_errors.run(main)
