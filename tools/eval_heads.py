@@ -462,7 +462,9 @@ def main():
     dyn["temp"] = args.score_temp
     drafters = [DraftChain(draft, args.chain), DraftDynamic(draft, dyn)]
     res = {"new_tokens": args.new_tokens, "dynamic_tree": dyn, "chain": args.chain, "sets": {}}
-    if medusa is not None:
+    only = args.only.split(",") if args.only else None
+    # Medusa's choice list comes from its rank accuracy on the feature cache: only when its drafters are asked for.
+    if medusa is not None and (only is None or any(o in "medusa chain" or o in "medusa tree" for o in only)):
         acc = medusa_rank_accuracy(medusa, args.cache)
         choices = medusa_choices(acc, args.tree_nodes)
         res["medusa_rank_accuracy_train_gen"] = acc.round(4).tolist()

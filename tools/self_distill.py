@@ -92,6 +92,12 @@ def main():
                          "sampled decoding's contexts are trained on too")
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()
+    import tool_errors
+    # Checked before minutes of generating: each fine-tuning batch draws --batch rows from one generated batch.
+    if args.gen_batch < args.batch:
+        tool_errors.fail(f"--gen-batch {args.gen_batch} must be at least --batch {args.batch}")
+    if not args.gen_minutes > 0 or not args.minutes > 0:
+        tool_errors.fail("--gen-minutes and --minutes must be more than 0")
     os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
