@@ -32,7 +32,7 @@ export interface LlamaConfig {
   /** Longest context the model was trained for (capped by a sliding window, which we do not implement). */
   maxPositions: number;
   tieWordEmbeddings: boolean;
-  /** q/k/v projections carry a bias (Qwen2; Llama with attention_bias: true). */
+  /** q/k/v projections carry a bias (Qwen2; Llama's attention_bias, which biases o_proj too, is refused). */
   qkvBias: boolean;
   bosTokenId: number | null;
   eosTokenIds: number[];
@@ -132,6 +132,20 @@ export function parseLlamaConfig(raw: Record<string, unknown>): LlamaConfig {
     maxPositions = window; // beyond the window the model attends differently; we stop there.
   }
   const eos = ids(raw.eos_token_id);
+  // Biases this engine does not apply are refused, never dropped: Llama's attention_bias puts one on o_proj as well as
+  // on q, k and v, and mlp_bias one on gate, up and down (Qwen2's q/k/v biases are applied).
+  if (raw.attention_bias === true)
+    throw new ModelLoadError(
+      "config.json: attention_bias true (biases on q, k, v and o_proj) is not supported (supported: Qwen2's q/k/v biases)",
+    );
+  if (raw.mlp_bias === true)
+    throw new ModelLoadError('config.json: mlp_bias true (biases on gate, up and down) is not supported');
+  // transformers 5 saves rope_theta and the scaling in rope_parameters (rope_type "default": no scaling).
+  const ropeParameters =
+    raw.rope_parameters !== null && typeof raw.rope_parameters === 'object'
+      ? (raw.rope_parameters as Record<string, unknown>)
+      : null;
+  const rope = ropeParameters?.rope_theta !== undefined ? ropeParameters : raw;
   return {
     modelType: modelType as ModelType,
     hiddenSize,
@@ -142,11 +156,11 @@ export function parseLlamaConfig(raw: Record<string, unknown>): LlamaConfig {
     headDim,
     vocabSize: int(raw, 'vocab_size', undefined, 2, 1 << 24),
     rmsNormEps: positive(raw, 'rms_norm_eps', 1e-6),
-    ropeTheta: positive(raw, 'rope_theta', 10000),
-    ropeScaling: parseRopeScaling(raw.rope_scaling),
+    ropeTheta: positive(rope, 'rope_theta', 10000),
+    ropeScaling: parseRopeScaling(raw.rope_scaling ?? ropeParameters),
     maxPositions,
     tieWordEmbeddings: Boolean(raw.tie_word_embeddings ?? false),
-    qkvBias: modelType === 'qwen2' || raw.attention_bias === true,
+    qkvBias: modelType === 'qwen2',
     bosTokenId: typeof raw.bos_token_id === 'number' ? raw.bos_token_id : null,
     eosTokenIds: eos,
   };

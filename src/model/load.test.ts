@@ -84,6 +84,31 @@ describe('config.json', () => {
     const c = parseLlamaConfig({ ...TINY_CONFIG, model_type: 'qwen2', eos_token_id: [3, 4] });
     expect(c).toMatchObject({ qkvBias: true, numKvHeads: 2, headDim: 8, eosTokenIds: [3, 4] });
   });
+
+  it("reads transformers 5's rope_parameters as the top-level rope_theta and rope_scaling", () => {
+    const scaling = { factor: 32, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 };
+    const v4 = parseLlamaConfig({
+      ...TINY_CONFIG,
+      rope_theta: 500000,
+      rope_scaling: { rope_type: 'llama3', ...scaling },
+    });
+    const v5 = parseLlamaConfig({
+      ...TINY_CONFIG,
+      rope_parameters: { rope_type: 'llama3', rope_theta: 500000, ...scaling },
+    });
+    expect(v5).toEqual(v4);
+    expect(v5.ropeTheta).toBe(500000);
+    const plain = parseLlamaConfig({ ...TINY_CONFIG, rope_parameters: { rope_type: 'default', rope_theta: 1e6 } });
+    expect(plain).toMatchObject({ ropeTheta: 1e6, ropeScaling: null });
+  });
+
+  it('refuses biases it would not apply: Llama attention_bias (o_proj too) and mlp_bias', () => {
+    expect(() => parseLlamaConfig({ ...TINY_CONFIG, attention_bias: true })).toThrow(
+      /attention_bias true \(biases on q, k, v and o_proj\) is not supported/,
+    );
+    expect(() => parseLlamaConfig({ ...TINY_CONFIG, mlp_bias: true })).toThrow(/mlp_bias true .* is not supported/);
+    expect(parseLlamaConfig({ ...TINY_CONFIG, attention_bias: false, mlp_bias: false }).qkvBias).toBe(false);
+  });
 });
 
 describe('loadModel: a model folder from disk', () => {
@@ -144,6 +169,16 @@ describe('loadModel: a model folder from disk', () => {
     const mismatch = folder({ intermediate_size: 64 });
     expect(await loadError(mismatch)).toMatch(
       /config\/weights mismatch: model\.layers\.0\.mlp\.gate_proj\.weight has shape \[48, 32\] but config\.json implies \[64, 32\]/,
+    );
+    // Bias tensors the config does not name would be dropped: Qwen2's q/k/v biases under a Llama config.
+    const biased = folder({}, (d) =>
+      writeFileSync(
+        join(d, 'model.safetensors'),
+        randomModel({ ...TINY_CONFIG, vocab_size: 4096, model_type: 'qwen2' }).safetensors,
+      ),
+    );
+    expect(await loadError(biased)).toMatch(
+      /weights: tensor model\.layers\.\d+\.self_attn\.[qkv]_proj\.bias is a bias this model's config does not apply/,
     );
     const missingTokenizer = folder({}, (d) => writeFileSync(join(d, 'tokenizer.json'), '{ not json'));
     expect(await loadError(missingTokenizer)).toMatch(/tokenizer\.json in .* is not valid JSON/);

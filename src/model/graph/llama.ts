@@ -79,7 +79,8 @@ export {
 
 /** Check every expected tensor exists with the expected shape; name the first that does not. */
 export function checkWeights(cfg: LlamaConfig, weights: ReadonlyMap<string, TensorEntry>): void {
-  for (const [name, shape] of expectedWeights(cfg)) {
+  const expected = expectedWeights(cfg);
+  for (const [name, shape] of expected) {
     const t = weights.get(name);
     if (!t) throw new ModelLoadError(`weights: tensor ${name} is missing (config.json says it should exist)`);
     if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
@@ -88,6 +89,13 @@ export function checkWeights(cfg: LlamaConfig, weights: ReadonlyMap<string, Tens
       );
     }
     if (!ONNX_DTYPE[t.dtype]) throw new ModelLoadError(`weights: ${name} has dtype ${t.dtype}; need F32, F16 or BF16`);
+  }
+  // A bias the config does not name (o_proj's, the MLP's, q/k/v's outside Qwen2) would be dropped: refused instead.
+  for (const name of weights.keys()) {
+    if (/\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)\.bias$/.test(name) && !expected.has(name))
+      throw new ModelLoadError(
+        `weights: tensor ${name} is a bias this model's config does not apply (it would be dropped)`,
+      );
   }
   // Layers beyond the config's: a config saying fewer layers than were trained ran on the first ones, silently.
   let layers = 0;
