@@ -2,7 +2,11 @@
  * SpecEngine in Node on the bundled models: methods it cannot run are refused clearly, a generation never holds
  * the event loop (timers and abort signals fire during it), and cancelling at random points leaves it usable.
  */
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomModel, TINY_CONFIG } from '../model/testing/random-model';
 import { ortForNode } from '../runtime/ort-node';
 import type { Method } from './drafters/index';
 import { SpecEngine } from './engine';
@@ -48,6 +52,24 @@ describe('SpecEngine', () => {
       /method "chain" needs a draft model, and this engine was loaded without a draft model \(load one\)/,
     );
     expect((await finish(targetOnly, 'She was', 'lookup', GREEDY, 4)).tokens).toHaveLength(4);
+  });
+
+  it('says layer skipping needs three layers where the target has fewer, layer switches or not', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'two-layers-'));
+    const config = { ...TINY_CONFIG, vocab_size: 4096 };
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
+    writeFileSync(join(dir, 'model.safetensors'), randomModel(config).safetensors);
+    for (const f of ['tokenizer.json', 'tokenizer_config.json'])
+      copyFileSync(join('public/models/austen-target', f), join(dir, f));
+    const engine = await SpecEngine.load(ortForNode(), { target: dir, device: 'wasm', layerSwitches: true });
+    try {
+      await expect(finish(engine, 'She was', 'swift', GREEDY, 4)).rejects.toThrow(
+        /method "swift" needs .*a target of 3 layers or more \(this one has 2: its first and last always run\)/,
+      );
+    } finally {
+      await engine.release();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('runs on draft heads only when loaded with them, and says which heads a method needs', async () => {

@@ -258,7 +258,10 @@ export class SpecEngine {
     if (missing.length > 0) {
       const without: Record<Requirement, string> = {
         'draft-model': 'a draft model (load one)',
-        'target-self': 'a target graph with layer switches',
+        'target-self':
+          this.target.config.numLayers < 3
+            ? `a target of 3 layers or more (this one has ${this.target.config.numLayers}: its first and last always run)`
+            : 'a target graph with layer switches',
         'target-hidden': "the target's hidden states (they come with heads)",
         'medusa-heads': this.heads
           ? `Medusa heads (${this.heads.loaded.spec} is an EAGLE-3 head)`
