@@ -112,6 +112,19 @@ def main():
     val = tokens_of(args.val, args.tokenizer, "val_tokens.npy")
     prog_path = os.path.join(args.out, "progress.json")
     prog = json.load(open(prog_path)) if os.path.exists(prog_path) else {}
+    # A cache is resumed only with the shapes it was started with (another --seq or --gen-seqs crashed mid-way with
+    # "could not broadcast"): what it was built with is recorded, and a different ask is refused up front.
+    shape = {"seq": T, "gen_seqs": args.gen_seqs}
+    built = prog.get("shape")
+    gen_file = os.path.join(args.out, "gen_tokens.npy")
+    if built is None and os.path.exists(gen_file):  # a cache from before the shapes were recorded
+        g, t = np.load(gen_file, mmap_mode="r").shape
+        built = {"seq": int(t), "gen_seqs": int(g)}
+    if built is not None and built != shape:
+        import tool_errors
+        tool_errors.fail(f"{args.out} was built with --seq {built['seq']} --gen-seqs {built['gen_seqs']}: "
+                         "pass those to resume it, or another --out")
+    prog["shape"] = shape
 
     def save_prog():
         json.dump(prog, open(prog_path + ".tmp", "w"))
