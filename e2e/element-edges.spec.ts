@@ -1,7 +1,8 @@
 /**
  * The element at its edges, on wasm: a call while a run is in progress, attributes removed or set to values it does
  * not take, the element moved or removed mid-run, a race cancelled during one of its unseen runs, the runs a race
- * times, a mode changed mid-run, and the chat box's focus. The tests share one page so the models load once; they run in order.
+ * times, a mode changed mid-run, the chat box's focus, what a method switch reloads, an element removed or changed while
+ * it loads, and forced colours. The tests share one page so the models load once; they run in order.
  */
 import type { Page } from '@playwright/test';
 import type { GenerationResult } from '../src/engine/events';
@@ -329,4 +330,99 @@ test('switching methods reloads only for what a method adds (heads, layer switch
   });
   // swift's target has layer switches and eagle's has its heads; the engine with either runs the rest as it is.
   expect(loads).toEqual(['swift', 'eagle']);
+});
+
+/** In the page: `newElement()` makes an element of its own (wasm, lookup, no draft model) and logs its events. */
+const defineNewElement = () =>
+  page.evaluate(() => {
+    (window as unknown as { newElement: () => unknown }).newElement = () => {
+      const el = document.createElement('spec-decoder');
+      Object.assign(el, { device: 'wasm', method: 'lookup', draft: '', maxNewTokens: 8, prompt: 'It is a truth' });
+      const log: [string, unknown][] = [];
+      for (const n of ['sd-loaded', 'sd-done', 'sd-error'])
+        el.addEventListener(n, (e) => log.push([n, (e as CustomEvent).detail]));
+      document.body.append(el);
+      return { el, log };
+    };
+  });
+type NewElement = () => { el: El & { load(): Promise<unknown> }; log: [string, unknown][] };
+
+test('removed while loading, a run ends as cancelled (sd-done) with nothing made: no error, no sd-loaded after', async () => {
+  await defineNewElement();
+  const r = await page.evaluate(async () => {
+    const { el, log } = (window as unknown as { newElement: NewElement }).newElement();
+    const run = el.generate();
+    await new Promise((resolve) => setTimeout(resolve, 200)); // still loading
+    el.remove();
+    const result = await run;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    return { result: result && [result.stopReason, result.tokens.length], events: log.map(([n]) => n) };
+  });
+  expect(r.result).toEqual(['cancelled', 0]);
+  expect(r.events).toEqual(['sd-done']);
+});
+
+test('attributes changed while loading are loaded for the next run; a load under way is shared, not repeated', async () => {
+  await defineNewElement();
+  const r = await page.evaluate(async () => {
+    const { el, log } = (window as unknown as { newElement: NewElement }).newElement();
+    // A preload, then Generate before it is done: one load.
+    const preload = el.load();
+    await el.generate();
+    await preload;
+    const shared = log.filter(([n]) => n === 'sd-loaded').length;
+    // Switched to swift while the next load runs: the run after it has the layer switches swift needs.
+    el.setAttribute('precision', 'fp32');
+    const first = el.generate();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    el.setAttribute('method', 'swift');
+    await first;
+    const swift = await el.generate();
+    el.remove();
+    const errors = log.filter(([n]) => n === 'sd-error').map(([, d]) => (d as { message: string }).message);
+    return { shared, swift: swift?.tokens.length, errors };
+  });
+  expect(r.shared).toBe(1);
+  expect(r.errors).toEqual([]);
+  expect(r.swift).toBe(8);
+});
+
+test('forced colours (dark): the accepted path reads HighlightText on Highlight, and the acceptance bars show', async () => {
+  await page.emulateMedia({ forcedColors: 'active', colorScheme: 'dark' });
+  try {
+    const r = await page.evaluate(async () => {
+      const el = document.querySelector('spec-decoder') as El;
+      el.maxNewTokens = 24;
+      await el.generate();
+      await el.updateComplete;
+      const root = el.shadowRoot as ShadowRoot;
+      const tree = root.querySelector('sd-tree-view')?.shadowRoot;
+      const stats = root.querySelector('sd-stats-panel')?.shadowRoot;
+      const system = (name: string) => {
+        const probe = document.createElement('span');
+        probe.style.color = name;
+        document.body.append(probe);
+        const c = getComputedStyle(probe).color;
+        probe.remove();
+        return c;
+      };
+      const rect = tree?.querySelector('g.accepted rect');
+      const label = tree?.querySelector('g.accepted text');
+      const bar = stats?.querySelector('.bar');
+      return {
+        highlight: system('Highlight'),
+        highlightText: system('HighlightText'),
+        rect: rect && getComputedStyle(rect).fill,
+        label: label && getComputedStyle(label).fill,
+        bar: bar && getComputedStyle(bar).backgroundColor,
+        page: getComputedStyle(document.body).backgroundColor,
+      };
+    });
+    expect(r.rect).toBe(r.highlight);
+    expect(r.label).toBe(r.highlightText);
+    expect(r.bar).toBe(r.highlight);
+    expect(r.bar).not.toBe(r.page);
+  } finally {
+    await page.emulateMedia({ forcedColors: 'none', colorScheme: null });
+  }
 });

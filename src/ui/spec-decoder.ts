@@ -230,6 +230,8 @@ export class SpecDecoder extends LitElement {
 
   private client: EngineClient | null = null;
   private loadedKey = '';
+  /** The load under way, and what it loads (load() shares it with a caller that wants the same). */
+  private loading: { want: string; promise: Promise<LoadInfo> } | null = null;
   /** The loaded target was built with layer switches (for layer skipping). */
   private loadedLayerSwitches = false;
   private controller: AbortController | null = null;
@@ -343,6 +345,7 @@ export class SpecDecoder extends LitElement {
       const client = this.client;
       this.client = null;
       this.loadedKey = '';
+      this.loading = null;
       void (this.active ?? Promise.resolve()).finally(() => client?.terminate());
     }, 0);
   }
@@ -361,13 +364,28 @@ export class SpecDecoder extends LitElement {
   /** Load (or reuse) the models for the current attributes. */
   async load(): Promise<LoadInfo> {
     if (this.client?.info && this.reusable(this.client.info)) return this.client.info;
+    // A load under way for what is wanted now is shared: a page that preloads, then a click on Generate before it
+    // is done, loaded the models twice.
+    const want = JSON.stringify([this.loadKey, this.needsLayerSwitches, this.headsInUse, this.gpuHeadsInUse]);
+    if (this.loading?.want === want) return this.loading.promise;
     // Other models or options: a fresh worker. Releasing the last onnxruntime session on WebGPU destroys its
     // device, so an engine reloaded in the same worker would start on a lost device.
-    if (this.client && this.loadedKey) {
+    if (this.client) {
       this.client.terminate();
       this.client = null;
     }
-    this.client ??= new EngineClient();
+    const promise = this.loadNow();
+    this.loading = { want, promise };
+    try {
+      return await promise;
+    } finally {
+      if (this.loading?.promise === promise) this.loading = null;
+    }
+  }
+
+  private async loadNow(): Promise<LoadInfo> {
+    const client = new EngineClient();
+    this.client = client;
     this.status = 'loading';
     this.progress = new Map();
     this.loadInfo = null;
@@ -399,9 +417,13 @@ export class SpecDecoder extends LitElement {
           }
         : {}),
     };
-    const info = await this.client.load(options);
-    this.loadedKey = this.loadKey;
-    this.loadedLayerSwitches = this.needsLayerSwitches;
+    // What the engine is built with is what was sent, whatever the attributes say by the time it is ready.
+    const key = this.loadKey;
+    const switches = this.needsLayerSwitches;
+    const info = await client.load(options);
+    if (this.client !== client) return info; // removed, or replaced by another load, meanwhile: nothing to announce
+    this.loadedKey = key;
+    this.loadedLayerSwitches = switches;
     this.loadInfo = info;
     this.status = 'ready';
     fire(this, 'sd-loaded', info);
@@ -418,8 +440,14 @@ export class SpecDecoder extends LitElement {
     this.controller = new AbortController();
     const { signal } = this.controller;
     await this.load();
+    const client = this.client;
+    if (!client) {
+      // Removed while loading: the run ends as cancelled, having made nothing (the worker is going).
+      this.cancelledAfter = live ? 0 : -1;
+      return { tokens: [], text: '', stopReason: 'cancelled', stats: statsFromEvents([]) };
+    }
     this.status = 'generating';
-    const stream = (this.client as EngineClient).generate(prompt, {
+    const stream = client.generate(prompt, {
       method,
       maxNewTokens: this.maxNewTokens,
       sampling: { temperature: this.temperature, topK: this.topK, topP: this.topP, seed: this.seed },
