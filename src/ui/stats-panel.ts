@@ -60,6 +60,13 @@ export class StatsPanel extends LitElement {
         width: 100%;
         background: var(--_sd-accepted);
       }
+      /* Forced colours turned the bars' background into the page's own (blank bars on a blank page). */
+      @media (forced-colors: active) {
+        .bar {
+          forced-color-adjust: none;
+          background: Highlight;
+        }
+      }
       .axis {
         width: max-content;
         display: flex;

@@ -96,6 +96,29 @@ export class TreeView extends LitElement {
       text {
         fill: CanvasText;
       }
+      /* Forced colours (Windows high contrast): the page's colours give way to the system's, so the accepted path is
+         drawn in Highlight with HighlightText labels (its own light green kept white labels on it, unreadable). */
+      @media (forced-colors: active) {
+        line.accepted,
+        g.accepted rect {
+          stroke: Highlight;
+        }
+        g.accepted rect {
+          fill: Highlight;
+        }
+        g.accepted text {
+          fill: HighlightText;
+        }
+        g.rejected rect {
+          fill: Canvas;
+          stroke: CanvasText;
+        }
+        .swatch.accepted {
+          forced-color-adjust: none;
+          background: Highlight;
+          border-color: Highlight;
+        }
+      }
       .key,
       .aux {
         display: flex;
