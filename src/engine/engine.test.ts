@@ -54,6 +54,28 @@ describe('SpecEngine', () => {
     expect((await finish(targetOnly, 'She was', 'lookup', GREEDY, 4)).tokens).toHaveLength(4);
   });
 
+  it('two engines on one onnxruntime load and generate at the same time, each as it would alone', async () => {
+    // onnxruntime's wasm run holds scratch memory shared by all its sessions across its awaits: overlapping calls
+    // failed ("failed to call OrtRun()", "output name cannot be empty") or froze the process.
+    const ort = ortForNode();
+    const models = {
+      target: 'public/models/austen-target',
+      draft: 'public/models/austen-draft',
+      device: 'wasm',
+    } as const;
+    const [a, b] = await Promise.all([SpecEngine.load(ort, models), SpecEngine.load(ort, models)]);
+    try {
+      const together = await Promise.all([
+        finish(a, 'It is a truth', 'chain', GREEDY, 24),
+        finish(b, 'Emma was', 'chain', GREEDY, 24),
+      ]);
+      const alone = [await finish(a, 'It is a truth', 'ar', GREEDY, 24), await finish(b, 'Emma was', 'ar', GREEDY, 24)];
+      expect(together.map((r) => r.tokens)).toEqual(alone.map((r) => r.tokens));
+    } finally {
+      await Promise.all([a.release(), b.release()]);
+    }
+  }, 60_000);
+
   it('says layer skipping needs three layers where the target has fewer, layer switches or not', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'two-layers-'));
     const config = { ...TINY_CONFIG, vocab_size: 4096 };

@@ -42,6 +42,7 @@ import {
   type WeightFormat,
 } from './graph/llama';
 import type { LoadedModel } from './load';
+import { createSession } from './ort-exclusive';
 import { chooseCompute, type Device, type Precision, precisionLabel, resolvePrecision } from './precision';
 import type { Int4Options } from './quant';
 import type { ProgressCallback } from './source';
@@ -365,7 +366,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     }
     let session: OrtModule.InferenceSession;
     try {
-      session = await ort.InferenceSession.create(graph.model, {
+      session = await createSession(ort, graph.model, {
         executionProviders: [options.device],
         graphOptimizationLevel: 'all',
         // Errors only: at warning level ORT reports, for every session, that shape ops were placed on the CPU

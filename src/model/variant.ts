@@ -14,6 +14,7 @@ import { maxDiff } from '../util/max-diff';
 import { f16ToF32 } from './convert';
 import { GRAPH_VARIANTS, type GraphVariant, ROW_INVARIANT_VARIANTS } from './graph/llama';
 import type { LoadedModel } from './load';
+import { createSession } from './ort-exclusive';
 import type { Device } from './precision';
 import {
   buildProbeGraph,
@@ -114,7 +115,7 @@ async function openProbes(
       const graph = buildProbeGraph(model, precision, variant, embeddingType);
       const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = { hidden: 'cpu' };
       if (device === 'webgpu') for (const [present] of graph.carry) preferredOutputLocation[present] = 'gpu-buffer';
-      const session = await ort.InferenceSession.create(graph.model, {
+      const session = await createSession(ort, graph.model, {
         executionProviders: [device],
         graphOptimizationLevel: 'all',
         logSeverityLevel: 3, // errors only (see runner.ts)

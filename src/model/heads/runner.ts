@@ -17,6 +17,7 @@ import {
   HEAD_OUTPUTS,
 } from '../graph/heads';
 import type { LoadedModel } from '../load';
+import { createSession } from '../ort-exclusive';
 import type { Device } from '../precision';
 import type { LoadedHeads } from './load';
 
@@ -45,7 +46,7 @@ async function session(
   onGpu: readonly string[] = [],
 ) {
   try {
-    return await ort.InferenceSession.create(built.model, {
+    return await createSession(ort, built.model, {
       executionProviders: [device],
       graphOptimizationLevel: 'all',
       logSeverityLevel: 3, // errors only (see runner.ts)
