@@ -9,9 +9,9 @@
  * it). Read, parsed, indented and written synchronously, a save took 0.4 ms of a 5-6 ms round every 8 rounds.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { mkdir, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { KeyValueStore } from '../engine/store';
 
 export function defaultStorePath(env: Record<string, string | undefined> = process.env): string {
@@ -21,18 +21,76 @@ export function defaultStorePath(env: Record<string, string | undefined> = proce
 
 type Records = Record<string, unknown>;
 
-/** What identifies one version of the file: its modification time and size (null: no file). */
-function stampOf(s: { mtimeMs: number; size: number }): string {
-  return `${s.mtimeMs}:${s.size}`;
+/** What identifies one version of the file: its inode (each write is a new file renamed over it), time and size. */
+function stampOf(s: { ino: number; mtimeMs: number; size: number }): string {
+  return `${s.ino}:${s.mtimeMs}:${s.size}`;
+}
+
+/**
+ * One file's state in this process, shared by every FileStore on it (two engines each given `new FileStore()` write
+ * the same default file): one cache, one write queue. Two stores of their own lost records to each other (both wrote
+ * through the same temporary file, and each wrote the file without the other's records).
+ */
+class SharedFile {
+  /** The records as last read or set here, and the stamp of the file they were read from or last written to. */
+  cache: { stamp: string | null; records: Records } | null = null;
+  /** The writes in order (never rejected: each set() reports its own failure). */
+  writing: Promise<void> = Promise.resolve();
+  /**
+   * Records set here and not yet on disk. A write lays them over the file as it is then (another process's write
+   * read back), not over what this process read before: written from a stale copy, one process dropped the other's
+   * records, and a re-read dropped its own (two processes at once: 298 and 108 of 600 lost).
+   */
+  readonly pending = new Map<string, unknown>();
+  /**
+   * Every record this process set (its latest value): one that a file read back lacks was lost to another process's
+   * write made at the same moment from what it had read before, and is laid back (a value there is taken as newer).
+   */
+  readonly own = new Map<string, unknown>();
+  swept = false;
+
+  constructor(readonly path: string) {}
+}
+
+const files = new Map<string, SharedFile>();
+
+/** Temporary files of this store's writes that a process killed mid-write left behind (its pid no longer runs). */
+async function sweepStaleTemps(path: string): Promise<void> {
+  const prefix = `${basename(path)}.`;
+  let names: string[] = [];
+  try {
+    names = await readdir(dirname(path));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = name.startsWith(prefix) ? /^(\d+)\.tmp$/.exec(name.slice(prefix.length)) : null;
+    if (!m || Number(m[1]) === process.pid || alive(Number(m[1]))) continue;
+    await unlink(join(dirname(path), name)).catch(() => {});
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 export class FileStore implements KeyValueStore {
-  /** The records as last read or set here, and the stamp of the file they were read from or last written to. */
-  private cache: { stamp: string | null; records: Records } | null = null;
-  /** The writes in order (never rejected: each set() reports its own failure). */
-  private writing: Promise<void> = Promise.resolve();
+  private readonly file: SharedFile;
 
-  constructor(readonly path: string = defaultStorePath()) {}
+  constructor(readonly path: string = defaultStorePath()) {
+    const key = resolve(path);
+    let file = files.get(key);
+    if (!file) {
+      file = new SharedFile(path);
+      files.set(key, file);
+    }
+    this.file = file;
+  }
 
   private currentStamp(): string | null {
     try {
@@ -43,8 +101,9 @@ export class FileStore implements KeyValueStore {
   }
 
   private readAll(): Records {
+    const file = this.file;
     const stamp = this.currentStamp();
-    if (this.cache && this.cache.stamp === stamp) return this.cache.records;
+    if (file.cache && file.cache.stamp === stamp) return file.cache.records;
     let records: Records = {};
     try {
       const data = JSON.parse(readFileSync(this.path, 'utf8'));
@@ -52,7 +111,9 @@ export class FileStore implements KeyValueStore {
     } catch {
       // Unreadable or absent: empty.
     }
-    this.cache = { stamp, records };
+    for (const [key, value] of file.own) if (!(key in records)) records[key] = value;
+    for (const [key, value] of file.pending) records[key] = value;
+    file.cache = { stamp, records };
     return records;
   }
 
@@ -63,22 +124,43 @@ export class FileStore implements KeyValueStore {
   }
 
   async set(key: string, value: unknown): Promise<void> {
-    const records = this.readAll();
+    const file = this.file;
     // Taken as it is now (the caller may change its object later), and checked to be JSON now.
-    records[key] = JSON.parse(JSON.stringify(value));
-    const text = JSON.stringify(records);
+    const copy = JSON.parse(JSON.stringify(value));
+    file.pending.set(key, copy);
+    file.own.set(key, copy);
+    this.readAll()[key] = copy;
     const write = async () => {
+      if (!file.pending.has(key)) return; // an earlier write took it (with every record set before it)
       await mkdir(dirname(this.path), { recursive: true });
+      if (!file.swept) {
+        file.swept = true;
+        await sweepStaleTemps(this.path);
+      }
+      // The file as it is now, with what is pending laid over it.
+      const records = this.readAll();
+      const taken = new Map(file.pending);
+      file.pending.clear();
+      const text = JSON.stringify(records);
       const temp = `${this.path}.${process.pid}.tmp`;
-      await writeFile(temp, text);
-      await rename(temp, this.path);
-      // Ours, unless another process wrote in between: then the next read parses the file again and this record may
-      // be lost to it, as with any last-writer-wins file.
-      const written = stampOf(await stat(this.path));
-      if (this.cache?.records === records) this.cache.stamp = written;
+      let written: string;
+      try {
+        await writeFile(temp, text);
+        // The stamp of the file written, taken before the rename: taken after it, another process's file renamed in
+        // between passed for this one's, its records were never read back, and this process's writes dropped them.
+        written = stampOf(await stat(temp));
+        await rename(temp, this.path);
+      } catch (e) {
+        await unlink(temp).catch(() => {}); // never left behind
+        for (const [k, v] of taken) if (!file.pending.has(k)) file.pending.set(k, v); // written next time
+        throw e;
+      }
+      // Ours, unless another process wrote in between: then its file is read back next, and what this write held
+      // may be lost to it (last writer wins, in that moment only).
+      if (file.cache?.records === records) file.cache.stamp = written;
     };
-    const job = this.writing.then(write);
-    this.writing = job.catch(() => {});
+    const job = file.writing.then(write);
+    file.writing = job.catch(() => {});
     await job;
   }
 }
