@@ -250,6 +250,36 @@ describe('SpecEngine', () => {
     }
   });
 
+  it('saves what a drafter learned however a greedy generation ends: left with break too', async () => {
+    const keys: string[] = [];
+    const store = new (class extends MemoryStore {
+      override async set(key: string, value: unknown): Promise<void> {
+        keys.push(key);
+        return super.set(key, value);
+      }
+    })();
+    const engine = await SpecEngine.load(ortForNode(), {
+      target: 'public/models/austen-target',
+      draft: 'public/models/austen-draft',
+      device: 'wasm',
+      store,
+      calibration: 'never',
+      warmup: false,
+    });
+    try {
+      let rounds = 0;
+      for await (const _ of engine.generate('It is a truth', {
+        method: 'adaptive',
+        maxNewTokens: 40,
+        sampling: GREEDY,
+      }))
+        if (++rounds === 3) break;
+      expect(keys.filter((k) => k.startsWith('learned:adaptive:'))).toHaveLength(1);
+    } finally {
+      await engine.release();
+    }
+  });
+
   it('remembers what a drafter learned in its store: a new session starts where the last greedy generation ended', async () => {
     const load = (store: MemoryStore) =>
       SpecEngine.load(ortForNode(), {

@@ -441,6 +441,7 @@ export class SpecEngine {
     this.stop = stop;
     this.stopped = null;
     let drafter: Drafter | null = null;
+    let saveLearned: (() => Promise<void>) | null = null;
     try {
       if (spec.usesCostModel && !this.costs && this.calibration === 'auto')
         await this.measure(
@@ -462,6 +463,10 @@ export class SpecEngine {
       // between sessions through the store: a CLI run, one generation per process, starts where the last one ended.
       const greedy = isGreedyRun(options);
       const key = this.learnedKey(spec);
+      const learner = drafter;
+      // Saved however the generation ends: run out, cancelled, left with `break` (its iterator returned), or failed.
+      if (greedy && learner.learned)
+        saveLearned = () => safeSet(this.store, key, { version: LEARNED_VERSION, state: learner.learned?.() });
       if (greedy && drafter.relearn && !this.relearned.has(spec.name)) {
         this.relearned.add(spec.name);
         const record = (await safeGet(this.store, key)) as { version?: unknown; state?: unknown } | null | undefined;
@@ -477,12 +482,11 @@ export class SpecEngine {
         ids,
         options,
       );
-      if (greedy && drafter.learned)
-        await safeSet(this.store, key, { version: LEARNED_VERSION, state: drafter.learned() });
       if (stop.signal.aborted) this.stopped = result;
       return result;
     } finally {
       try {
+        await saveLearned?.();
         await drafter?.finish?.();
       } finally {
         this.busy = false;
