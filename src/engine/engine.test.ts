@@ -43,6 +43,18 @@ async function finish(
   return step.value;
 }
 
+/** A store that lists the keys written to it, in order. */
+function recordingStore(): { store: MemoryStore; written: string[] } {
+  const written: string[] = [];
+  const store = new (class extends MemoryStore {
+    override async set(key: string, value: unknown): Promise<void> {
+      written.push(key);
+      await super.set(key, value);
+    }
+  })();
+  return { store, written };
+}
+
 describe('SpecEngine', () => {
   it('lists what it can run, and refuses a method that needs a draft model it was not loaded with', async () => {
     expect(targetOnly.methods().map((m) => m.name)).toEqual(expect.arrayContaining(['ar', 'lookup', 'lookahead']));
@@ -251,13 +263,7 @@ describe('SpecEngine', () => {
   });
 
   it('saves what a drafter learned however a greedy generation ends: left with break too', async () => {
-    const keys: string[] = [];
-    const store = new (class extends MemoryStore {
-      override async set(key: string, value: unknown): Promise<void> {
-        keys.push(key);
-        return super.set(key, value);
-      }
-    })();
+    const { store, written: keys } = recordingStore();
     const engine = await SpecEngine.load(ortForNode(), {
       target: 'public/models/austen-target',
       draft: 'public/models/austen-draft',
@@ -319,13 +325,7 @@ describe('SpecEngine', () => {
   });
 
   it("keeps auto's estimates when a generation ends, however short: a CLI run exits right after it", async () => {
-    const written: string[] = [];
-    const store = new (class extends MemoryStore {
-      override async set(key: string, value: unknown): Promise<void> {
-        written.push(key);
-        await super.set(key, value);
-      }
-    })();
+    const { store, written } = recordingStore();
     const engine = await SpecEngine.load(ortForNode(), {
       target: 'public/models/austen-target',
       device: 'wasm',
