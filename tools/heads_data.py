@@ -24,6 +24,9 @@ import sys
 import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import tool_errors  # noqa: E402
+
+tool_errors.require_torch()
 import numpy as np
 import torch
 

@@ -24,6 +24,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import tool_errors  # noqa: E402
+
+tool_errors.require_torch()
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402

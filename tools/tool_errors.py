@@ -9,6 +9,16 @@ def fail(message):
     sys.exit(2)
 
 
+def require_torch():
+    """The tools need Debian's PyTorch and NumPy: where they are missing, say so in one line (not a traceback)."""
+    try:
+        import numpy  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError as e:
+        fail(f"this tool needs PyTorch and NumPy ({e.name or e} is missing): apt-get install -y python3-torch "
+             "python3-numpy python3-regex libopenblas0-pthread (tools/README.md)")
+
+
 def run(main):
     """Call main(); a missing file anywhere in it is one line naming the file."""
     try:

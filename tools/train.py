@@ -22,6 +22,9 @@ import time
 
 # OpenMP threads must not spin while OpenBLAS runs the matmuls (2-2.5x faster training on 2 cores).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import tool_errors  # noqa: E402
+
+tool_errors.require_torch()
 import numpy as np
 import torch
 import torch.nn.functional as F

@@ -20,6 +20,9 @@ import os
 import sys
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import tool_errors  # noqa: E402
+
+tool_errors.require_torch()
 import torch
 import torch.nn.functional as F
 
