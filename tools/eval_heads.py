@@ -528,6 +528,4 @@ def main():
 
 
 if __name__ == "__main__":
-    import tool_errors
-
     tool_errors.run(main)

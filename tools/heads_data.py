@@ -124,7 +124,6 @@ def main():
         g, t = np.load(gen_file, mmap_mode="r").shape
         built = {"seq": int(t), "gen_seqs": int(g)}
     if built is not None and built != shape:
-        import tool_errors
         tool_errors.fail(f"{args.out} was built with --seq {built['seq']} --gen-seqs {built['gen_seqs']}: "
                          "pass those to resume it, or another --out")
     prog["shape"] = shape
@@ -186,6 +185,4 @@ def main():
 
 
 if __name__ == "__main__":
-    import tool_errors
-
     tool_errors.run(main)

@@ -95,7 +95,6 @@ def main():
                          "sampled decoding's contexts are trained on too")
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()
-    import tool_errors
     # Checked before minutes of generating: each fine-tuning batch draws --batch rows from one generated batch.
     if args.gen_batch < args.batch:
         tool_errors.fail(f"--gen-batch {args.gen_batch} must be at least --batch {args.batch}")
@@ -166,6 +165,4 @@ def main():
 
 
 if __name__ == "__main__":
-    import tool_errors
-
     tool_errors.run(main)

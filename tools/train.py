@@ -164,7 +164,6 @@ def main():
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    import tool_errors
     tok = get_tokenizer(args.tokenizer)
     train = load_tokens(args.train, tok, "train_tokens.npy")
     val = load_tokens(args.val, tok, "val_tokens.npy")
@@ -261,6 +260,4 @@ def main():
 
 
 if __name__ == "__main__":
-    import tool_errors
-
     tool_errors.run(main)

@@ -88,7 +88,6 @@ def main():
     torch.manual_seed(args.seed)
     extra = {}
     if args.export:
-        import tool_errors
         tool_errors.refuse_model_folder(args.export, f"an EAGLE-{args.gen} head")
         ck_path = os.path.join(args.out, "ckpt.pt")
         if not os.path.exists(ck_path):
@@ -188,6 +187,4 @@ def main():
 
 
 if __name__ == "__main__":
-    import tool_errors
-
     tool_errors.run(main)

@@ -64,7 +64,6 @@ def main():
     E = target.model.embed_tokens.weight.detach()
     c = target.config
     if args.export:
-        import tool_errors
         tool_errors.refuse_model_folder(args.export, "Medusa heads")
         ck = torch.load(os.path.join(args.out, "ckpt.pt"))
         # The heads as they were trained (--heads, --layers of the training run), whatever this command line says.
@@ -107,6 +106,4 @@ def main():
 
 
 if __name__ == "__main__":
-    import tool_errors
-
     tool_errors.run(main)
