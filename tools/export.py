@@ -35,17 +35,17 @@ def main():
                     help="tokenizer folder (default: the one the checkpoint was trained with, else tools/runs/tokenizer)")
     args = ap.parse_args()
     if not os.path.isfile(args.ckpt):
-        sys.exit(f"error: {args.ckpt}: no such checkpoint (tools/train.py writes tools/runs/<name>/ckpt.pt; see tools/README.md)")
+        tool_errors.fail(f"{args.ckpt}: no such checkpoint (tools/train.py writes tools/runs/<name>/ckpt.pt; see tools/README.md)")
     ck = torch.load(args.ckpt, map_location="cpu")
     if "config" not in ck:
-        sys.exit(f"error: {args.ckpt} is not a model checkpoint of tools/train.py (heads export with their own "
-                 "tool's --export: train_medusa.py, train_eagle.py)")
+        tool_errors.fail(f"{args.ckpt} is not a model checkpoint of tools/train.py (heads export with their own "
+                         "tool's --export: train_medusa.py, train_eagle.py)")
     trained_with = (ck.get("args") or {}).get("tokenizer")
     args.tokenizer = args.tokenizer or trained_with or os.path.join(HERE, "runs", "tokenizer")
     # Everything is checked before anything is written: a missing tokenizer file left new weights beside an old one.
     for name in ("tokenizer.json", "tokenizer_config.json"):
         if not os.path.isfile(os.path.join(args.tokenizer, name)):
-            sys.exit(f"error: {args.tokenizer}: no {name} (--tokenizer: the folder tools/bpe.py wrote)")
+            tool_errors.fail(f"{args.tokenizer}: no {name} (--tokenizer: the folder tools/bpe.py wrote)")
     cfg = LlamaConfig(**ck["config"])
     sd = ck["model"]
     assert cfg.tie_word_embeddings and "lm_head.weight" not in sd
