@@ -43,6 +43,18 @@ async function finish(
   return step.value;
 }
 
+/** The bundled target (and what `more` adds) on `store`, without calibration or warm-up: what is saved is the runs'. */
+function loadOnStore(store: MemoryStore, more: { draft?: string } = {}): Promise<SpecEngine> {
+  return SpecEngine.load(ortForNode(), {
+    target: 'public/models/austen-target',
+    ...more,
+    device: 'wasm',
+    store,
+    calibration: 'never',
+    warmup: false,
+  });
+}
+
 /** A store that lists the keys written to it, in order. */
 function recordingStore(): { store: MemoryStore; written: string[] } {
   const written: string[] = [];
@@ -264,14 +276,7 @@ describe('SpecEngine', () => {
 
   it('saves what a drafter learned however a greedy generation ends: left with break too', async () => {
     const { store, written: keys } = recordingStore();
-    const engine = await SpecEngine.load(ortForNode(), {
-      target: 'public/models/austen-target',
-      draft: 'public/models/austen-draft',
-      device: 'wasm',
-      store,
-      calibration: 'never',
-      warmup: false,
-    });
+    const engine = await loadOnStore(store, { draft: 'public/models/austen-draft' });
     try {
       let rounds = 0;
       for await (const _ of engine.generate('It is a truth', {
@@ -287,15 +292,7 @@ describe('SpecEngine', () => {
   });
 
   it('remembers what a drafter learned in its store: a new session starts where the last greedy generation ended', async () => {
-    const load = (store: MemoryStore) =>
-      SpecEngine.load(ortForNode(), {
-        target: 'public/models/austen-target',
-        draft: 'public/models/austen-draft',
-        device: 'wasm',
-        store,
-        calibration: 'never',
-        warmup: false,
-      });
+    const load = (store: MemoryStore) => loadOnStore(store, { draft: 'public/models/austen-draft' });
     const trees = async (engine: SpecEngine, prompt: string, sampling: SamplingParams, maxNewTokens = 24) => {
       const it = engine.generate(prompt, { method: 'adaptive-tree', maxNewTokens, sampling });
       const out: string[] = [];
@@ -326,13 +323,7 @@ describe('SpecEngine', () => {
 
   it("keeps auto's estimates when a generation ends, however short: a CLI run exits right after it", async () => {
     const { store, written } = recordingStore();
-    const engine = await SpecEngine.load(ortForNode(), {
-      target: 'public/models/austen-target',
-      device: 'wasm',
-      store,
-      calibration: 'never',
-      warmup: false,
-    });
+    const engine = await loadOnStore(store);
     try {
       // Four tokens are at most four rounds, fewer than auto's saves every eight.
       const it = engine.generate('It is a truth universally acknowledged', {
