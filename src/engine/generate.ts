@@ -239,6 +239,8 @@ export async function* generate(
       committed.push(...produced);
       generated.push(...produced);
       const total = performance.now() - started - draftPrefill;
+      const draftMs = drafted - started - draftPrefill;
+      const verifyMs = verified - drafted;
       draftCalls = drafter.calls - draftCallsAtStart;
       const auxCount = aux?.tokens.length ?? 0;
       const note = drafter.note?.();
@@ -246,7 +248,7 @@ export async function* generate(
         tree.parents,
         final,
         produced.length,
-        { draft: drafted - started - draftPrefill, verify: verified - drafted, total },
+        { draft: draftMs, verify: verifyMs, total },
         auxCount,
         call.bytes,
         armOf(note ?? undefined),
@@ -274,9 +276,9 @@ export async function* generate(
           targetBytes: stats.targetBytes,
         },
         timings: {
-          draftMs: drafted - started - draftPrefill,
-          verifyMs: verified - drafted,
-          overheadMs: Math.max(0, total - (verified - started - draftPrefill)),
+          draftMs,
+          verifyMs,
+          overheadMs: Math.max(0, total - draftMs - verifyMs),
           totalMs: total,
         },
       };

@@ -4,7 +4,7 @@
  */
 import { argmax, sampleFrom } from '../sampling';
 import type { VerifyResult } from '../verify';
-import { DraftDist, DraftModelState, judgeFrom } from './draft-model';
+import { DraftDist, DraftModelState, judgeFrom, nothingToDraft } from './draft-model';
 import { type Drafter, type DraftRequest, type DraftTree, rootOnly } from './drafter';
 import { type CostModel, draftOf, type MethodSpec } from './method';
 
@@ -49,10 +49,7 @@ export class ChainDrafter implements Drafter {
     // The draft's own estimate of each path (its probabilities multiplied along the chain), for callers that merge
     // or cut trees by value.
     tree.values = [1];
-    if (Math.min(req.maxDepth, req.maxNodes) < 1) {
-      this.state.idle();
-      return tree;
-    }
+    if (nothingToDraft(req, this.state)) return tree;
     let logits = await this.state.sync(req.committed, judgeFrom(req));
     const limit = Math.min(this.gamma(), req.maxDepth, req.maxNodes, this.state.room() - 1);
     const depths = [0];

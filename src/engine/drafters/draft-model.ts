@@ -155,6 +155,16 @@ export function judgeFrom(req: DraftRequest): number | undefined {
   return isGreedy(req.sampling) ? req.generatedFrom : undefined;
 }
 
+/**
+ * Whether the round leaves nothing to draft (no depth or room: a generation's last round). Then the model is told
+ * so (TreeDraftModel.idle: no call, and the round's accept() keeps its state) and the drafter proposes the root alone.
+ */
+export function nothingToDraft(req: DraftRequest, model: Pick<TreeDraftModel, 'idle'>): boolean {
+  if (Math.min(req.maxDepth, req.maxNodes) >= 1 || !model.idle) return false;
+  model.idle();
+  return true;
+}
+
 /** Buckets of the draft's confidence in a token: [0, 0.1), [0.1, 0.2), ... [0.9, 1]. */
 export const CONFIDENCE_BUCKETS = 10;
 export function confidenceBucket(q: number): number {

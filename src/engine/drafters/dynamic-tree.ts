@@ -23,6 +23,7 @@ import {
   type DraftRow,
   type FirstChoiceCounts,
   judgeFrom,
+  nothingToDraft,
   type TreeDraftModel,
 } from './draft-model';
 import { type Drafter, type DraftRequest, type DraftTree, rootOnly, type TargetOutputs } from './drafter';
@@ -114,10 +115,7 @@ export class DynamicTreeDrafter implements Drafter {
   }
 
   async propose(req: DraftRequest): Promise<DraftTree> {
-    if (Math.min(req.maxDepth, req.maxNodes) < 1 && this.state.idle) {
-      this.state.idle(); // nothing to draft: no call
-      return rootOnly(req.committed);
-    }
+    if (nothingToDraft(req, this.state)) return rootOnly(req.committed);
     const rootLogits = await this.state.sync(req.committed, judgeFrom(req));
     if (!rootLogits) return rootOnly(req.committed);
     const budget = Math.min(this.budget, req.maxNodes, this.state.room() - 1);

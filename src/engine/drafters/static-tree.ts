@@ -4,7 +4,7 @@
  * top-k; sampling draws the children without replacement (Gumbel-top-k), which keeps verification lossless.
  */
 import type { VerifyResult } from '../verify';
-import { DraftDist, DraftModelState, judgeFrom } from './draft-model';
+import { DraftDist, DraftModelState, judgeFrom, nothingToDraft } from './draft-model';
 import { type Drafter, type DraftRequest, type DraftTree, rootOnly } from './drafter';
 import { type CostModel, draftOf, type MethodSpec } from './method';
 
@@ -72,10 +72,7 @@ export class StaticTreeDrafter implements Drafter {
   }
 
   async propose(req: DraftRequest): Promise<DraftTree> {
-    if (Math.min(req.maxDepth, req.maxNodes) < 1) {
-      this.state.idle(); // nothing to draft: no call
-      return rootOnly(req.committed);
-    }
+    if (nothingToDraft(req, this.state)) return rootOnly(req.committed);
     const rootLogits = await this.state.sync(req.committed, judgeFrom(req));
     const tree = rootOnly(req.committed);
     const depths = [0];
