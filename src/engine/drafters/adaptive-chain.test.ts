@@ -312,3 +312,68 @@ describe('the adaptive chain with measured costs', () => {
     });
   });
 });
+
+describe("the chain's rounds replayed over text it caught up on (auto judges an arm on the text others drafted)", () => {
+  /** The draft's greedy choices, except at every position where `flip` says the target chose another token. */
+  function targetText(fn: ReturnType<typeof hashedLogits>, length: number, flip: (i: number) => boolean): number[] {
+    const text: number[] = [];
+    for (let i = 0; i < length; i++) {
+      const row = fn([...PROMPT, ...text]);
+      let best = 0;
+      for (let t = 1; t < V; t++) if ((row[t] as number) > (row[best] as number)) best = t;
+      text.push(flip(i) ? (best + 1) % V : best);
+    }
+    return text;
+  }
+
+  it('brings, round by round, what the chain brings when it drafts that text itself', async () => {
+    const fn = hashedLogits(V, 11);
+    const text = targetText(fn, 120, (i) => i % 7 === 3 || i % 11 === 5);
+    // A flat verify cost (10 ms a call whatever its width) and free draft calls: every chain runs to its cap, so the
+    // replay and the real rounds draft the same lengths, and what they bring rests on the draft's hits alone.
+    const clock = { now: 0 };
+    const costs = () => costsOf(FLAT, 0);
+    const real = new AdaptiveChainDrafter(new ToyLM(V, fn), costs, undefined, () => clock.now);
+    const brought: number[] = [];
+    for (let at = 0; at + 17 < text.length; ) {
+      const committed = [...PROMPT, ...text.slice(0, at)];
+      const tree = await real.propose({ ...request(committed), generatedFrom: PROMPT.length });
+      clock.now += 10;
+      let kept = 0;
+      while (kept + 1 < tree.tokens.length && tree.tokens[kept + 1] === text[at + kept]) kept++;
+      const path = Array.from({ length: kept + 1 }, (_, i) => i);
+      real.accept(tree, { path, token: text[at + kept] as number, kind: 'correction', status: [] });
+      brought.push(kept + 1);
+      at += kept + 1;
+    }
+
+    // Another chain, the same draft model, catching up on the whole text in one round.
+    const replaying = new AdaptiveChainDrafter(new ToyLM(V, fn), costs, undefined, () => clock.now);
+    expect(replaying.counterfactual()).toBeNull();
+    await replaying.propose({ ...request([...PROMPT, ...text]), generatedFrom: PROMPT.length });
+    const replay = replaying.counterfactual();
+    expect(replay).not.toBeNull();
+    const { rounds, tokens } = replay as { rounds: number; tokens: number };
+    expect(rounds).toBeGreaterThan(brought.length - 3);
+    expect(tokens).toBe(brought.slice(0, rounds).reduce((a, b) => a + b, 0));
+    // Where each verified token costs a call, its rule drafts one token a round, and so does the replay.
+    const steep = new AdaptiveChainDrafter(
+      new ToyLM(V, fn),
+      () => costsOf(STEEP),
+      undefined,
+      () => clock.now,
+    );
+    await steep.propose({ ...request([...PROMPT, ...text]), generatedFrom: PROMPT.length });
+    const short = steep.counterfactual() as { rounds: number; tokens: number };
+    expect(short.tokens).toBeLessThanOrEqual(2 * short.rounds);
+    expect(short.rounds).toBeGreaterThan(text.length / 2);
+    // Under sampling nothing is judged, so nothing is replayed.
+    const sampled = new AdaptiveChainDrafter(new ToyLM(V, fn), costs);
+    await sampled.propose({
+      ...request([...PROMPT, ...text]),
+      generatedFrom: PROMPT.length,
+      sampling: { temperature: 1, topK: 0, topP: 1, seed: 1 },
+    });
+    expect(sampled.counterfactual()).toBeNull();
+  });
+});

@@ -17,7 +17,7 @@ import { RoundCosts } from '../round-costs';
 import type { VerifyResult } from '../verify';
 import { ChainDrafter } from './chain';
 import { CONFIDENCE_BUCKETS, confidenceBucket, type DraftModelState, type FirstChoiceCounts } from './draft-model';
-import type { DraftRequest, DraftTree } from './drafter';
+import type { Counterfactual, DraftRequest, DraftTree } from './drafter';
 import { type CostModel, draftOf, type MethodSpec } from './method';
 
 /** Chain lengths beyond the current one the stopping rule looks at (calibrate.ts paysToExtend). */
@@ -140,6 +140,54 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     if (this.costs()) return;
     const allAccepted = acceptedNow === drafted && drafted >= this.current;
     this.current = allAccepted ? Math.min(this.adaptive.maxGamma, this.current + 2) : Math.max(1, this.current - 1);
+  }
+
+  /**
+   * The chain's rounds replayed over the text this round's sync caught up on (text another of auto's arms drafted,
+   * judged by the draft model: its first choice and confidence at each position, DraftModelState.judged). From each
+   * round's start it drafts as its rule would (paysToExtend on the acceptance by confidence and the measured round
+   * costs), the target keeps the leading first choices it agrees with and adds its own token, and the next round
+   * starts after that; each round costs what a chain of its length was measured to cost. A round that would need
+   * text past the catch-up ends the replay. Greedy decoding with measured costs only (null otherwise). Confidences
+   * past a rejected token are read on the target's text rather than the draft's own, which moves only where the
+   * chain would have stopped, not what it brought.
+   *
+   * Why: auto measured the chain only in the rounds it gave it. Its trial rounds fell on a generation's opening text
+   * and each revisit on one or two rounds of whatever text came; on lavapipe with the EAGLE head loaded, auto's chain
+   * rounds brought 3.2 tokens over 6 rounds where the chain alone brought 6.5, and the head (4.0 a round) drafted the
+   * next 30 rounds.
+   */
+  counterfactual(): Counterfactual | null {
+    const rows = this.state.judged;
+    if (rows.length === 0 || !this.costs()) return null;
+    const cost = (k: number) => this.measured.chainRoundMs(k);
+    const max = this.adaptive.maxGamma;
+    let at = 0;
+    const out: Counterfactual = { rounds: 0, tokens: 0, ms: 0 };
+    for (;;) {
+      // Draft from `at`: one token, then on while the rule says more pay.
+      const accept: number[] = [];
+      let length = 0;
+      let decided = false;
+      while (at + length < rows.length) {
+        accept.push(this.acceptanceOf((rows[at + length] as { confidence: number }).confidence));
+        length++;
+        if (length === max || !paysToExtend(accept, cost, LOOKAHEAD)) {
+          decided = true;
+          break;
+        }
+      }
+      if (!decided) break;
+      let kept = 0;
+      while (kept < length && rows[at + kept]?.hit) kept++;
+      // The target's own token (correction or bonus) must lie in the text too.
+      if (at + kept >= rows.length) break;
+      out.rounds++;
+      out.tokens += kept + 1;
+      out.ms += cost(length);
+      at += kept + 1;
+    }
+    return out.rounds > 0 ? out : null;
   }
 
   /**

@@ -442,6 +442,42 @@ describe('auto between arms', () => {
     expect(chosen.get('good')).toBeGreaterThan(70);
   });
 
+  it('judges an arm back from the side on the text others drafted: its replay over that text counts in its record', async () => {
+    // The chain's own first rounds fall on hard text (a generation's opening, one token each) while the head's bring 4
+    // tokens; over the text the head drafted meanwhile, the chain's rounds replayed (Drafter.counterfactual) bring 6.
+    // Judged on its own rounds alone it stayed aside (on lavapipe: 6 rounds of 3.2 tokens against the head's 4.0,
+    // where the chain alone brought 6.5); judged on the replay too, it takes over at its first revisit.
+    class Replaying extends Arm {
+      own = 0;
+      sat = 0;
+      override async propose(req: DraftRequest): Promise<DraftTree> {
+        this.sat = this.round - this.ranAt - 1;
+        this.ranAt = this.round;
+        this.own++;
+        return super.propose(req);
+      }
+      ranAt = 0;
+      replays = true;
+      counterfactual() {
+        return this.replays && this.sat > 0 ? { rounds: this.sat, tokens: 6 * this.sat, ms: 10 * this.sat } : null;
+      }
+    }
+    const head = new Arm('head', 8, 3, { calls: 0 }, 10);
+    const chain: Replaying = new Replaying('chain', 8, (): number => (chain.own <= 4 ? 0 : 5), { calls: 0 }, 10);
+    const withReplay = async (replays: boolean) => {
+      const arms = [head, chain];
+      Object.assign(chain, { own: 0, sat: 0, ranAt: 0, round: 0, replays });
+      head.round = 0;
+      const r = await run(timedAuto(arms.map((a) => ({ name: a.name, drafter: a }))), arms, 60, GREEDY);
+      return r;
+    };
+    const judged = await withReplay(true);
+    expect(judged.why.some((w) => /replayed on the \d+ tokens others drafted/.test(w))).toBe(true);
+    expect(judged.chosen.get('chain')).toBeGreaterThan(40);
+    const own = await withReplay(false);
+    expect(own.chosen.get('chain')).toBeLessThan(15);
+  });
+
   it('takes a copy round over an arm that does not copy: prompt lookup verifies a long match, counted in no record', async () => {
     // The verify call takes 20 ms whatever its width (a GPU's flat curve, T(1) = 20 ms) and the head drafts in 5 ms:
     // the head brings 2 tokens per 25 ms, 1.6x plain decoding, and lookup without a match 1 per 20 ms.

@@ -40,7 +40,7 @@ import { depths } from '../tree';
 import type { VerifyResult } from '../verify';
 import { AdaptiveChainDrafter } from './adaptive-chain';
 import { DraftModelState } from './draft-model';
-import type { Drafter, DrafterNote, DraftRequest, DraftTree, TargetOutputs } from './drafter';
+import type { Counterfactual, Drafter, DrafterNote, DraftRequest, DraftTree, TargetOutputs } from './drafter';
 import { DYNAMIC_DEFAULTS, DynamicTreeDrafter } from './dynamic-tree';
 import { EAGLE_DEFAULTS, Eagle3State, EagleDrafter } from './eagle';
 import { LOOKAHEAD_DEFAULTS, LookaheadDrafter, lookaheadWidth } from './lookahead';
@@ -339,6 +339,8 @@ export class AutoDrafter implements Drafter {
   private visit: { arm: Arm; left: number } | null = null;
   /** An arm whose run ended in the latest round (its record replaced by its recent rounds), for the next note. */
   private ended: string | null = null;
+  /** The chosen arm's rounds replayed over the text it caught up on this round, added to its record (replay()). */
+  private replayed: Counterfactual | null = null;
   /** Whether this round is a copy round (prompt lookup over the chosen arm; counted in no arm's record). */
   private copying = false;
   /**
@@ -661,6 +663,7 @@ export class AutoDrafter implements Drafter {
       a.tokens *= DECAY;
     }
     this.round++;
+    this.replay(arm);
     if (this.measure === 'time' && !arm.warmed) {
       arm.warmed = true;
       if (this.visit?.arm !== arm) this.visit = { arm, left: 1 };
@@ -710,6 +713,23 @@ export class AutoDrafter implements Drafter {
     if (this.measure === 'time' && this.memory && this.round % SAVE_EVERY === 0) this.save(this.memory);
   }
 
+  /**
+   * An arm back after rounds other arms drafted (not after copy rounds alone: those are prompt lookup's best stretches)
+   * adds its rounds replayed over the text it caught up on (Drafter.counterfactual) to its record, so it is judged on
+   * the text the leading arm met, not only on the few rounds of each revisit. Under real time only (greedy: the replay
+   * needs the target's own tokens).
+   */
+  private replay(arm: Arm): void {
+    this.replayed = null;
+    if (this.measure !== 'time' || arm.gap <= 1) return;
+    const r = arm.drafter.counterfactual?.();
+    if (!r || !(r.rounds > 0 && r.tokens > 0 && r.ms > 0 && Number.isFinite(r.ms))) return;
+    arm.tokens += r.tokens;
+    arm.cost += r.ms / 1000;
+    arm.samples += r.rounds;
+    this.replayed = r;
+  }
+
   /** The chosen arm's catching up this round (a copy round's arm did not run: none). */
   catchUpMs(): number {
     return this.copying ? 0 : (this.current.drafter.catchUpMs?.() ?? 0);
@@ -749,6 +769,7 @@ export class AutoDrafter implements Drafter {
     // would measure the arm on this one's first round: revisits wait for the second (generationRound).
     this.generationRound = 0;
     this.visit = null;
+    this.replayed = null;
   }
 
   note(): DrafterNote | null {
@@ -757,13 +778,21 @@ export class AutoDrafter implements Drafter {
     const why = this.why;
     // A copy round is prompt lookup's, over the arm chosen: told apart in the run's rounds per drafter.
     const fields: Record<string, number | string> = { arm: this.copying ? `${name} (copy)` : name };
+    const replayed = this.copying ? null : this.replayed;
+    if (replayed) {
+      fields['replayed rounds'] = replayed.rounds;
+      fields['replayed tokens'] = replayed.tokens;
+    }
     const unit = this.unit;
     for (const a of this.arms) fields[`${a.name} ${unit}`] = Math.round(this.throughput(a) * 100) / 100;
     Object.assign(fields, inner?.fields);
     // The text is put together when it is read (the page's round view, a trace), not in every round of a run.
     return {
       get text() {
-        return `auto: ${name} (${why()})${inner ? `; ${inner.text}` : ''}`;
+        const replay = replayed
+          ? `; replayed on the ${replayed.tokens} tokens others drafted: ${replayed.rounds} rounds of ${(replayed.tokens / replayed.rounds).toFixed(1)}`
+          : '';
+        return `auto: ${name} (${why()})${replay}${inner ? `; ${inner.text}` : ''}`;
       },
       fields,
     };

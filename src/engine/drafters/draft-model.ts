@@ -212,6 +212,11 @@ export class DraftModelState implements TreeDraftModel {
   private roundWidths: number[] = [];
   /** Milliseconds the last sync spent catching up (0 when it was an ordinary round's). */
   private caughtUpMs = 0;
+  /**
+   * The last sync's judged rows, in text order (none when it judged nothing): the draft's confidence in its first
+   * choice at each position and whether the target chose that token there.
+   */
+  private judgedRows: { confidence: number; hit: boolean }[] = [];
 
   get calls(): number {
     return this.lm.calls;
@@ -232,6 +237,11 @@ export class DraftModelState implements TreeDraftModel {
     return this.caughtUpMs;
   }
 
+  /** What the last sync judged (judge()): one row per position of the text caught up on, in order. */
+  get judged(): readonly { confidence: number; hit: boolean }[] {
+    return this.judgedRows;
+  }
+
   /**
    * The draft's first choice at each judged row of a catch-up against the token the target chose there
    * (firstChoice). Auto's chain sizes its chains on that table; learned only in its own rounds, it was learned only in
@@ -243,11 +253,13 @@ export class DraftModelState implements TreeDraftModel {
   private judge(logits: Float32Array, rows: readonly number[], committed: readonly number[], common: number): void {
     const vocab = this.lm.config.vocabSize;
     checkLogits(logits, vocab, 'the draft model');
-    rows.forEach((i, k) => {
+    this.judgedRows = rows.map((i, k) => {
       const row = logits.subarray(k * vocab, (k + 1) * vocab);
       const token = argmax(row);
       const confidence = new DraftDist(row, GREEDY).prob(token);
-      this.firstChoice.record(confidenceBucket(confidence), token === committed[common + i + 1]);
+      const hit = token === committed[common + i + 1];
+      this.firstChoice.record(confidenceBucket(confidence), hit);
+      return { confidence, hit };
     });
   }
 
@@ -274,6 +286,7 @@ export class DraftModelState implements TreeDraftModel {
     }
     let missing = committed.slice(common);
     this.caughtUpMs = 0;
+    this.judgedRows = [];
     if (missing.length > ORDINARY_SYNC) {
       // Text committed while this draft did not run (a new prompt, rounds another of auto's arms drafted): fed in a
       // call of its own and timed apart, so that the round's own calls are an ordinary round's.
@@ -360,6 +373,7 @@ export class DraftModelState implements TreeDraftModel {
     this.slots.clear();
     this.roundWidths = [];
     this.caughtUpMs = 0;
+    this.judgedRows = [];
   }
 
   /** Keep the committed prefix plus the accepted nodes the draft has run (their slots, in path order). */
@@ -377,6 +391,7 @@ export class DraftModelState implements TreeDraftModel {
 
   reset(): void {
     this.lm.reset();
+    this.judgedRows = [];
     this.cached = [];
     this.roundBase = 0;
     this.slots.clear();
