@@ -15,6 +15,7 @@ import {
   hintedOrtWasm,
   LIFTOFF_UP_TO,
   ortForNode,
+  ortThreads,
   ortWasmPath,
   useWasmCompilationHints,
   wasmTieringFor,
@@ -113,5 +114,27 @@ describe('ortForNode', () => {
   it('refuses a thread count onnxruntime would not run (it ran one thread and the report said the number given)', () => {
     for (const n of [0, -1, 2.5, Number.NaN, 65])
       expect(() => ortForNode(n)).toThrow(`ortForNode: numThreads must be a whole number from 1 to 64; got ${n}`);
+  });
+
+  it('says so, once, when a later call asks another thread count than the one the process runs on', async () => {
+    const warnings: Error[] = [];
+    const listen = (w: Error) => warnings.push(w);
+    process.on('warning', listen);
+    try {
+      if (ortThreads() === null) ortForNode(1);
+      const first = ortThreads() as number;
+      const other = first === 1 ? 2 : 1;
+      ortForNode(first);
+      ortForNode(other);
+      ortForNode(other);
+      await new Promise((r) => setImmediate(r));
+      const ours = warnings.filter((w) => (w as Error & { code?: string }).code === 'SPEC_DECODER_WASM_THREADS');
+      expect(ours.map((w) => w.message)).toEqual([
+        `ortForNode(${other}): onnxruntime already runs on ${first} wasm thread${first === 1 ? '' : 's'} in this process (the first call fixes the count); this engine gets ${first} too`,
+      ]);
+      expect(ortThreads()).toBe(first);
+    } finally {
+      process.off('warning', listen);
+    }
   });
 });

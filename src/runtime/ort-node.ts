@@ -13,10 +13,12 @@ import { avoidTierUpStall, compileWithHints, HINTS_V8, v8ReadsHints } from './v8
 import { addCompilationHints } from './wasm-hints';
 
 let configured: number | null = null;
+let warnedThreads = false;
 
 /**
  * onnxruntime-web for this process on `numThreads` wasm threads. The count is fixed when onnxruntime's wasm starts,
- * so only the first call sets it: later calls get the same onnxruntime, whatever they ask (see ortThreads()).
+ * so only the first call sets it: later calls get the same onnxruntime, whatever they ask (see ortThreads()); the
+ * first that asks another count gets a process warning saying so (code SPEC_DECODER_WASM_THREADS).
  */
 export function ortForNode(numThreads = 1): typeof ort {
   // onnxruntime takes anything and runs one thread for what it cannot use (0: as many as it likes), while
@@ -27,6 +29,12 @@ export function ortForNode(numThreads = 1): typeof ort {
     ort.env.wasm.numThreads = numThreads;
     ort.env.logLevel = 'error';
     configured = numThreads;
+  } else if (numThreads !== configured && !warnedThreads) {
+    warnedThreads = true;
+    process.emitWarning(
+      `ortForNode(${numThreads}): onnxruntime already runs on ${configured} wasm thread${configured === 1 ? '' : 's'} in this process (the first call fixes the count); this engine gets ${configured} too`,
+      { code: 'SPEC_DECODER_WASM_THREADS' },
+    );
   }
   return ort;
 }
