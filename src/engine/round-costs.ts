@@ -202,6 +202,11 @@ export class RoundCosts {
     return { width, ms: sm / n, slope: Math.max(0, weight * measured + (1 - weight) * prior) };
   }
 
+  /** Rounds measured so far (discounted as the costs are; 0 before the first counted one). */
+  get measuredRounds(): number {
+    return this.extraRounds;
+  }
+
   /** Nodes a call held besides the chain, on average over the measured rounds (0 before any). */
   extraWidth(): number {
     return this.extraRounds > 0 ? this.extraSum / this.extraRounds : 0;

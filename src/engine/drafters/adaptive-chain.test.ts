@@ -314,66 +314,111 @@ describe('the adaptive chain with measured costs', () => {
 });
 
 describe("the chain's rounds replayed over text it caught up on (auto judges an arm on the text others drafted)", () => {
-  /** The draft's greedy choices, except at every position where `flip` says the target chose another token. */
-  function targetText(fn: ReturnType<typeof hashedLogits>, length: number, flip: (i: number) => boolean): number[] {
-    const text: number[] = [];
-    for (let i = 0; i < length; i++) {
-      const row = fn([...PROMPT, ...text]);
-      let best = 0;
-      for (let t = 1; t < V; t++) if ((row[t] as number) > (row[best] as number)) best = t;
-      text.push(flip(i) ? (best + 1) % V : best);
-    }
-    return text;
-  }
+  /**
+   * A draft sure of one token (p about 0.99) at most positions and unsure (uniform, p 1/16) at every sixth; the
+   * target's text takes the sure token except at every eleventh position, and never the unsure guess (token 0).
+   */
+  const sureAt = (n: number) => n % 6 !== 0;
+  const sureToken = (n: number) => (n * 5 + 1) % V;
+  const draftFn = (context: readonly number[]): Float32Array => {
+    const row = new Float32Array(V);
+    if (sureAt(context.length)) row[sureToken(context.length)] = 8;
+    return row;
+  };
+  const targetToken = (n: number) => (!sureAt(n) ? 3 : n % 11 === 4 ? (sureToken(n) + 1) % V : sureToken(n));
 
-  it('brings, round by round, what the chain brings when it drafts that text itself', async () => {
-    const fn = hashedLogits(V, 11);
-    const text = targetText(fn, 120, (i) => i % 7 === 3 || i % 11 === 5);
-    // A flat verify cost (10 ms a call whatever its width) and free draft calls: every chain runs to its cap, so the
-    // replay and the real rounds draft the same lengths, and what they bring rests on the draft's hits alone.
-    const clock = { now: 0 };
-    const costs = () => costsOf(FLAT, 0);
-    const real = new AdaptiveChainDrafter(new ToyLM(V, fn), costs, undefined, () => clock.now);
-    const brought: number[] = [];
-    for (let at = 0; at + 17 < text.length; ) {
-      const committed = [...PROMPT, ...text.slice(0, at)];
-      const tree = await real.propose({ ...request(committed), generatedFrom: PROMPT.length });
-      clock.now += 10;
-      let kept = 0;
-      while (kept + 1 < tree.tokens.length && tree.tokens[kept + 1] === text[at + kept]) kept++;
-      const path = Array.from({ length: kept + 1 }, (_, i) => i);
-      real.accept(tree, { path, token: text[at + kept] as number, kind: 'correction', status: [] });
-      brought.push(kept + 1);
-      at += kept + 1;
+  /** A chain on the test's clock (a draft call 1 ms, a verify call 10 ms whatever its width, 2 ms between rounds). */
+  function timedChain(clock: { now: number }) {
+    class Timed extends ToyLM {
+      override async forward(input: Parameters<ToyLM['forward']>[0]): Promise<Float32Array> {
+        clock.now += 1;
+        return super.forward(input);
+      }
     }
-
-    // Another chain, the same draft model, catching up on the whole text in one round.
-    const replaying = new AdaptiveChainDrafter(new ToyLM(V, fn), costs, undefined, () => clock.now);
-    expect(replaying.counterfactual()).toBeNull();
-    await replaying.propose({ ...request([...PROMPT, ...text]), generatedFrom: PROMPT.length });
-    const replay = replaying.counterfactual();
-    expect(replay).not.toBeNull();
-    const { rounds, tokens } = replay as { rounds: number; tokens: number };
-    expect(rounds).toBeGreaterThan(brought.length - 3);
-    expect(tokens).toBe(brought.slice(0, rounds).reduce((a, b) => a + b, 0));
-    // Where each verified token costs a call, its rule drafts one token a round, and so does the replay.
-    const steep = new AdaptiveChainDrafter(
-      new ToyLM(V, fn),
-      () => costsOf(STEEP),
+    const chain = new AdaptiveChainDrafter(
+      new Timed(V, draftFn),
+      // Calibrated as the clock runs (T(q) 10 ms, a draft call 0.1 of it), so what a chain measures of its rounds
+      // agrees with what it was told, and its rule decides alike whatever rounds it has measured.
+      () => costsOf({ context: 64, points: [1, 2, 4, 8, 16, 32].map((q) => ({ q, ms: 10, relative: 1 })) }, 0.1),
       undefined,
       () => clock.now,
     );
-    await steep.propose({ ...request([...PROMPT, ...text]), generatedFrom: PROMPT.length });
-    const short = steep.counterfactual() as { rounds: number; tokens: number };
-    expect(short.tokens).toBeLessThanOrEqual(2 * short.rounds);
-    expect(short.rounds).toBeGreaterThan(text.length / 2);
+    /** One greedy round at `committed`: what it drafted and brought. */
+    const round = async (committed: number[], generatedFrom: number) => {
+      const tree = await chain.propose({ ...request(committed), generatedFrom });
+      clock.now += 10;
+      const at = committed.length;
+      let kept = 0;
+      while (kept + 1 < tree.tokens.length && tree.tokens[kept + 1] === targetToken(at + kept)) kept++;
+      const path = Array.from({ length: kept + 1 }, (_, i) => i);
+      chain.accept(tree, { path, token: targetToken(at + kept), kind: 'correction', status: [] });
+      committed.push(...Array.from({ length: kept + 1 }, (_, i) => targetToken(at + i)));
+      clock.now += 2; // between rounds
+      return { drafted: tree.tokens.length - 1, brought: kept + 1 };
+    };
+    return { chain, round };
+  }
+
+  it('drafts and brings, round by round, what the chain does when it drafts that text itself', async () => {
+    const clock = { now: 0 };
+    const real = timedChain(clock);
+    const replaying = timedChain(clock);
+    // Both measure their costs on rounds of another text first, and start the text alike.
+    for (const c of [real, replaying]) {
+      const other = [9, 9, 9, 9];
+      for (let r = 0; r < 30; r++) await c.round(other, 4);
+      c.chain.reset(true);
+    }
+    const start = PROMPT.length;
+    const text = [...PROMPT];
+    const rounds: { drafted: number; brought: number }[] = [];
+    while (text.length < start + 150) rounds.push(await real.round(text, start));
+
+    expect(replaying.chain.counterfactual()).toBeNull();
+    const full = Array.from({ length: text.length }, (_, n) => (n < start ? (PROMPT[n] as number) : targetToken(n)));
+    await replaying.chain.propose({ ...request(full), generatedFrom: start });
+    const replay = replaying.chain.counterfactual();
+    expect(replay).not.toBeNull();
+    const { rounds: n, tokens, ms } = replay as { rounds: number; tokens: number; ms: number };
+    expect(n).toBeGreaterThan(rounds.length - 3);
+    expect(n).toBeLessThanOrEqual(rounds.length);
+    const first = rounds.slice(0, n);
+    // Lengths vary with the draft's confidence (it drafts through sure tokens and stops after an unsure one).
+    expect(new Set(first.map((r) => r.drafted)).size).toBeGreaterThan(2);
+    expect(tokens).toBe(first.reduce((sum, r) => sum + r.brought, 0));
+    const costs = replaying.chain.roundCosts;
+    const expected = first.reduce((sum, r) => sum + costs.chainRoundMs(r.drafted) - costs.betweenMs(), 0);
+    expect(ms).toBeCloseTo(expected, 6);
+
+    // Positions named to skip (auto's copy rounds) split the text: no round crosses them, none is counted in them.
+    const skipped = replaying.chain.counterfactual((p) => p >= start + 40 && p < start + 60) as { tokens: number };
+    expect(skipped.tokens).toBeLessThan(tokens - 15);
     // Under sampling nothing is judged, so nothing is replayed.
-    const sampled = new AdaptiveChainDrafter(new ToyLM(V, fn), costs);
-    await sampled.propose({
-      ...request([...PROMPT, ...text]),
-      generatedFrom: PROMPT.length,
+    await replaying.chain.propose({
+      ...request(full),
+      generatedFrom: start,
       sampling: { temperature: 1, topK: 0, topP: 1, seed: 1 },
     });
-    expect(sampled.counterfactual()).toBeNull();
+    expect(replaying.chain.counterfactual()).toBeNull();
+  });
+
+  it("replays only text others committed: not the target's token of its own last round, taken whole", async () => {
+    const state = new DraftModelState(new ToyLM(V, draftFn));
+    const committed = [...PROMPT];
+    await state.sync(committed, PROMPT.length);
+    // One drafted token, accepted, and the target's own after it: the draft never ran the accepted token.
+    const tree: DraftTree = {
+      tokens: [committed.at(-1) as number, targetToken(4)],
+      parents: [-1, 0],
+      draftProbs: [null, null],
+    };
+    state.accept(tree, { path: [0, 1], token: targetToken(5), kind: 'bonus', status: [] });
+    committed.push(targetToken(4), targetToken(5));
+    const ownEnd = committed.length;
+    // Others commit 10 tokens; then the state catches up.
+    for (let i = 0; i < 10; i++) committed.push(targetToken(committed.length));
+    await state.sync(committed, PROMPT.length);
+    expect(state.judged[0]?.position).toBe(ownEnd - 1);
+    expect(state.judgedOthers.map((r) => r.position)).toEqual(Array.from({ length: 10 }, (_, i) => ownEnd + i));
   });
 });

@@ -16,7 +16,13 @@ import { paysToExtend, worthExtending } from '../calibrate';
 import { RoundCosts } from '../round-costs';
 import type { VerifyResult } from '../verify';
 import { ChainDrafter } from './chain';
-import { CONFIDENCE_BUCKETS, confidenceBucket, type DraftModelState, type FirstChoiceCounts } from './draft-model';
+import {
+  CONFIDENCE_BUCKETS,
+  confidenceBucket,
+  type DraftModelState,
+  type FirstChoiceCounts,
+  type JudgedRow,
+} from './draft-model';
 import type { Counterfactual, DraftRequest, DraftTree } from './drafter';
 import { type CostModel, draftOf, type MethodSpec } from './method';
 
@@ -143,51 +149,64 @@ export class AdaptiveChainDrafter extends ChainDrafter {
   }
 
   /**
-   * The chain's rounds replayed over the text this round's sync caught up on (text another of auto's arms drafted,
-   * judged by the draft model: its first choice and confidence at each position, DraftModelState.judged). From each
-   * round's start it drafts as its rule would (paysToExtend on the acceptance by confidence and the measured round
-   * costs), the target keeps the leading first choices it agrees with and adds its own token, and the next round
-   * starts after that; each round costs what a chain of its length was measured to cost. A round that would need
-   * text past the catch-up ends the replay. Greedy decoding with measured costs only (null otherwise). Confidences
-   * past a rejected token are read on the target's text rather than the draft's own, which moves only where the
-   * chain would have stopped, not what it brought.
+   * The chain's rounds replayed over the text this round's sync caught up on that rounds it did not draft committed
+   * (another of auto's arms drafted it; judged by the draft model: its first choice and confidence at each position,
+   * DraftModelState.judgedOthers), less the positions `skip` names (auto's copy rounds: prompt lookup's best
+   * stretches, counted in no arm's record). Over each stretch of consecutive positions, from its start, it drafts as
+   * its rule would (paysToExtend on the acceptance by confidence and the measured round costs), the target keeps the
+   * leading first choices it agrees with and adds its own token, and the next round starts after that; a round that
+   * would need text past the stretch ends it. Each round costs what a chain of its length was measured to cost, less
+   * the time between rounds (auto times an arm's own rounds from its proposal to its verdict). Null under sampling
+   * (nothing judged), without measured costs, or before a round of its own has been measured. Confidences past a
+   * rejected token are read on the target's text rather than the draft's own, which moves only where the chain
+   * would have stopped, not what it brought.
    *
    * Why: auto measured the chain only in the rounds it gave it. Its trial rounds fell on a generation's opening text
    * and each revisit on one or two rounds of whatever text came; on lavapipe with the EAGLE head loaded, auto's chain
    * rounds brought 3.2 tokens over 6 rounds where the chain alone brought 6.5, and the head (4.0 a round) drafted the
    * next 30 rounds.
    */
-  counterfactual(): Counterfactual | null {
-    const rows = this.state.judged;
-    if (rows.length === 0 || !this.costs()) return null;
-    const cost = (k: number) => this.measured.chainRoundMs(k);
-    const max = this.adaptive.maxGamma;
-    let at = 0;
+  counterfactual(skip: (position: number) => boolean = () => false): Counterfactual | null {
+    if (!this.costs() || this.measured.measuredRounds === 0) return null;
+    const rows = this.state.judgedOthers.filter((r) => !skip(r.position));
     const out: Counterfactual = { rounds: 0, tokens: 0, ms: 0 };
-    for (;;) {
+    for (let from = 0; from < rows.length; ) {
+      let to = from + 1;
+      while (to < rows.length && (rows[to] as JudgedRow).position === (rows[to - 1] as JudgedRow).position + 1) to++;
+      this.replayStretch(rows.slice(from, to), out);
+      from = to;
+    }
+    return out.rounds > 0 ? out : null;
+  }
+
+  /** The chain's rounds over one stretch of consecutive judged positions (counterfactual), added to `out`. */
+  private replayStretch(rows: readonly JudgedRow[], out: Counterfactual): void {
+    const rule = (k: number) => this.measured.chainRoundMs(k);
+    const between = this.measured.betweenMs();
+    const max = this.adaptive.maxGamma;
+    for (let at = 0; ; ) {
       // Draft from `at`: one token, then on while the rule says more pay.
       const accept: number[] = [];
       let length = 0;
       let decided = false;
       while (at + length < rows.length) {
-        accept.push(this.acceptanceOf((rows[at + length] as { confidence: number }).confidence));
+        accept.push(this.acceptanceOf((rows[at + length] as JudgedRow).confidence));
         length++;
-        if (length === max || !paysToExtend(accept, cost, LOOKAHEAD)) {
+        if (length === max || !paysToExtend(accept, rule, LOOKAHEAD)) {
           decided = true;
           break;
         }
       }
-      if (!decided) break;
+      if (!decided) return;
       let kept = 0;
       while (kept < length && rows[at + kept]?.hit) kept++;
-      // The target's own token (correction or bonus) must lie in the text too.
-      if (at + kept >= rows.length) break;
+      // The target's own token (correction or bonus) must lie in the stretch too.
+      if (at + kept >= rows.length) return;
       out.rounds++;
       out.tokens += kept + 1;
-      out.ms += cost(length);
+      out.ms += Math.max(0, rule(length) - between);
       at += kept + 1;
     }
-    return out.rounds > 0 ? out : null;
   }
 
   /**

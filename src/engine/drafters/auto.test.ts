@@ -458,7 +458,7 @@ describe('auto between arms', () => {
       }
       ranAt = 0;
       replays = true;
-      counterfactual() {
+      counterfactual(_skip?: (position: number) => boolean) {
         return this.replays && this.sat > 0 ? { rounds: this.sat, tokens: 6 * this.sat, ms: 10 * this.sat } : null;
       }
     }
@@ -476,6 +476,60 @@ describe('auto between arms', () => {
     expect(judged.chosen.get('chain')).toBeGreaterThan(40);
     const own = await withReplay(false);
     expect(own.chosen.get('chain')).toBeLessThan(15);
+  });
+
+  it("leaves copy rounds' text out of a returning arm's replay: prompt lookup's best stretches are in no record", async () => {
+    class Recording extends Arm {
+      skip: ((position: number) => boolean) | null = null;
+      counterfactual(skip?: (position: number) => boolean) {
+        this.skip = skip ?? null;
+        return null;
+      }
+    }
+    const head = new Arm('head', 4, 1, { calls: 0 }, 5);
+    const chain = new Recording('chain', 4, 0, { calls: 0 }, 30);
+    const auto = timedAuto(
+      [
+        { name: 'lookup', drafter: new LookupDrafter(() => GPU), copier: true, copyOnly: true },
+        { name: 'head', drafter: head },
+        { name: 'chain', drafter: chain },
+      ],
+      () => GPU,
+    );
+    const passage = Array.from({ length: 24 }, (_, i) => 100 + i);
+    let fresh = 1000;
+    const text: number[] = [...passage];
+    let span: [number, number] | null = null;
+    for (let r = 0; r < 80 && !(span && chain.skip); r++) {
+      // Once the head leads, the text copies the passage: a 3-gram of it with 8 tokens after it.
+      const copyNow = span === null && r > 20;
+      if (copyNow) text.push(...passage.slice(0, 6));
+      else text.push(fresh++, fresh++);
+      chain.skip = null;
+      const tree = await auto.propose({
+        committed: [...text],
+        maxNodes: 32,
+        maxDepth: 32,
+        sampling: GREEDY,
+        rng: new Rng(1),
+        eos: new Set(),
+      });
+      spend(20);
+      const arm = auto.note()?.fields?.arm;
+      for (const a of [head, chain]) a.round++;
+      const path = [0];
+      for (let i = 1; i < tree.tokens.length && (arm === 'lookup (copy)' || path.length < 2); i++)
+        if (tree.parents[i] === path.at(-1)) path.push(i);
+      if (arm === 'lookup (copy)') span = [text.length, text.length + path.length];
+      else if (copyNow) throw new Error(`no copy round: ${auto.note()?.text}`);
+      auto.accept(tree, { path, token: 0, kind: 'bonus', status: [] }, OUTPUTS);
+    }
+    expect(span).not.toBeNull();
+    const [from, to] = span as [number, number];
+    const skip = chain.skip as ((position: number) => boolean) | null;
+    expect(skip).not.toBeNull();
+    const skipped = (p: number) => (skip as (position: number) => boolean)(p);
+    expect([from - 1, from, to - 1, to].map(skipped)).toEqual([false, true, true, false]);
   });
 
   it('takes a copy round over an arm that does not copy: prompt lookup verifies a long match, counted in no record', async () => {

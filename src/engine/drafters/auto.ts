@@ -341,6 +341,10 @@ export class AutoDrafter implements Drafter {
   private ended: string | null = null;
   /** The chosen arm's rounds replayed over the text it caught up on this round, added to its record (replay()). */
   private replayed: Counterfactual | null = null;
+  /** This generation's copy rounds: the positions in the committed text of the tokens each brought, [from, to). */
+  private copySpans: [number, number][] = [];
+  /** The committed length at this round's proposal (where a copy round's tokens begin). */
+  private proposedAt = 0;
   /** Whether this round is a copy round (prompt lookup over the chosen arm; counted in no arm's record). */
   private copying = false;
   /**
@@ -556,6 +560,7 @@ export class AutoDrafter implements Drafter {
     }
     if (measure === 'time' && this.memory) await this.restore(this.memory);
     this.predict();
+    this.proposedAt = req.committed.length;
     this.current = this.choose(req, this.generationRound++ === 0);
     const ended = this.ended;
     const chosen = this.why;
@@ -644,7 +649,10 @@ export class AutoDrafter implements Drafter {
     const arm = this.current;
     arm.drafter.accept(tree, result, outputs);
     for (const a of this.arms) if (a !== arm) a.drafter.observe?.(tree, result, outputs);
-    if (this.copying) return;
+    if (this.copying) {
+      this.copySpans.push([this.proposedAt, this.proposedAt + result.path.length]);
+      return;
+    }
     // The round's tokens (the accepted path plus the target's own) and its cost: real seconds, or on the cost model
     // the verification call's width on the measured curve plus the arm's own model calls.
     const costs = this.costs();
@@ -663,12 +671,13 @@ export class AutoDrafter implements Drafter {
       a.tokens *= DECAY;
     }
     this.round++;
-    this.replay(arm);
+    this.replayed = null;
     if (this.measure === 'time' && !arm.warmed) {
       arm.warmed = true;
       if (this.visit?.arm !== arm) this.visit = { arm, left: 1 };
       return;
     }
+    this.replay(arm);
     // A round whose tree reached the depth still wanted was cut by the generation's end, not by the arm: what it
     // brought says how many tokens were left, not how well the arm drafts, and it is not counted (decided on the
     // proposal, whatever the target then accepted, so no outcome is selected for). Every generation ends in such
@@ -714,19 +723,20 @@ export class AutoDrafter implements Drafter {
   }
 
   /**
-   * An arm back after rounds other arms drafted (not after copy rounds alone: those are prompt lookup's best stretches)
-   * adds its rounds replayed over the text it caught up on (Drafter.counterfactual) to its record, so it is judged on
-   * the text the leading arm met, not only on the few rounds of each revisit. Under real time only (greedy: the replay
-   * needs the target's own tokens).
+   * An arm back after rounds other arms drafted adds its rounds replayed over the text it caught up on
+   * (Drafter.counterfactual) to its record, so it is judged on the text the leading arm met, not only on the few
+   * rounds of each revisit; not over copy rounds' text (prompt lookup's best stretches, counted in no record), and
+   * not in its uncounted first round. Under real time only (greedy: the replay needs the target's own tokens).
    */
   private replay(arm: Arm): void {
-    this.replayed = null;
     if (this.measure !== 'time' || arm.gap <= 1) return;
-    const r = arm.drafter.counterfactual?.();
+    const spans = this.copySpans;
+    const r = arm.drafter.counterfactual?.((p) => spans.some(([from, to]) => p >= from && p < to));
     if (!r || !(r.rounds > 0 && r.tokens > 0 && r.ms > 0 && Number.isFinite(r.ms))) return;
+    // Into the record, not into the rounds measured: an arm is settled (revisited by how far behind it is, not every
+    // REVISIT_MIN rounds) on rounds of its own.
     arm.tokens += r.tokens;
     arm.cost += r.ms / 1000;
-    arm.samples += r.rounds;
     this.replayed = r;
   }
 
@@ -770,6 +780,7 @@ export class AutoDrafter implements Drafter {
     this.generationRound = 0;
     this.visit = null;
     this.replayed = null;
+    this.copySpans = [];
   }
 
   note(): DrafterNote | null {

@@ -165,6 +165,13 @@ export function nothingToDraft(req: DraftRequest, model: Pick<TreeDraftModel, 'i
   return true;
 }
 
+/** A judged row of a catch-up: the position of the token it predicts, the draft's first choice's confidence, a hit. */
+export interface JudgedRow {
+  position: number;
+  confidence: number;
+  hit: boolean;
+}
+
 /** Buckets of the draft's confidence in a token: [0, 0.1), [0.1, 0.2), ... [0.9, 1]. */
 export const CONFIDENCE_BUCKETS = 10;
 export function confidenceBucket(q: number): number {
@@ -213,10 +220,17 @@ export class DraftModelState implements TreeDraftModel {
   /** Milliseconds the last sync spent catching up (0 when it was an ordinary round's). */
   private caughtUpMs = 0;
   /**
-   * The last sync's judged rows, in text order (none when it judged nothing): the draft's confidence in its first
-   * choice at each position and whether the target chose that token there.
+   * The last sync's judged rows, in text order (none when it judged nothing): the position in the committed text of
+   * the token each row predicts, the draft's confidence in its first choice there, and whether the target chose it.
    */
-  private judgedRows: { confidence: number; hit: boolean }[] = [];
+  private judgedRows: JudgedRow[] = [];
+  /**
+   * The committed length after this state's last own round (its drafter's round: the accepted path and the target's
+   * token), 0 before any; at a sync, the text from there on was committed by rounds it did not draft.
+   */
+  private ownEnd = 0;
+  /** ownEnd as it was when the last sync began: its judged rows from this position on are text others drafted. */
+  private othersFrom = 0;
 
   get calls(): number {
     return this.lm.calls;
@@ -238,8 +252,19 @@ export class DraftModelState implements TreeDraftModel {
   }
 
   /** What the last sync judged (judge()): one row per position of the text caught up on, in order. */
-  get judged(): readonly { confidence: number; hit: boolean }[] {
+  get judged(): readonly JudgedRow[] {
     return this.judgedRows;
+  }
+
+  /**
+   * The last sync's judged rows of text committed by rounds this state's drafters did not draft (from the end of
+   * their last round on). After a round whose chain was accepted whole, the draft never ran its last token, so the
+   * catch-up starts one token early, at the target's token of that round: judged (the draft had not guessed it), but
+   * that round's own.
+   */
+  get judgedOthers(): readonly JudgedRow[] {
+    const from = this.othersFrom;
+    return this.judgedRows.filter((r) => r.position >= from);
   }
 
   /**
@@ -257,9 +282,10 @@ export class DraftModelState implements TreeDraftModel {
       const row = logits.subarray(k * vocab, (k + 1) * vocab);
       const token = argmax(row);
       const confidence = new DraftDist(row, GREEDY).prob(token);
-      const hit = token === committed[common + i + 1];
+      const position = common + i + 1;
+      const hit = token === committed[position];
       this.firstChoice.record(confidenceBucket(confidence), hit);
-      return { confidence, hit };
+      return { position, confidence, hit };
     });
   }
 
@@ -287,6 +313,7 @@ export class DraftModelState implements TreeDraftModel {
     let missing = committed.slice(common);
     this.caughtUpMs = 0;
     this.judgedRows = [];
+    this.othersFrom = this.ownEnd;
     if (missing.length > ORDINARY_SYNC) {
       // Text committed while this draft did not run (a new prompt, rounds another of auto's arms drafted): fed in a
       // call of its own and timed apart, so that the round's own calls are an ordinary round's.
@@ -378,6 +405,7 @@ export class DraftModelState implements TreeDraftModel {
 
   /** Keep the committed prefix plus the accepted nodes the draft has run (their slots, in path order). */
   accept(tree: DraftTree, result: VerifyResult): void {
+    this.ownEnd = this.roundBase + result.path.length;
     const keep = Array.from({ length: this.roundBase }, (_, i) => i);
     for (const node of result.path.slice(1)) {
       const slot = this.slots.get(node);
@@ -392,6 +420,8 @@ export class DraftModelState implements TreeDraftModel {
   reset(): void {
     this.lm.reset();
     this.judgedRows = [];
+    this.ownEnd = 0;
+    this.othersFrom = 0;
     this.cached = [];
     this.roundBase = 0;
     this.slots.clear();

@@ -162,10 +162,11 @@ export interface Drafter {
   catchUpMs?(): number;
   /**
    * What this drafter's own rounds would have brought over the text its last proposal caught up on (text another of
-   * auto's arms drafted), replayed from the catch-up (greedy decoding only); null when it has no such estimate. Auto
-   * adds it to the arm's record, so an arm is judged on the same text as the arm that ran, not only on its revisits.
+   * auto's arms drafted), replayed from the catch-up (greedy decoding only), leaving out the positions `skip` names
+   * (positions in the committed text); null when it has no such estimate. Auto adds it to the arm's record, so an arm
+   * is judged on the same text as the arm that ran, not only on its revisits.
    */
-  counterfactual?(): Counterfactual | null;
+  counterfactual?(skip?: (position: number) => boolean): Counterfactual | null;
   /**
    * The generation ended (at its end, on an error or a cancel): write down what should outlive it. Awaited before
    * the generation returns, so a CLI process that exits right after keeps it.
