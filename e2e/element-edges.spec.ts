@@ -387,6 +387,36 @@ test('attributes changed while loading are loaded for the next run; a load under
   expect(r.swift).toBe(8);
 });
 
+test('a load replaced by a load of other options, or stopped by a removal, tells its caller which; the later load goes on', async () => {
+  await defineNewElement();
+  const r = await page.evaluate(async () => {
+    const { el, log } = (window as unknown as { newElement: NewElement }).newElement();
+    const outcome = (p: Promise<unknown>) =>
+      p.then(
+        () => 'loaded',
+        (e: Error) => e.message,
+      );
+    const first = outcome(el.load());
+    await new Promise((resolve) => setTimeout(resolve, 100)); // still loading
+    el.setAttribute('precision', 'fp32');
+    const second = outcome(el.load());
+    const replaced = [await first, await second];
+    el.setAttribute('precision', 'int8');
+    const third = outcome(el.load());
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    el.remove();
+    const removed = await third;
+    const errors = log.filter(([n]) => n === 'sd-error').length;
+    return { replaced, removed, errors };
+  });
+  expect(r.replaced).toEqual([
+    'load superseded: the models or options changed before it finished, and a later load replaced it',
+    'loaded',
+  ]);
+  expect(r.removed).toBe('load stopped: the element was removed before its models finished loading');
+  expect(r.errors).toBe(0);
+});
+
 test('forced colours (dark): the accepted path reads HighlightText on Highlight, and the acceptance bars show', async () => {
   await page.emulateMedia({ forcedColors: 'active', colorScheme: 'dark' });
   try {

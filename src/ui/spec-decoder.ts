@@ -420,7 +420,19 @@ export class SpecDecoder extends LitElement {
     // What the engine is built with is what was sent, whatever the attributes say by the time it is ready.
     const key = this.loadKey;
     const switches = this.needsLayerSwitches;
-    const info = await client.load(options);
+    let info: LoadInfo;
+    try {
+      info = await client.load(options);
+    } catch (e) {
+      // Its worker was let go: another load replaced this one (other models or options), or the element was removed.
+      // The caller of this load is told which, not that "the engine client was terminated".
+      if (this.client === client) throw e;
+      throw new Error(
+        this.isConnected
+          ? 'load superseded: the models or options changed before it finished, and a later load replaced it'
+          : 'load stopped: the element was removed before its models finished loading',
+      );
+    }
     if (this.client !== client) return info; // removed, or replaced by another load, meanwhile: nothing to announce
     this.loadedKey = key;
     this.loadedLayerSwitches = switches;
