@@ -404,6 +404,12 @@ def medusa_choices(acc, n_nodes):
 
 # ------------------------------------------------------------------------------------------------ main
 
+def check_feature_cache(cache_dir, target_dir, config):
+    """heads_data.check_cache, imported where the cache is read (as the readers here import heads_data)."""
+    from heads_data import check_cache
+    check_cache(cache_dir, target_dir, config)
+
+
 @torch.no_grad()
 def heldout_teacher_forced(target, medusa, eagles, draft, cache_dir, n_chunks, steps):
     """Top-1 agreement with the target's argmax on the held-out text itself (real tokens, 256-token chunks)."""
@@ -468,6 +474,7 @@ def main():
     only = args.only.split(",") if args.only else None
     # Medusa's choice list comes from its rank accuracy on the feature cache: only when its drafters are asked for.
     if medusa is not None and (only is None or any(o in "medusa chain" or o in "medusa tree" for o in only)):
+        check_feature_cache(args.cache, args.target, target.config)
         acc = medusa_rank_accuracy(medusa, args.cache)
         choices = medusa_choices(acc, args.tree_nodes)
         res["medusa_rank_accuracy_train_gen"] = acc.round(4).tolist()
@@ -505,6 +512,7 @@ def main():
         out["topk_coverage"] = {"k": list(TOPK), **cov}
         res["sets"][set_name] = out
     if not args.no_coverage:
+        check_feature_cache(args.cache, args.target, target.config)
         res["heldout_text_teacher_forced_top1"] = heldout_teacher_forced(target, medusa, eagles, draft, args.cache, 32,
                                                                          args.chain)
     res["eval_seconds"] = round(time.time() - t0, 1)

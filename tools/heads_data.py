@@ -18,6 +18,7 @@ Validation chunks come from tools/data/austen_val.txt (held out), real text only
 Resumable: rerun the same command after a stop; finished blocks are kept (progress.json).
 """
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -63,6 +64,39 @@ def features(m, x):
     logits, _, hid = m(x, return_hidden=True)
     aux = torch.cat([hid["states"][i] for i in eagle3_layer_ids(m.config.num_hidden_layers)], -1)
     return hid["last"], aux, logits.argmax(-1)
+
+
+def target_identity(target_dir, config):
+    """What a cache of features is made from: the target's shape and a digest of its config and weights."""
+    h = hashlib.sha256()
+    for name in sorted(n for n in os.listdir(target_dir) if n == "config.json" or n.endswith(".safetensors")):
+        h.update(name.encode())
+        with open(os.path.join(target_dir, name), "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return {"hidden_size": int(config.hidden_size), "vocab_size": int(config.vocab_size), "digest": h.hexdigest()[:16]}
+
+
+def check_cache(cache_dir, target_dir, config):
+    """Refuse, in one line, a cache of features made from another target than the one loaded (its features did not
+    fit the heads: a shape error from torch; or, the same shape, they would teach the heads another model's states)."""
+    rebuild = f"build one with: /usr/bin/python3 tools/heads_data.py --target {target_dir} --out <a new folder>"
+    prog_path = os.path.join(cache_dir, "progress.json")
+    if not os.path.exists(os.path.join(cache_dir, "val_last.npy")) or not os.path.exists(prog_path):
+        tool_errors.fail(f"{cache_dir} holds no cached features; {rebuild}")
+    made = json.load(open(prog_path)).get("target")
+    want = target_identity(target_dir, config)
+    if made is None:  # a cache from before the target was recorded: its features' width must fit at least
+        width = np.load(os.path.join(cache_dir, "val_last.npy"), mmap_mode="r").shape[-1]
+        if width != want["hidden_size"]:
+            tool_errors.fail(f"{cache_dir} holds features of width {width}, and {target_dir} has hidden size "
+                             f"{want['hidden_size']}: the cache was made from another target; {rebuild}")
+        return
+    if made != want:
+        def says(i):
+            return f"hidden size {i['hidden_size']}, vocabulary {i['vocab_size']}, weights {i['digest']}"
+        tool_errors.fail(f"{cache_dir} was made from another target ({says(made)}) than {target_dir} ({says(want)}); "
+                         f"{rebuild}")
 
 
 class Cache:
@@ -127,6 +161,12 @@ def main():
         tool_errors.fail(f"{args.out} was built with --seq {built['seq']} --gen-seqs {built['gen_seqs']}: "
                          "pass those to resume it, or another --out")
     prog["shape"] = shape
+    # And only from the target it was started with (features of two targets in one cache teach the heads neither).
+    made_from = target_identity(args.target, m.config)
+    if prog.get("target") not in (None, made_from):
+        tool_errors.fail(f"{args.out} was started from another target than {args.target}: pass that one to resume "
+                         "it, or another --out")
+    prog["target"] = made_from
 
     def save_prog():
         json.dump(prog, open(prog_path + ".tmp", "w"))

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from heads import Eagle1, Eagle3, save_eagle, unrolled  # noqa: E402
-from heads_data import Cache  # noqa: E402
+from heads_data import Cache, check_cache  # noqa: E402
 from heads_loop import add_common_args, train_loop  # noqa: E402
 from model import load_safetensors_model  # noqa: E402
 
@@ -85,6 +85,8 @@ def main():
         p.requires_grad_(False)
     E = target.model.embed_tokens.weight.detach()
     c = target.config
+    if not args.export:
+        check_cache(args.cache, args.target, c)
     torch.manual_seed(args.seed)
     extra = {}
     if args.export:

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from heads import MedusaHeads  # noqa: E402
-from heads_data import Cache  # noqa: E402
+from heads_data import Cache, check_cache  # noqa: E402
 from heads_loop import add_common_args, train_loop  # noqa: E402
 from model import load_safetensors_model  # noqa: E402
 
@@ -63,6 +63,8 @@ def main():
     target = load_safetensors_model(args.target, torch.float32)
     E = target.model.embed_tokens.weight.detach()
     c = target.config
+    if not args.export:
+        check_cache(args.cache, args.target, c)
     if args.export:
         tool_errors.refuse_model_folder(args.export, "Medusa heads")
         ck = torch.load(os.path.join(args.out, "ckpt.pt"))
