@@ -118,6 +118,16 @@ const GPU: CostModel = {
 /** Sampling: arms compared on the cost model (greedy compares real time). */
 const SAMPLED: SamplingParams = { temperature: 1, topK: 0, topP: 1, seed: 1 };
 
+/** A round's request at `committed` (32 nodes and 32 tokens of depth allowed). */
+const requestAt = (committed: readonly number[], sampling: SamplingParams = GREEDY): DraftRequest => ({
+  committed,
+  maxNodes: 32,
+  maxDepth: 32,
+  sampling,
+  rng: new Rng(1),
+  eos: new Set(),
+});
+
 async function run(
   auto: AutoDrafter,
   arms: Arm[],
@@ -506,14 +516,7 @@ describe('auto between arms', () => {
       if (copyNow) text.push(...passage.slice(0, 6));
       else text.push(fresh++, fresh++);
       chain.skip = null;
-      const tree = await auto.propose({
-        committed: [...text],
-        maxNodes: 32,
-        maxDepth: 32,
-        sampling: GREEDY,
-        rng: new Rng(1),
-        eos: new Set(),
-      });
+      const tree = await auto.propose(requestAt([...text]));
       spend(20);
       const arm = auto.note()?.fields?.arm;
       for (const a of [head, chain]) a.round++;
@@ -548,14 +551,7 @@ describe('auto between arms', () => {
     const passage = Array.from({ length: 24 }, (_, i) => 100 + i);
     let fresh = 1000;
     const round = async (auto: AutoDrafter, committed: number[], sampling = GREEDY) => {
-      const tree = await auto.propose({
-        committed,
-        maxNodes: 32,
-        maxDepth: 32,
-        sampling,
-        rng: new Rng(1),
-        eos: new Set(),
-      });
+      const tree = await auto.propose(requestAt(committed, sampling));
       spend(20);
       const note = auto.note();
       // The head's first token is accepted; a copy is, along its first branch (the text goes on as copied).
@@ -614,14 +610,7 @@ describe('auto between arms', () => {
     const text: number[] = [];
     const arms: string[] = [];
     const round = async (committed: number[]) => {
-      const tree = await auto.propose({
-        committed,
-        maxNodes: 32,
-        maxDepth: 32,
-        sampling: GREEDY,
-        rng: new Rng(1),
-        eos: new Set(),
-      });
+      const tree = await auto.propose(requestAt(committed));
       spend(20);
       const arm = auto.note()?.fields?.arm as string;
       arms.push(arm);
@@ -785,14 +774,7 @@ describe('auto between arms', () => {
       ],
       () => steep,
     );
-    const ridden = await dear.propose({
-      committed: [1],
-      maxNodes: 32,
-      maxDepth: 32,
-      sampling: GREEDY,
-      rng: new Rng(1),
-      eos: new Set(),
-    });
+    const ridden = await dear.propose(requestAt([1]));
     expect(ridden.aux).toBeUndefined();
     expect(rider.rides).toBe(before + 1); // asked, and left behind
   });
