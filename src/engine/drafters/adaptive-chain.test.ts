@@ -402,6 +402,32 @@ describe("the chain's rounds replayed over text it caught up on (auto judges an 
     expect(replaying.chain.counterfactual()).toBeNull();
   });
 
+  it('refreshed while set aside, it catches up and replays that text; its next round replays only what came after', async () => {
+    const clock = { now: 0 };
+    const { chain, round } = timedChain(clock);
+    const text = [...PROMPT];
+    for (let r = 0; r < 10; r++) await round(text, PROMPT.length);
+    const others = (n: number) => {
+      for (let i = 0; i < n; i++) text.push(targetToken(text.length));
+    };
+    others(40);
+    const before = chain.calls;
+    await chain.refresh({ ...request([...text]), generatedFrom: PROMPT.length });
+    expect(chain.calls).toBeGreaterThan(before);
+    const first = chain.counterfactual() as { tokens: number };
+    expect(first.tokens).toBeGreaterThan(25);
+    expect(first.tokens).toBeLessThanOrEqual(40);
+    // Not behind: nothing to catch up on, no call.
+    const calls = chain.calls;
+    await chain.refresh({ ...request([...text]), generatedFrom: PROMPT.length });
+    expect(chain.calls).toBe(calls);
+    others(12);
+    await chain.propose({ ...request([...text]), generatedFrom: PROMPT.length });
+    const next = chain.counterfactual() as { tokens: number };
+    expect(next.tokens).toBeLessThanOrEqual(12);
+    expect(next.tokens).toBeGreaterThan(4);
+  });
+
   it("replays only text others committed: not the target's token of its own last round, taken whole", async () => {
     const state = new DraftModelState(new ToyLM(V, draftFn));
     const committed = [...PROMPT];

@@ -14,6 +14,7 @@
 import { countLike } from '../budget';
 import { paysToExtend, worthExtending } from '../calibrate';
 import { RoundCosts } from '../round-costs';
+import { isGreedy } from '../sampling';
 import type { VerifyResult } from '../verify';
 import { ChainDrafter } from './chain';
 import {
@@ -22,6 +23,7 @@ import {
   type DraftModelState,
   type FirstChoiceCounts,
   type JudgedRow,
+  judgeFrom,
 } from './draft-model';
 import type { Counterfactual, DraftRequest, DraftTree } from './drafter';
 import { type CostModel, draftOf, type MethodSpec } from './method';
@@ -177,6 +179,16 @@ export class AdaptiveChainDrafter extends ChainDrafter {
       from = to;
     }
     return out.rounds > 0 ? out : null;
+  }
+
+  /**
+   * Catch up on the text committed while it did not draft, judging it (greedy decoding, more than an ordinary
+   * round's two tokens behind), without drafting: counterfactual() then replays it. Auto's refresh of a chain it has
+   * set aside; the catch-up is the one the chain's next round would make, made earlier.
+   */
+  async refresh(req: DraftRequest): Promise<void> {
+    if (!isGreedy(req.sampling) || this.state.behind(req.committed) <= 2) return;
+    await this.state.sync(req.committed, judgeFrom(req));
   }
 
   /** The chain's rounds over one stretch of consecutive judged positions (counterfactual), added to `out`. */

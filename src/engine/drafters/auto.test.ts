@@ -488,6 +488,53 @@ describe('auto between arms', () => {
     expect(own.chosen.get('chain')).toBeLessThan(15);
   });
 
+  it('refreshes an arm it has set aside every few rounds: its replay takes it back before its revisit would', async () => {
+    // As above: the chain's first rounds fall on hard text, the head leads; over the head's text the chain brings 6
+    // tokens a round. Refreshed (caught up and replayed while set aside), it takes over within a few rounds (3 here);
+    // judged at its revisits alone, at its first revisit (11 rounds after the head took the lead).
+    class Refreshing extends Arm {
+      own = 0;
+      seenAt = 0;
+      pending = 0;
+      refreshes = 0;
+      refreshing = true;
+      override async propose(req: DraftRequest): Promise<DraftTree> {
+        this.pending = this.round - this.seenAt - 1;
+        this.seenAt = this.round;
+        this.own++;
+        return super.propose(req);
+      }
+      async refresh(): Promise<void> {
+        if (!this.refreshing) return;
+        this.refreshes++;
+        this.pending = this.round - this.seenAt;
+        this.seenAt = this.round;
+      }
+      counterfactual() {
+        const n = this.pending;
+        this.pending = 0;
+        return n > 0 ? { rounds: n, tokens: 6 * n, ms: 10 * n } : null;
+      }
+    }
+    const firstChainRound = async (refreshing: boolean) => {
+      const head = new Arm('head', 8, 3, { calls: 0 }, 10);
+      const chain: Refreshing = new Refreshing('chain', 8, (): number => (chain.own <= 4 ? 0 : 5), { calls: 0 }, 10);
+      chain.refreshing = refreshing;
+      const arms = [head, chain];
+      const { why } = await run(timedAuto(arms.map((a) => ({ name: a.name, drafter: a }))), arms, 40, GREEDY);
+      const settled = why.findIndex((w, i) => i > 2 && w.startsWith('auto: head (best'));
+      const back = why.findIndex((w, i) => i > settled && w.startsWith('auto: chain'));
+      return { wait: back - settled, why, refreshes: chain.refreshes };
+    };
+    const refreshed = await firstChainRound(true);
+    expect(refreshed.refreshes).toBeGreaterThan(0);
+    expect(refreshed.why.some((w) => /chain replayed on the \d+ tokens others drafted/.test(w))).toBe(true);
+    expect(refreshed.wait).toBeGreaterThan(0);
+    expect(refreshed.wait).toBeLessThanOrEqual(5);
+    const revisited = await firstChainRound(false);
+    expect(revisited.wait).toBeGreaterThanOrEqual(10);
+  });
+
   it("leaves copy rounds' text out of a returning arm's replay: prompt lookup's best stretches are in no record", async () => {
     class Recording extends Arm {
       skip: ((position: number) => boolean) | null = null;

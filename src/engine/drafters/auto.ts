@@ -131,6 +131,8 @@ interface Arm extends ArmSpec {
   recalled: number;
   /** Round index this arm last ran in. */
   lastRound: number;
+  /** Round index this arm was last refreshed in while set aside (refreshSetAside()). */
+  refreshedAt: number;
   /** Cost of its latest round (for the weight of a remembered estimate). */
   roundCost: number;
   /** Whether its estimate comes from memory only (no round of its own measured by this drafter yet). */
@@ -206,6 +208,11 @@ const REVISIT_MAX = 256;
  * decoding's through the CLI, where it ran at 1.2-1.4x on its own (int8 pair, 64 tokens).
  */
 const VISIT_ROUNDS = 3;
+/**
+ * Rounds an arm that can refresh (the draft model's chain) sits aside between refreshes: each catches it up on the
+ * text since and replays its rounds over it (refreshSetAside()).
+ */
+const REFRESH_ROUNDS = 4;
 /**
  * Discount per round of its own of an arm's recent record (a window of about 5 rounds). An arm whose rounds come in
  * runs (ArmSpec.runs), in steady use (no pause longer than RECENT_GAP rounds, RECENT_ROUNDS of the window's 5
@@ -301,6 +308,7 @@ const UNMEASURED = {
   counted: 0,
   recalled: 0,
   lastRound: -1,
+  refreshedAt: -1,
   roundCost: 0,
   remembered: false,
   staleSessions: 0,
@@ -341,6 +349,8 @@ export class AutoDrafter implements Drafter {
   private ended: string | null = null;
   /** The chosen arm's rounds replayed over the text it caught up on this round, added to its record (replay()). */
   private replayed: Counterfactual | null = null;
+  /** Arms refreshed this round and what their replay added (refreshSetAside()), for the note. */
+  private refreshed: (Counterfactual & { name: string })[] = [];
   /** This generation's copy rounds: the positions in the committed text of the tokens each brought, [from, to). */
   private copySpans: [number, number][] = [];
   /** The committed length at this round's proposal (where a copy round's tokens begin). */
@@ -560,6 +570,8 @@ export class AutoDrafter implements Drafter {
     }
     if (measure === 'time' && this.memory) await this.restore(this.memory);
     this.predict();
+    if (measure === 'time' && this.generationRound > 0) await this.refreshSetAside(req);
+    else this.refreshed = [];
     this.proposedAt = req.committed.length;
     this.current = this.choose(req, this.generationRound++ === 0);
     const ended = this.ended;
@@ -677,7 +689,7 @@ export class AutoDrafter implements Drafter {
       if (this.visit?.arm !== arm) this.visit = { arm, left: 1 };
       return;
     }
-    this.replay(arm);
+    if (arm.gap > 1) this.replay(arm);
     // A round whose tree reached the depth still wanted was cut by the generation's end, not by the arm: what it
     // brought says how many tokens were left, not how well the arm drafts, and it is not counted (decided on the
     // proposal, whatever the target then accepted, so no outcome is selected for). Every generation ends in such
@@ -729,7 +741,7 @@ export class AutoDrafter implements Drafter {
    * not in its uncounted first round. Under real time only (greedy: the replay needs the target's own tokens).
    */
   private replay(arm: Arm): void {
-    if (this.measure !== 'time' || arm.gap <= 1) return;
+    if (this.measure !== 'time') return;
     const spans = this.copySpans;
     const r = arm.drafter.counterfactual?.((p) => spans.some(([from, to]) => p >= from && p < to));
     if (!r || !(r.rounds > 0 && r.tokens > 0 && r.ms > 0 && Number.isFinite(r.ms))) return;
@@ -738,6 +750,27 @@ export class AutoDrafter implements Drafter {
     arm.tokens += r.tokens;
     arm.cost += r.ms / 1000;
     this.replayed = r;
+  }
+
+  /**
+   * Arms set aside for REFRESH_ROUNDS rounds or more (not the one in use, not one still to run its uncounted first
+   * round) catch up on the text since (Drafter.refresh) and add their replay over it to their record, so that auto
+   * takes one back as soon as it leads, not only at its next revisit (which waits longer the further behind the arm
+   * looked). The catch-up is the one the arm's next round would make, made earlier; its calls count as draft calls.
+   */
+  private async refreshSetAside(req: DraftRequest): Promise<void> {
+    this.refreshed = [];
+    for (const arm of this.arms) {
+      if (!arm.drafter.refresh || arm === this.incumbent || !arm.warmed) continue;
+      if (this.round - Math.max(arm.lastRound, arm.refreshedAt) < REFRESH_ROUNDS) continue;
+      arm.refreshedAt = this.round;
+      const before = this.arms.reduce((sum, a) => sum + a.drafter.calls, 0);
+      await arm.drafter.refresh(req);
+      this.draftCalls += this.arms.reduce((sum, a) => sum + a.drafter.calls, 0) - before;
+      this.replay(arm);
+      if (this.replayed) this.refreshed.push({ name: arm.name, ...this.replayed });
+      this.replayed = null;
+    }
   }
 
   /** The chosen arm's catching up this round (a copy round's arm did not run: none). */
@@ -794,15 +827,22 @@ export class AutoDrafter implements Drafter {
       fields['replayed rounds'] = replayed.rounds;
       fields['replayed tokens'] = replayed.tokens;
     }
+    const refreshed = this.refreshed;
     const unit = this.unit;
     for (const a of this.arms) fields[`${a.name} ${unit}`] = Math.round(this.throughput(a) * 100) / 100;
     Object.assign(fields, inner?.fields);
     // The text is put together when it is read (the page's round view, a trace), not in every round of a run.
     return {
       get text() {
-        const replay = replayed
-          ? `; replayed on the ${replayed.tokens} tokens others drafted: ${replayed.rounds} rounds of ${(replayed.tokens / replayed.rounds).toFixed(1)}`
-          : '';
+        const replay = [
+          ...(replayed ? [{ name: '', ...replayed }] : []),
+          ...refreshed.map((r) => ({ ...r, name: `${r.name} ` })),
+        ]
+          .map(
+            (r) =>
+              `; ${r.name}replayed on the ${r.tokens} tokens others drafted: ${r.rounds} rounds of ${(r.tokens / r.rounds).toFixed(1)}`,
+          )
+          .join('');
         return `auto: ${name} (${why()})${replay}${inner ? `; ${inner.text}` : ''}`;
       },
       fields,

@@ -289,6 +289,11 @@ export class DraftModelState implements TreeDraftModel {
     });
   }
 
+  /** Committed tokens the cache has not seen (the next sync feeds them). */
+  behind(committed: readonly number[]): number {
+    return Math.max(0, committed.length - this.cached.length);
+  }
+
   /** Room left in the draft's context for this round's nodes. */
   room(): number {
     return this.lm.config.maxPositions - this.roundBase;

@@ -168,6 +168,11 @@ export interface Drafter {
    */
   counterfactual?(skip?: (position: number) => boolean): Counterfactual | null;
   /**
+   * Catch up on the text committed while it did not draft, without drafting (greedy decoding only; nothing when it
+   * is not behind): auto refreshes an arm it has set aside, so that its replay (counterfactual) stays current.
+   */
+  refresh?(request: DraftRequest): Promise<void>;
+  /**
    * The generation ended (at its end, on an error or a cancel): write down what should outlive it. Awaited before
    * the generation returns, so a CLI process that exits right after keeps it.
    */
