@@ -9,6 +9,7 @@ import { methodSpec, uses } from './engine/drafters/index';
 import { SpecEngine } from './engine/engine';
 import { GenerationError, type GenerationResult } from './engine/events';
 import { type DeviceChoice, placementNotes } from './model/index';
+import type { ProgressInfo } from './model/source';
 import { nodeRuntime } from './runtime/node-device';
 import { FileStore } from './runtime/store-node';
 
@@ -102,12 +103,19 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     io.err(`stopped while loading the models (${String(io.signal?.reason)})\n`);
     return exitStatus('cancelled', io.signal);
   };
+  // What the hub's loads report besides the bytes: a file downloaded (not read from the cache), and warnings
+  // (offline: the cached copy is used; a cache that could not keep a file). The thread probe loads the models first,
+  // so a first run's downloads are reported from there.
+  const onProgress = (p: ProgressInfo) => {
+    if (p.status === 'download') io.err(`downloading ${p.name}: ${p.file}\n`);
+    else if (p.status === 'warning') io.err(`warning: ${p.message}\n`);
+  };
   const runtime = await Promise.race([
     nodeRuntime(
       options.device,
       (line) => io.err(`${line}\n`),
       options.threads === 'auto'
-        ? { auto: { target: options.target, ...(usesDraft ? { draft: options.draft } : {}), store } }
+        ? { auto: { target: options.target, ...(usesDraft ? { draft: options.draft } : {}), store, onProgress } }
         : options.threads,
       { maxNewTokens: options.maxNewTokens },
     ),
@@ -138,12 +146,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       precision: options.precision,
       ...(options.exact ? { exact: true } : {}),
       store,
-      // What the hub's loads report besides the bytes: a file downloaded (not read from the cache), and warnings
-      // (offline: the cached copy is used; a cache that could not keep a file).
-      onProgress: (p) => {
-        if (p.status === 'download') io.err(`downloading ${p.name}: ${p.file}\n`);
-        else if (p.status === 'warning') io.err(`warning: ${p.message}\n`);
-      },
+      onProgress,
     });
     const loaded = await Promise.race([loading, stopped]);
     if (loaded === ABORTED) {

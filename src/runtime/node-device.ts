@@ -2,12 +2,11 @@
  * The onnxruntime-web a Node front end (CLI, benchmark) should use for a requested device: the wasm EP, or the
  * WebGPU EP on Dawn, falling back to wasm with the reason said when WebGPU has no adapter here.
  */
-import type { KeyValueStore } from '../engine/store';
 import type { Device } from '../model/runner';
 import { ortForNode, ortThreads, wasmTieringFor } from './ort-node';
 import { ortForNodeWebGpu } from './ort-node-webgpu';
 import { describeThreads, type ThreadChoice } from './thread-probe';
-import { chooseNodeWasmThreads } from './thread-probe-node';
+import { chooseNodeWasmThreads, type NodeThreadOptions } from './thread-probe-node';
 import { type AdapterReport, describeAdapter } from './webgpu';
 
 export interface NodeRuntime {
@@ -32,7 +31,7 @@ export interface NodeRuntime {
 export async function nodeRuntime(
   requested: Device,
   say: (line: string) => void,
-  threads: number | { auto: { target: string; draft?: string; store?: KeyValueStore } } = 1,
+  threads: number | { auto: NodeThreadOptions } = 1,
   oneShot: { maxNewTokens: number } | null = null,
 ): Promise<NodeRuntime> {
   if (requested === 'webgpu') {

@@ -11,6 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import * as ort from 'onnxruntime-web';
 import type { KeyValueStore } from '../engine/store';
+import type { ProgressCallback } from '../model/source';
 import {
   chooseThreads,
   modelProbeGraphs,
@@ -72,6 +73,11 @@ export interface NodeThreadOptions {
   store?: KeyValueStore;
   /** Logical cores (default: what Node reports). */
   cores?: number;
+  /**
+   * The probe loads the models before the engine does: a hub model is downloaded here, and its files are reported
+   * here (the engine's load then finds them cached).
+   */
+  onProgress?: ProgressCallback;
 }
 
 /**
@@ -90,7 +96,7 @@ export async function chooseNodeWasmThreads(options: NodeThreadOptions): Promise
   return chooseThreads(
     key,
     cores,
-    () => modelProbeGraphs(options.target, options.draft),
+    () => modelProbeGraphs(options.target, options.draft, options.onProgress ? { onProgress: options.onProgress } : {}),
     (graphs, threads) => runInWorker(graphs, threads, url),
     options.store,
   );

@@ -6,6 +6,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { TestHub } from '../../tests/hub/server';
 import { MemoryStore } from '../engine/store';
 import {
   chooseThreads,
@@ -16,6 +17,16 @@ import {
   threadCandidates,
 } from './thread-probe';
 import { chooseNodeWasmThreads, runInWorker } from './thread-probe-node';
+
+/** The bundled draft model copied into `folder` with two tokens of its vocabulary swapped (a pair the engine refuses). */
+function swapTwoTokens(folder: string): void {
+  cpSync('public/models/austen-draft', folder, { recursive: true });
+  const tok = JSON.parse(readFileSync(join(folder, 'tokenizer.json'), 'utf8'));
+  const vocab = tok.model.vocab as Record<string, number>;
+  const [a, b] = Object.keys(vocab).slice(300, 302) as [string, string];
+  [vocab[a], vocab[b]] = [vocab[b] as number, vocab[a] as number];
+  writeFileSync(join(folder, 'tokenizer.json'), JSON.stringify(tok));
+}
 
 const timing = (threads: number, target1: number, target4: number): ThreadTiming => ({
   threads,
@@ -106,15 +117,43 @@ describe('wasm thread choice', () => {
     expect(again).toMatchObject({ threads: first.threads, how: 'remembered' });
   }, 60_000);
 
+  it('reports the files it downloads: a hub target is loaded here first, so the engine finds it cached', async () => {
+    const hub = await TestHub.start();
+    hub.addRepo('test/austen-target', 'public/models/austen-target');
+    const home = mkdtempSync(join(tmpdir(), 'probe-hub-'));
+    const draft = mkdtempSync(join(tmpdir(), 'probe-draft-'));
+    const saved = { ...process.env };
+    try {
+      delete process.env.HF_HUB_CACHE;
+      Object.assign(process.env, { HF_ENDPOINT: hub.url, HF_HOME: home });
+      // A draft the engine would refuse ends the probe before it times anything (next test): only the loads run.
+      swapTwoTokens(draft);
+      const downloaded: string[] = [];
+      const choice = await chooseNodeWasmThreads({
+        target: 'hf:test/austen-target',
+        draft,
+        store: new MemoryStore(),
+        cores: 2,
+        onProgress: (p) => {
+          if (p.status === 'download') downloaded.push(`${p.name}: ${p.file}`);
+        },
+      });
+      expect(choice.how).toBe('not loaded');
+      expect(downloaded).toContain('hf:test/austen-target: config.json');
+      expect(downloaded).toContain('hf:test/austen-target: model.safetensors');
+    } finally {
+      for (const k of ['HF_ENDPOINT', 'HF_HOME']) delete process.env[k];
+      Object.assign(process.env, saved);
+      hub.close();
+      rmSync(draft, { recursive: true, force: true });
+      rmSync(home, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it('does not time a draft whose vocabulary differs from the target (the engine refuses that pair)', async () => {
     const draft = mkdtempSync(join(tmpdir(), 'probe-draft-'));
     try {
-      cpSync('public/models/austen-draft', draft, { recursive: true });
-      const tok = JSON.parse(readFileSync(join(draft, 'tokenizer.json'), 'utf8'));
-      const vocab = tok.model.vocab as Record<string, number>;
-      const [a, b] = Object.keys(vocab).slice(300, 302) as [string, string];
-      [vocab[a], vocab[b]] = [vocab[b] as number, vocab[a] as number];
-      writeFileSync(join(draft, 'tokenizer.json'), JSON.stringify(tok));
+      swapTwoTokens(draft);
       const store = new MemoryStore();
       const choice = await chooseNodeWasmThreads({ target: 'public/models/austen-target', draft, store, cores: 2 });
       expect(choice).toMatchObject({ threads: 1, how: 'not loaded', timings: [] });
