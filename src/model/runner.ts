@@ -107,6 +107,15 @@ export interface RunnerOptions {
 export { ContextLimitError, type ForwardInput };
 
 /** onnxruntime could not build a session for this graph on this device (the model files themselves were fine). */
+/** What a page whose Content-Security-Policy blocks WebAssembly is told (onnxruntime's own error is emscripten's). */
+export const CSP_BLOCKS_WASM =
+  "the page's Content-Security-Policy blocks WebAssembly, so onnxruntime cannot start: allow it with 'wasm-unsafe-eval' in script-src";
+
+/** Whether onnxruntime's error is the browser refusing to compile wasm under the page's Content-Security-Policy. */
+export function blockedByCsp(message: string): boolean {
+  return /Content Security Policy/i.test(message) && /WebAssembly|wasm/i.test(message);
+}
+
 export class SessionCreateError extends ModelLoadError {
   override name = 'SessionCreateError';
 }
@@ -376,8 +385,11 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
         preferredOutputLocation,
       });
     } catch (e) {
+      const message = (e as Error).message;
+      // The page, not the model: a Content-Security-Policy without 'wasm-unsafe-eval' stops onnxruntime's wasm.
+      if (blockedByCsp(message)) throw new Error(CSP_BLOCKS_WASM);
       throw new SessionCreateError(
-        `${model.spec}: could not create a ${options.device} session (${label}, ${variant} graph): ${(e as Error).message}`,
+        `${model.spec}: could not create a ${options.device} session (${label}, ${variant} graph): ${message}`,
       );
     }
     options.onProgress?.({ status: 'ready', name: model.spec });

@@ -9,11 +9,12 @@
  * @csspart send - the send button
  */
 import { css, html, LitElement, nothing } from 'lit';
-import { customElement, property, query, state } from 'lit/decorators.js';
+import { property, query, state } from 'lit/decorators.js';
 import type { RoundEvent } from '../engine/events';
 import type { ChatMessage } from '../model/tokenizer';
 import { tokenColours } from './theme';
 import './token-stream';
+import { defineOnce } from './define';
 
 interface Turn {
   role: 'user' | 'assistant';
@@ -26,7 +27,7 @@ export interface ChatSendDetail {
   messages: ChatMessage[];
 }
 
-@customElement('sd-chat')
+@defineOnce('sd-chat')
 export class ChatView extends LitElement {
   static override styles = [
     tokenColours,

@@ -9,8 +9,9 @@
  * @csspart cache - the cache summary, its list and clear buttons
  */
 import { css, html, LitElement, nothing } from 'lit';
-import { customElement, property, state } from 'lit/decorators.js';
+import { property, state } from 'lit/decorators.js';
 import { type CachedRepo, clearCachedModels, listCachedModels, storageEstimate } from '../model/hub/cache-admin';
+import { defineOnce } from './define';
 
 export interface ModelPair {
   id: string;
@@ -65,7 +66,7 @@ function usable(repo: CachedRepo | undefined): boolean {
   return files.has('config.json') && files.has('tokenizer.json') && [...files].some((f) => f.endsWith('.safetensors'));
 }
 
-@customElement('sd-model-picker')
+@defineOnce('sd-model-picker')
 export class ModelPicker extends LitElement {
   static override styles = css`
     :host {

@@ -23,7 +23,7 @@
  * @cssproperty --sd-accepted, --sd-rejected, --sd-target (and their -bg variants), --sd-muted: see theme.ts
  */
 import { css, html, LitElement, nothing } from 'lit';
-import { customElement, property, query, state } from 'lit/decorators.js';
+import { property, query, state } from 'lit/decorators.js';
 import { type ClientLoadOptions, EngineClient } from '../client/engine-client';
 import {
   defaultHeads,
@@ -54,6 +54,7 @@ import './chat-view';
 import './stats-panel';
 import './token-stream';
 import './tree-view';
+import { defineOnce } from './define';
 
 type Status = 'idle' | 'loading' | 'ready' | 'generating' | 'cancelled' | 'error';
 
@@ -63,7 +64,7 @@ const BUNDLED_HEADS = { medusa: 'models/austen-medusa/', eagle3: 'models/austen-
 
 /** "2 wasm threads, measured" for the runtime line. */
 const threadsText = (t: NonNullable<LoadInfo['threads']>) =>
-  `${t.threads} wasm thread${t.threads === 1 ? '' : 's'}, ${t.how}`;
+  `${t.threads} wasm thread${t.threads === 1 ? '' : 's'}, ${t.how}${t.asked !== undefined && t.asked !== t.threads ? ` (${t.asked} asked)` : ''}`;
 
 /** How far apart the plain runs around a race's speculative run may be for it to count, and how often it is tried. */
 const RACE_SPREAD = 0.15;
@@ -75,7 +76,7 @@ const elsewhere = (what: string, info: LoadInfo, on: LoadInfo['draftDevice']) =>
 
 const isBusy = (s: Status) => s === 'loading' || s === 'generating';
 
-@customElement('spec-decoder')
+@defineOnce('spec-decoder')
 export class SpecDecoder extends LitElement {
   static override styles = [
     tokenColours,

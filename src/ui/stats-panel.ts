@@ -1,8 +1,10 @@
 /** Live numbers: tau, tokens/s, acceptance per depth (a small bar chart) and the race against plain decoding. */
 import { css, html, LitElement, nothing } from 'lit';
-import { customElement, property } from 'lit/decorators.js';
+import { property } from 'lit/decorators.js';
 import type { GenerationStats } from '../engine/events';
 import { armsText } from '../engine/stats';
+import { cssProps } from './css-props';
+import { defineOnce } from './define';
 import { tokenColours } from './theme';
 
 export interface RaceResult {
@@ -10,7 +12,7 @@ export interface RaceResult {
   plain: number;
 }
 
-@customElement('sd-stats-panel')
+@defineOnce('sd-stats-panel')
 export class StatsPanel extends LitElement {
   static override styles = [
     tokenColours,
@@ -116,7 +118,7 @@ export class StatsPanel extends LitElement {
                   (a, d) =>
                     html`<div class="col" title=${`depth ${d + 1}: ${(100 * a).toFixed(0)}% accepted`}>
                       <span class="pct" data-depth=${d + 1}>${Math.round(100 * a)}%</span>
-                      <div class="bar" style=${`height:${Math.round(a * 100) * 0.75}%`}></div>
+                      <div class="bar" style=${cssProps({ height: `${Math.round(a * 100) * 0.75}%` })}></div>
                     </div>`,
                 )}
               </div>

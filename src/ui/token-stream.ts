@@ -5,13 +5,14 @@
  * as text, never as HTML. The stream is `white-space: pre-wrap`, so its template has no whitespace of its own.
  */
 import { css, html, LitElement, nothing } from 'lit';
-import { customElement, property } from 'lit/decorators.js';
+import { property } from 'lit/decorators.js';
 import type { RoundEvent, TokenPiece } from '../engine/events';
+import { defineOnce } from './define';
 import { tokenColours } from './theme';
 
 type Kind = 'accepted' | 'rejected' | 'target';
 
-@customElement('sd-token-stream')
+@defineOnce('sd-token-stream')
 export class TokenStream extends LitElement {
   static override styles = [
     tokenColours,

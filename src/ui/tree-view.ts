@@ -11,9 +11,11 @@
  * @cssproperty --sd-source-1 - colour of the first drafter named in a run (then --sd-source-2 … -4)
  */
 import { css, html, LitElement, nothing, svg } from 'lit';
-import { customElement, property } from 'lit/decorators.js';
+import { property } from 'lit/decorators.js';
 import type { RoundEvent } from '../engine/events';
 import { childrenOf } from '../engine/tree';
+import { cssProps } from './css-props';
+import { defineOnce } from './define';
 import { tokenColours } from './theme';
 
 const COL = 92;
@@ -49,7 +51,7 @@ const label = (text: string) => {
   return shown.length > 10 ? `${shown.slice(0, 9)}…` : shown || '∅';
 };
 
-@customElement('sd-tree-view')
+@defineOnce('sd-tree-view')
 export class TreeView extends LitElement {
   static override styles = [
     tokenColours,
@@ -195,7 +197,7 @@ export class TreeView extends LitElement {
         .filter(([s]) => used.has(s))
         .map(
           ([s, i]) =>
-            html`<span data-source=${s}><i class="swatch" style=${`background:${sourceColour(i)}`}></i>${s}</span>`,
+            html`<span data-source=${s}><i class="swatch" style=${cssProps({ background: sourceColour(i) })}></i>${s}</span>`,
         )}
     </div>`;
   }
@@ -237,7 +239,7 @@ export class TreeView extends LitElement {
           const stripe =
             source !== undefined && i > 0
               ? svg`<rect class="source" x=${px(i) + 1} y=${py(i) + 1} width="4" height=${ROW - 8}
-                  style=${`fill:${sourceColour(index.get(source) ?? 0)}`}><title>${`proposed by ${source}`}</title></rect>`
+                  style=${cssProps({ fill: sourceColour(index.get(source) ?? 0) })}><title>${`proposed by ${source}`}</title></rect>`
               : nothing;
           return svg`<g class=${t.status[i] ?? 'unreached'} data-status=${t.status[i] ?? 'unreached'}
             data-source=${source ?? nothing}>
