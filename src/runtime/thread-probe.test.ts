@@ -85,6 +85,9 @@ describe('wasm thread choice', () => {
     const none = await chooseThreads('u', 2, unloadable, run, store);
     expect(none).toMatchObject({ threads: 1, how: 'not loaded', timings: [] });
     expect(describeThreads(none)).toBe('1 wasm thread (not loaded)');
+    // A page that is not cross-origin isolated runs one thread whatever it asks: said, with the count asked.
+    const notIsolated = { threads: 1, how: 'not isolated' as const, cores: 8, timings: [], ms: 0, asked: 4 };
+    expect(describeThreads(notIsolated)).toBe('1 wasm thread (not isolated; 4 asked)');
     expect(await store.get('u')).toBeUndefined();
   });
 

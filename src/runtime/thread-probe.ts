@@ -41,6 +41,8 @@ export interface ThreadChoice {
   timings: ThreadTiming[];
   /** Time the measurement took (0 unless measured). */
   ms: number;
+  /** The count asked for, where another runs (a page that is not cross-origin isolated runs one thread). */
+  asked?: number;
 }
 
 /** The models a choice is measured on: the target's probe graph, and the draft model's when one is used. */
@@ -212,7 +214,9 @@ export function describeThreads(choice: ThreadChoice): string {
   const what = choice.timings.some((t) => t.draft1 !== undefined)
     ? `target T(1) + T(4) + ${DRAFT_CALLS} draft calls, ms, with`
     : 'target T(1) + T(4), ms, with';
-  const how = choice.how === 'measured' ? `measured in ${(choice.ms / 1000).toFixed(1)} s` : choice.how;
+  const how =
+    (choice.how === 'measured' ? `measured in ${(choice.ms / 1000).toFixed(1)} s` : choice.how) +
+    (choice.asked !== undefined && choice.asked !== choice.threads ? `; ${choice.asked} asked` : '');
   return `${choice.threads} wasm thread${choice.threads === 1 ? '' : 's'} (${how}${each ? `; ${what} ${each}` : ''})`;
 }
 

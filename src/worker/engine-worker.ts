@@ -79,7 +79,13 @@ async function deviceWasLost(): Promise<boolean> {
   ]);
 }
 
-const describeChoice = (c: ThreadChoice) => ({ threads: c.threads, how: c.how, timings: c.timings, ms: c.ms });
+const describeChoice = (c: ThreadChoice) => ({
+  threads: c.threads,
+  how: c.how,
+  timings: c.timings,
+  ms: c.ms,
+  ...(c.asked !== undefined ? { asked: c.asked } : {}),
+});
 
 /** The wasm threads onnxruntime started with in this worker (null until the first load). */
 let started: ThreadChoice | null = null;
@@ -94,9 +100,14 @@ async function wasmThreads(ort: ReturnType<typeof ortForWeb>, req: LoadRequest):
   // onnxruntime's default unless asked (thread-probe-web.ts says why the page does not measure by default).
   if (req.threads === undefined)
     return { threads: ortDefaultThreads(cores), how: 'default', cores, timings: [], ms: 0 };
+  // A number asked for runs only on a cross-origin isolated page (shared memory); elsewhere onnxruntime falls back to
+  // one thread, and the choice says so rather than the number asked for.
+  const isolated = Boolean(globalThis.crossOriginIsolated);
   const choice: ThreadChoice =
     typeof req.threads === 'number'
-      ? { threads: req.threads, how: 'asked', cores, timings: [], ms: 0 }
+      ? req.threads > 1 && !isolated
+        ? { threads: 1, how: 'not isolated', cores, timings: [], ms: 0, asked: req.threads }
+        : { threads: req.threads, how: 'asked', cores, timings: [], ms: 0 }
       : await chooseWebWasmThreads({
           target: req.target,
           ...(req.draft ? { draft: req.draft } : {}),

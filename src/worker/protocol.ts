@@ -83,6 +83,8 @@ export interface LoadInfo {
     how: string;
     timings: ThreadTiming[];
     ms: number;
+    /** The count asked for, where another runs (a page that is not cross-origin isolated runs one thread). */
+    asked?: number;
   };
   adapter?: string;
   target: ModelInfo;
