@@ -106,7 +106,6 @@ export interface RunnerOptions {
 
 export { ContextLimitError, type ForwardInput };
 
-/** onnxruntime could not build a session for this graph on this device (the model files themselves were fine). */
 /** What a page whose Content-Security-Policy blocks WebAssembly is told (onnxruntime's own error is emscripten's). */
 export const CSP_BLOCKS_WASM =
   "the page's Content-Security-Policy blocks WebAssembly, so onnxruntime cannot start: allow it with 'wasm-unsafe-eval' in script-src";
@@ -116,6 +115,7 @@ export function blockedByCsp(message: string): boolean {
   return /Content Security Policy/i.test(message) && /WebAssembly|wasm/i.test(message);
 }
 
+/** onnxruntime could not build a session for this graph on this device (the model files themselves were fine). */
 export class SessionCreateError extends ModelLoadError {
   override name = 'SessionCreateError';
 }
