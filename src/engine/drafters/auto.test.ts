@@ -498,6 +498,8 @@ describe('auto between arms', () => {
       pending = 0;
       refreshes = 0;
       refreshing = true;
+      /** The draft model's calls, shared with the other arm (a refresh's catch-up makes two). */
+      model = { calls: 0 };
       override async propose(req: DraftRequest): Promise<DraftTree> {
         this.pending = this.round - this.seenAt - 1;
         this.seenAt = this.round;
@@ -507,6 +509,7 @@ describe('auto between arms', () => {
       async refresh(): Promise<void> {
         if (!this.refreshing) return;
         this.refreshes++;
+        this.model.calls += 2;
         this.pending = this.round - this.seenAt;
         this.seenAt = this.round;
       }
@@ -517,11 +520,15 @@ describe('auto between arms', () => {
       }
     }
     const firstChainRound = async (refreshing: boolean) => {
-      const head = new Arm('head', 8, 3, { calls: 0 }, 10);
-      const chain: Refreshing = new Refreshing('chain', 8, (): number => (chain.own <= 4 ? 0 : 5), { calls: 0 }, 10);
-      chain.refreshing = refreshing;
+      const shared = { calls: 0 };
+      const head = new Arm('head', 8, 3, shared, 10);
+      const chain: Refreshing = new Refreshing('chain', 8, (): number => (chain.own <= 4 ? 0 : 5), shared, 10);
+      Object.assign(chain, { refreshing, model: shared });
       const arms = [head, chain];
-      const { why } = await run(timedAuto(arms.map((a) => ({ name: a.name, drafter: a }))), arms, 40, GREEDY);
+      const auto = timedAuto(arms.map((a) => ({ name: a.name, drafter: a })));
+      const { why } = await run(auto, arms, 40, GREEDY);
+      // Every call counted once, a refresh's included, though the arms share one model.
+      expect(auto.calls).toBe(shared.calls);
       const settled = why.findIndex((w, i) => i > 2 && w.startsWith('auto: head (best'));
       const back = why.findIndex((w, i) => i > settled && w.startsWith('auto: chain'));
       return { wait: back - settled, why, refreshes: chain.refreshes };

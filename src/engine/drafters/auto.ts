@@ -570,8 +570,8 @@ export class AutoDrafter implements Drafter {
     }
     if (measure === 'time' && this.memory) await this.restore(this.memory);
     this.predict();
+    this.refreshed = [];
     if (measure === 'time' && this.generationRound > 0) await this.refreshSetAside(req);
-    else this.refreshed = [];
     this.proposedAt = req.committed.length;
     this.current = this.choose(req, this.generationRound++ === 0);
     const ended = this.ended;
@@ -689,7 +689,7 @@ export class AutoDrafter implements Drafter {
       if (this.visit?.arm !== arm) this.visit = { arm, left: 1 };
       return;
     }
-    if (arm.gap > 1) this.replay(arm);
+    if (arm.gap > 1) this.replayed = this.replay(arm);
     // A round whose tree reached the depth still wanted was cut by the generation's end, not by the arm: what it
     // brought says how many tokens were left, not how well the arm drafts, and it is not counted (decided on the
     // proposal, whatever the target then accepted, so no outcome is selected for). Every generation ends in such
@@ -740,16 +740,16 @@ export class AutoDrafter implements Drafter {
    * rounds of each revisit; not over copy rounds' text (prompt lookup's best stretches, counted in no record), and
    * not in its uncounted first round. Under real time only (greedy: the replay needs the target's own tokens).
    */
-  private replay(arm: Arm): void {
-    if (this.measure !== 'time') return;
+  private replay(arm: Arm): Counterfactual | null {
+    if (this.measure !== 'time') return null;
     const spans = this.copySpans;
     const r = arm.drafter.counterfactual?.((p) => spans.some(([from, to]) => p >= from && p < to));
-    if (!r || !(r.rounds > 0 && r.tokens > 0 && r.ms > 0 && Number.isFinite(r.ms))) return;
+    if (!r || !(r.rounds > 0 && r.tokens > 0 && r.ms > 0 && Number.isFinite(r.ms))) return null;
     // Into the record, not into the rounds measured: an arm is settled (revisited by how far behind it is, not every
     // REVISIT_MIN rounds) on rounds of its own.
     arm.tokens += r.tokens;
     arm.cost += r.ms / 1000;
-    this.replayed = r;
+    return r;
   }
 
   /**
@@ -759,17 +759,16 @@ export class AutoDrafter implements Drafter {
    * looked). The catch-up is the one the arm's next round would make, made earlier; its calls count as draft calls.
    */
   private async refreshSetAside(req: DraftRequest): Promise<void> {
-    this.refreshed = [];
     for (const arm of this.arms) {
       if (!arm.drafter.refresh || arm === this.incumbent || !arm.warmed) continue;
       if (this.round - Math.max(arm.lastRound, arm.refreshedAt) < REFRESH_ROUNDS) continue;
       arm.refreshedAt = this.round;
-      const before = this.arms.reduce((sum, a) => sum + a.drafter.calls, 0);
+      // The refreshed arm's own calls, as a round counts them (arms may share one draft model: counted once).
+      const before = arm.drafter.calls;
       await arm.drafter.refresh(req);
-      this.draftCalls += this.arms.reduce((sum, a) => sum + a.drafter.calls, 0) - before;
-      this.replay(arm);
-      if (this.replayed) this.refreshed.push({ name: arm.name, ...this.replayed });
-      this.replayed = null;
+      this.draftCalls += arm.drafter.calls - before;
+      const r = this.replay(arm);
+      if (r) this.refreshed.push({ name: arm.name, ...r });
     }
   }
 
