@@ -32,6 +32,11 @@ export interface DraftRequest {
    * as against the text it was given. Absent: not known.
    */
   generatedFrom?: number;
+  /**
+   * The caller leaves out a tree whose best first guess (a child of the root) it values below this. A drafter that
+   * can tell cheaply that its best first guess falls short may propose just that guess and skip building the rest.
+   */
+  minFirstGuess?: number;
 }
 
 /**

@@ -96,4 +96,20 @@ describe('prompt lookup', () => {
     expect((await thrice.propose(request([5, 9, 1, 5, 9, 2, 5, 9, 3, 7, 5]))).tokens).toEqual([5, 9]);
     expect(thrice.note()?.fields).toMatchObject({ ngram: 1, matches: 3, agreement: 1 });
   });
+
+  it('with a floor on its first guess, proposes just the best guess when it falls short, and the whole tree when not', async () => {
+    const options = { ...LOOKUP_DEFAULTS, maxTokens: 3, selfBudget: false };
+    // "7" was followed by "8 9 0" twice and by "1 2 3" once: the best first guess is "8", valued by its bucket's
+    // prior times its share of the matches.
+    const seq = [7, 8, 9, 0, 7, 1, 2, 3, 7, 8, 9, 0, 4, 7];
+    const whole = await new LookupDrafter(() => null, options).propose(request(seq));
+    const best = whole.values?.[1] as number;
+    expect(whole.tokens[1]).toBe(8);
+    expect(whole.tokens.length).toBe(7);
+    const short = await new LookupDrafter(() => null, options).propose(request(seq, { minFirstGuess: best + 0.01 }));
+    expect(short.tokens).toEqual([7, 8]);
+    expect(short.values?.[1]).toBeCloseTo(best, 12);
+    const enough = await new LookupDrafter(() => null, options).propose(request(seq, { minFirstGuess: best }));
+    expect(enough).toEqual(whole);
+  });
 });

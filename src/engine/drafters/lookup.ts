@@ -118,7 +118,8 @@ function continuationTrie(
     recency: [0],
     agreement: [0],
   };
-  const child = new Map<string, number>();
+  // Keyed by node * 2^32 + token: exact below 2^53 (a trie holds at most maxMatches x maxTokens nodes).
+  const child = new Map<number, number>();
   starts.forEach((start, rank) => {
     const agree = agreement(seq, start + n);
     let node = 0;
@@ -126,7 +127,7 @@ function continuationTrie(
       const at = start + n + k;
       if (at >= seq.length) break;
       const token = seq[at] as number;
-      const key = `${node}:${token}`;
+      const key = node * 0x100000000 + token;
       let next = child.get(key);
       if (next === undefined) {
         next = trie.tokens.length;
@@ -172,6 +173,18 @@ export class LookupDrafter implements Drafter {
       const starts = findMatches(seq, n, this.options.maxMatches);
       if (starts.length === 0) continue;
       this.matched = n;
+      if (req.minFirstGuess !== undefined) {
+        // The first guesses alone (a trie one token deep) decide whether the caller would take the tree at all.
+        const guesses = this.select(continuationTrie(seq, starts, n, 1, req.eos), 1, false);
+        const best = guesses.values?.[1] ?? 0;
+        if (best < req.minFirstGuess) {
+          this.lastNote = {
+            text: `lookup: ${n}-gram matched ${starts.length}x, best first guess ${best.toFixed(2)} (below ${req.minFirstGuess})`,
+            fields: { ngram: n, matches: starts.length, nodes: 1 },
+          };
+          return guesses;
+        }
+      }
       const trie = continuationTrie(seq, starts, n, depth, req.eos);
       const tree = this.select(trie, req.maxNodes);
       const agree = Math.max(...trie.agreement);
@@ -188,7 +201,7 @@ export class LookupDrafter implements Drafter {
    * Value each trie node (estimated probability that the target accepts the path to it), take them best-first and
    * keep as many as pay on the measured cost curve; renumber into a tree with siblings most frequent first.
    */
-  private select(trie: Trie, room: number): DraftTree {
+  private select(trie: Trie, room: number, budget = this.options.selfBudget): DraftTree {
     const depthOf: number[] = [0];
     const value: number[] = [1];
     const kids = childrenOf(trie.parents);
@@ -212,7 +225,7 @@ export class LookupDrafter implements Drafter {
           (trie.recency[a] as number) - (trie.recency[b] as number),
       );
     const limit = Math.min(this.options.maxNodes, room, order.length);
-    const keep = this.options.selfBudget
+    const keep = budget
       ? chooseBudget(
           order.slice(0, limit).map((i) => value[i] as number),
           this.costs()?.curve ?? null,

@@ -186,12 +186,14 @@ export class MergedDrafter implements Drafter {
   private passed = -1;
   /** The passed-through source's calibration bucket per node (its own estimates). */
   private passedKeys: string[] = [];
+  private readonly labels: readonly string[];
 
   constructor(
     private readonly sources: readonly MergeSource[],
     private readonly costs: () => CostModel | null = () => null,
   ) {
     this.calibration = sources.map(() => new SourceCalibration());
+    this.labels = sources.map((s) => s.label);
   }
 
   get calls(): number {
@@ -211,9 +213,10 @@ export class MergedDrafter implements Drafter {
     const gate = !widthNearlyFree(costs);
     for (const [i, s] of this.sources.entries()) {
       if (!s.free) continue;
-      const own = await s.drafter.propose(req);
+      const joinsAt = gate ? s.joinsAt : undefined;
+      const own = await s.drafter.propose(joinsAt === undefined ? req : { ...req, minFirstGuess: joinsAt });
       const best = firstGuess(own);
-      if (gate && best !== null && s.joinsAt !== undefined && best < s.joinsAt) this.leftOut[i] = best;
+      if (joinsAt !== undefined && best !== null && best < joinsAt) this.leftOut[i] = best;
       else this.trees[i] = own;
     }
     // The free sources' tree alone, sized on the curve: when it holds a match predicted to do better than the whole
@@ -310,20 +313,17 @@ export class MergedDrafter implements Drafter {
 
   private writeNote(candidates: number, choice: BudgetChoice, why: string): void {
     const passed = this.passed;
-    const counts = this.sources.map((_, s) =>
-      passed >= 0
-        ? s === passed
-          ? candidates
-          : 0
-        : this.origin.reduce((sum, o) => sum + ((o[s] as number) >= 0 ? 1 : 0), 0) - 1,
-    );
-    const drafted = this.sources.map((_, i) => this.drafted(i));
+    const n = this.sources.length;
+    const counts = new Array<number>(n).fill(0);
+    if (passed >= 0) counts[passed] = candidates;
+    else
+      for (let i = 1; i < this.origin.length; i++)
+        for (let s = 0; s < n; s++) if (((this.origin[i] as number[])[s] as number) >= 0) (counts[s] as number)++;
+    const drafted = this.labels.map((_, i) => this.drafted(i));
     const leftOut = this.leftOut;
-    const labels = this.sources.map((s) => s.label);
+    const labels = this.labels;
     const fields: Record<string, number> = {};
-    labels.forEach((label, i) => {
-      fields[label] = drafted[i] ? (counts[i] as number) : -1;
-    });
+    for (let i = 0; i < n; i++) fields[labels[i] as string] = drafted[i] ? (counts[i] as number) : -1;
     fields.expected = Math.round(choice.expectedTokens * 1000) / 1000;
     const predictedSpeedup = choice.predictedSpeedup;
     // The text is put together when it is read (the page's round view, a trace), not in every round of a run.
