@@ -61,6 +61,7 @@ export interface EngineLoadOptions {
    * on wasm they read the target's hidden rows on the CPU, in fp32.
    */
   headsDevice?: Device | 'auto';
+  /** The older name of precision's float choices ('fp32' | 'fp16' | 'auto'); `precision` wins when both are given. */
   compute?: ComputeType | 'auto';
   /** Weights and arithmetic: 'fp32', 'fp16', 'int4', 'int8' (wasm) or 'auto' (model/precision.ts). */
   precision?: Precision;
