@@ -59,3 +59,49 @@ test('the library loaded a second time on the page keeps the first definitions a
   expect(outcome).toBe('loaded');
   expect(await page.evaluate(() => customElements.get('spec-decoder') !== undefined)).toBe(true);
 });
+
+test("onnxruntime's files not where ort-base points: the load fails in one line naming the folder, and loads once pointed right", async ({
+  page,
+  allowProblems,
+}) => {
+  allowProblems(/HTTP 404: .*\/nowhere\/ort-wasm/);
+  allowProblems(/HTTP 404: .*ort-wasm-simd-threaded\.asyncify\.wasm/);
+  allowProblems(/wasm streaming compile failed|falling back to ArrayBuffer instantiation|prepare wasm: CompileError|Aborted\(CompileError/);
+  await page.goto('./');
+  // The .wasm alone missing from the default folder (its .mjs served): refused while the flag is set.
+  let wasmMissing = false;
+  await page.route(/ort-wasm-simd-threaded\.asyncify\.wasm$/, (route) =>
+    wasmMissing
+      ? route.fulfill({ status: 404, contentType: 'text/html', body: '<!DOCTYPE html><title>Not found</title>' })
+      : route.fallback(),
+  );
+  const attempt = (ortBase: string) =>
+    page.evaluate(async (base) => {
+      const el = document.createElement('spec-decoder') as HTMLElement & {
+        load(): Promise<unknown>;
+        generate(): Promise<{ tokens: number[] } | null>;
+      };
+      Object.assign(el, { device: 'wasm', method: 'lookup', draft: '', maxNewTokens: 4, prompt: 'It is a truth' });
+      if (base) el.setAttribute('ort-base', base);
+      document.body.append(el);
+      try {
+        await el.load();
+        return `generated ${(await el.generate())?.tokens.length}`;
+      } catch (e) {
+        return (e as Error).message;
+      } finally {
+        el.remove();
+      }
+    }, ortBase);
+  const folder = await attempt('nowhere/');
+  expect(folder).toMatch(
+    /^onnxruntime's files are not served at http:\/\/[^ ]+\/nowhere\/ \(http:[^ ]+\/nowhere\/ort-wasm-simd-threaded\.asyncify\.mjs could not be fetched\): serve them there, or point ort-base \(the element\) or ortBase \(the client\) at the folder that holds them$/,
+  );
+  wasmMissing = true;
+  const wasm = await attempt('');
+  expect(wasm).toMatch(
+    /^onnxruntime's files are not served at http:[^ ]+\/ort\/ \(its \.wasm file could not be fetched, or is not wasm\)/,
+  );
+  wasmMissing = false;
+  expect(await attempt('')).toBe('generated 4');
+});

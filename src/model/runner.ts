@@ -49,7 +49,7 @@ import type { ProgressCallback } from './source';
 import { checkVariant, measureVariants, type VariantMemory, type VariantTiming } from './variant';
 
 /** What the runner needs of onnxruntime-web (its wasm or its WebGPU build). */
-export type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'>;
+export type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'> & Partial<Pick<typeof OrtModule, 'env'>>;
 type Tensor = OrtModule.Tensor;
 
 export type { Device, Precision };
@@ -113,6 +113,23 @@ export const CSP_BLOCKS_WASM =
 /** Whether onnxruntime's error is the browser refusing to compile wasm under the page's Content-Security-Policy. */
 export function blockedByCsp(message: string): boolean {
   return /Content Security Policy/i.test(message) && /WebAssembly|wasm/i.test(message);
+}
+
+/**
+ * What a page is told when onnxruntime's own files (its .mjs and .wasm) are not served where it was pointed
+ * (`ort-base`, `ortBase`), or null when the error is not that. onnxruntime's error names the file it could not fetch,
+ * but comes out of session creation, so it read as a fault of the model being loaded.
+ */
+export function ortFilesMissing(message: string, base: unknown): string | null {
+  const module = /Failed to fetch dynamically imported module:?\s*(\S+)/i.exec(message)?.[1];
+  // A 404's body (empty, or a server's HTML page) handed to the wasm compiler, or no body at all.
+  const wasm =
+    /both async and sync fetching of the wasm failed/i.test(message) ||
+    /WebAssembly\.instantiate\(\): (BufferSource argument is empty|expected magic word)/i.test(message);
+  if (!module && !wasm) return null;
+  const where = typeof base === 'string' && base ? base : 'the folder it was pointed at';
+  const what = module ? `${module} could not be fetched` : 'its .wasm file could not be fetched, or is not wasm';
+  return `onnxruntime's files are not served at ${where} (${what}): serve them there, or point ort-base (the element) or ortBase (the client) at the folder that holds them`;
 }
 
 /** onnxruntime could not build a session for this graph on this device (the model files themselves were fine). */
@@ -388,6 +405,8 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       const message = (e as Error).message;
       // The page, not the model: a Content-Security-Policy without 'wasm-unsafe-eval' stops onnxruntime's wasm.
       if (blockedByCsp(message)) throw new Error(CSP_BLOCKS_WASM);
+      const missing = ortFilesMissing(message, ort.env?.wasm?.wasmPaths);
+      if (missing) throw new Error(missing);
       throw new SessionCreateError(
         `${model.spec}: could not create a ${options.device} session (${label}, ${variant} graph): ${message}`,
       );
