@@ -66,7 +66,9 @@ test("onnxruntime's files not where ort-base points: the load fails in one line 
 }) => {
   allowProblems(/HTTP 404: .*\/nowhere\/ort-wasm/);
   allowProblems(/HTTP 404: .*ort-wasm-simd-threaded\.asyncify\.wasm/);
-  allowProblems(/wasm streaming compile failed|falling back to ArrayBuffer instantiation|prepare wasm: CompileError|Aborted\(CompileError/);
+  allowProblems(
+    /wasm streaming compile failed|falling back to ArrayBuffer instantiation|prepare wasm: CompileError|Aborted\(CompileError/,
+  );
   await page.goto('./');
   // The .wasm alone missing from the default folder (its .mjs served): refused while the flag is set.
   let wasmMissing = false;
