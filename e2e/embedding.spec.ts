@@ -3,6 +3,8 @@
  * stats bars and the tree's drafter colours are set from script, not in style attributes), and the library loaded
  * twice on one page (its elements are defined once, the second copy loads without an error).
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Page } from '@playwright/test';
 import { expect, test } from './fixtures';
 
@@ -106,4 +108,34 @@ test("onnxruntime's files not where ort-base points: the load fails in one line 
   );
   wasmMissing = false;
   expect(await attempt('')).toBe('generated 4');
+});
+
+test('models on another origin that does not allow the page (no CORS): the load says it is down or does not allow this origin', async ({
+  page,
+  allowProblems,
+}) => {
+  allowProblems(/CORS|Failed to load resource|net::ERR_FAILED/);
+  // Another origin (a port of its own) that answers, but without Access-Control-Allow-Origin: the browser gives the
+  // page "Failed to fetch", as if it were down.
+  const server = createServer((_, res) => res.end('{}'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await page.goto('./');
+  const message = await page.evaluate(async (target) => {
+    const el = document.createElement('spec-decoder') as HTMLElement & { load(): Promise<unknown> };
+    Object.assign(el, { device: 'wasm', method: 'lookup', draft: '', target });
+    document.body.append(el);
+    try {
+      await el.load();
+      return 'loaded';
+    } catch (e) {
+      return (e as Error).message;
+    } finally {
+      el.remove();
+    }
+  }, `http://127.0.0.1:${port}/austen-target/`);
+  server.close();
+  expect(message).toMatch(
+    /cannot reach http:\/\/127\.0\.0\.1:[0-9]+ \(Failed to fetch\); it is down, or it does not let this page's origin read its files \(CORS: it must answer with Access-Control-Allow-Origin\)$/,
+  );
 });

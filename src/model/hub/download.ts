@@ -69,8 +69,29 @@ export async function request(
   }
   const e = failure;
   const cause = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
-  throw new DownloadError(`${label}: cannot reach ${origin(url)} (${cause})`, { network: true });
+  throw new DownloadError(`${label}: cannot reach ${origin(url)} (${cause})${crossOriginHint(url)}`, {
+    network: true,
+  });
 }
+
+/**
+ * In a browser a server on another origin that does not allow this page (no Access-Control-Allow-Origin) fails
+ * exactly as one that is down, "Failed to fetch": the page is told it may be either.
+ */
+function crossOrigin(url: string): boolean {
+  const here = (globalThis as { location?: { origin?: string } }).location?.origin;
+  if (!here || here === 'null' || !/^https?:/.test(here)) return false;
+  try {
+    return new URL(url, here).origin !== here;
+  } catch {
+    return false;
+  }
+}
+
+const crossOriginHint = (url: string): string =>
+  crossOrigin(url)
+    ? `; it is down, or it does not let this page's origin read its files (CORS: it must answer with Access-Control-Allow-Origin)`
+    : '';
 
 /**
  * Read a response body with progress; a body that ends early, errors or sends nothing for `timeoutMs` is a
