@@ -11,12 +11,12 @@ import { expect, test } from './fixtures';
 const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self' blob:; style-src 'self'";
 
 /** The page served with `CSP` as its Content-Security-Policy header. */
-async function withCsp(page: Page): Promise<void> {
+async function withCsp(page: Page, csp = CSP): Promise<void> {
   await page.route(
     (url) => url.pathname === '/' || url.pathname.endsWith('/index.html'),
     async (route) => {
       const response = await route.fetch();
-      await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': CSP } });
+      await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': csp } });
     },
   );
 }
@@ -137,5 +137,30 @@ test('models on another origin that does not allow the page (no CORS): the load 
   server.close();
   expect(message).toMatch(
     /cannot reach http:\/\/127\.0\.0\.1:[0-9]+ \(Failed to fetch\); it is down, or it does not let this page's origin read its files \(CORS: it must answer with Access-Control-Allow-Origin\)$/,
+  );
+});
+
+test('a Content-Security-Policy that blocks the engine worker: the load says so in one line naming the directive', async ({
+  page,
+  allowProblems,
+}) => {
+  allowProblems(/Content Security Policy|worker-src|Refused to/);
+  await withCsp(page, CSP.replace("worker-src 'self' blob:", "worker-src 'none'"));
+  await page.goto('./');
+  const message = await page.evaluate(async () => {
+    const el = document.createElement('spec-decoder') as HTMLElement & { load(): Promise<unknown> };
+    Object.assign(el, { device: 'wasm', method: 'lookup', draft: '' });
+    document.body.append(el);
+    try {
+      await el.load();
+      return 'loaded';
+    } catch (e) {
+      return (e as Error).message;
+    } finally {
+      el.remove();
+    }
+  });
+  expect(message).toBe(
+    "the page's Content-Security-Policy (worker-src) blocks the engine worker: allow its script's origin in worker-src (e.g. worker-src 'self' blob:)",
   );
 });

@@ -102,16 +102,25 @@ export class EngineClient {
       }
       this.pending.get(msg.id)?.onMessage(msg);
     };
+    const blocked = watchCspBlocks();
     worker.onerror = (event) => {
       event.preventDefault();
-      // A worker whose script never loaded (not served, blocked) reports an error event with no message at all.
-      this.fail(
-        new Error(
-          event.message
-            ? `the engine worker crashed: ${event.message}; load the models again`
-            : "the engine worker failed to start or crashed without a message: check that its script (the library's engine-worker file) is served, then load the models again",
-        ),
-      );
+      // A worker whose script never loaded (not served, blocked) reports an error event with no message at all. A
+      // Content-Security-Policy block is told apart by its violation event, which may come just after.
+      setTimeout(() => {
+        blocked.stop();
+        if (this.worker !== worker) return;
+        const directive = blocked.directive();
+        this.fail(
+          new Error(
+            event.message
+              ? `the engine worker crashed: ${event.message}; load the models again`
+              : directive
+                ? `the page's Content-Security-Policy (${directive}) blocks the engine worker: allow its script's origin in worker-src (e.g. worker-src 'self' blob:)`
+                : "the engine worker failed to start or crashed without a message: check that its script (the library's engine-worker file) is served, then load the models again",
+          ),
+        );
+      }, 50);
     };
     worker.onmessageerror = () => this.fail(new Error('the engine worker sent a message that could not be read'));
     this.worker = worker;
@@ -339,6 +348,28 @@ export class EngineClient {
   terminate(): void {
     this.fail(new Error('the engine client was terminated'));
   }
+}
+
+/**
+ * Listens, while a worker starts, for the page's Content-Security-Policy refusing a worker script (worker-src, or
+ * script-src and default-src that it falls back to). Outside a page (a worker, Node) it hears nothing.
+ */
+function watchCspBlocks(): { directive(): string | null; stop(): void } {
+  let directive: string | null = null;
+  const target = globalThis as {
+    addEventListener?: typeof addEventListener;
+    removeEventListener?: typeof removeEventListener;
+  };
+  const listener = (e: Event) => {
+    const v = e as SecurityPolicyViolationEvent;
+    if (/^(worker-src|script-src|default-src)/.test(v.effectiveDirective ?? '')) directive ??= v.effectiveDirective;
+  };
+  if (typeof document === 'undefined' || !target.addEventListener) return { directive: () => null, stop: () => {} };
+  target.addEventListener('securitypolicyviolation', listener);
+  const stop = () => target.removeEventListener?.('securitypolicyviolation', listener);
+  // Stop listening once the worker has had its chance to start.
+  setTimeout(stop, 10_000);
+  return { directive: () => directive, stop };
 }
 
 function defaultWorker(): Worker {
