@@ -155,6 +155,12 @@ describe('SWIFT drafting', () => {
       sampling: GREEDY,
     });
     expect(fresh.phase).toBe('optimising');
+    // A sampled generation's fresh search starts its record anew (it grew by every sampled generation's steps).
+    const steps = [...drafter.matchness];
+    drafter.reset(true);
+    expect(drafter.matchness).toEqual(steps);
+    drafter.reset(false);
+    expect(drafter.matchness).toEqual([]);
   });
 
   it('under sampling a seed gives the same text whatever ran before: a sampled generation searches afresh, unsaved', async () => {

@@ -75,7 +75,7 @@ export class SwiftDrafter implements Drafter {
   /** Widths and running shares of this round's calls (the optimisation step's and the drafting's). */
   private roundCalls: SkippingCall[] = [];
   private lastNote: DrafterNote | null = null;
-  /** Matchness of each optimisation step so far (the element plots it). */
+  /** Matchness of each optimisation step of the current search (a sampled generation's fresh search starts anew). */
   readonly matchness: number[] = [];
   /** Milliseconds spent in optimisation steps. */
   optimisingMs = 0;
@@ -261,6 +261,8 @@ export class SwiftDrafter implements Drafter {
     this.lastNote = null;
     this.sampled = !keepLearned;
     this.search = keepLearned ? this.kept : this.newSearch();
+    // Every sampled generation searches afresh: kept across them, the steps' matchness grew with every generation.
+    if (!keepLearned) this.matchness.length = 0;
   }
 
   note(): DrafterNote | null {
