@@ -409,7 +409,9 @@ describe('SpecEngine', () => {
     const made = await pair.cancel();
     expect(made?.stopReason).toBe('cancelled');
     expect(made?.tokens.length).toBe((first.value as RoundEvent).counts.tokens);
-    expect((await dropped.next()).done).toBe(true);
+    // The iterator's own next() after it still reads the result (a native generator's would read undefined).
+    expect(await dropped.next()).toEqual({ done: true, value: made });
+    expect(await dropped.return(undefined as never)).toEqual({ done: true, value: made });
     const reference = (await finish(pair, 'She was', 'chain', GREEDY, 40)).tokens;
     expect(reference.slice(0, made?.tokens.length)).toEqual(made?.tokens);
     // In flight: the pending round completes (its event goes to the loop), then the generation ends.
@@ -425,7 +427,7 @@ describe('SpecEngine', () => {
       expect(stopped).toEqual(round.value);
     } else {
       expect(stopped?.tokens.length).toBe(round.value.counts.tokens);
-      expect((await running.next()).done).toBe(true);
+      expect(await running.next()).toEqual({ done: true, value: stopped });
     }
     expect((await finish(pair, 'She was', 'chain', GREEDY, 40)).tokens).toEqual(reference);
     expect(await pair.cancel()).toBeNull(); // nothing running: nothing to do

@@ -31,6 +31,7 @@ import {
 } from './drafters/index';
 import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate, isGreedyRun } from './generate';
+import { keepResult } from './keep-result';
 import { hasHiddenStates, isLayerSkipping } from './lm';
 import { checkPromptShape } from './prompt';
 import { type SamplingParams, withDefaults } from './sampling';
@@ -388,7 +389,8 @@ export class SpecEngine {
     prompt: string | readonly number[] | ChatPrompt,
     engineOptions: EngineGenerateOptions,
   ): AsyncGenerator<RoundEvent, GenerationResult> {
-    const it: AsyncGenerator<RoundEvent, GenerationResult> = this.run(prompt, engineOptions, () => it);
+    // The result stays readable: a cancel() between rounds takes it, and the loop's next next() still gets it.
+    const it: AsyncGenerator<RoundEvent, GenerationResult> = keepResult(this.run(prompt, engineOptions, () => it));
     return it;
   }
 
