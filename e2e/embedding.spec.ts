@@ -1,7 +1,9 @@
 /**
  * Embedding the element under a host page's constraints: a strict Content-Security-Policy (no inline styles: the
  * stats bars and the tree's drafter colours are set from script, not in style attributes), and the library loaded
- * twice on one page (its elements are defined once, the second copy loads without an error).
+ * twice on one page (its elements are defined once, the second copy loads without an error); and what a host can
+ * get wrong (onnxruntime's files elsewhere, models on another origin without CORS, a policy that blocks the worker),
+ * each said in one line naming its cause.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,6 +21,30 @@ async function withCsp(page: Page, csp = CSP): Promise<void> {
       await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': csp } });
     },
   );
+}
+
+/**
+ * A fresh element with these properties and attributes (lookup on wasm, no draft model) loads, then generates 4
+ * tokens; says "generated N", or the message it failed with. The element is removed after.
+ */
+function loadAndGenerate(page: Page, attributes: Record<string, string> = {}): Promise<string> {
+  return page.evaluate(async (attrs) => {
+    const el = document.createElement('spec-decoder') as HTMLElement & {
+      load(): Promise<unknown>;
+      generate(): Promise<{ tokens: number[] } | null>;
+    };
+    Object.assign(el, { device: 'wasm', method: 'lookup', draft: '', maxNewTokens: 4, prompt: 'It is a truth' });
+    for (const [name, value] of Object.entries(attrs)) el.setAttribute(name, value);
+    document.body.append(el);
+    try {
+      await el.load();
+      return `generated ${(await el.generate())?.tokens.length}`;
+    } catch (e) {
+      return (e as Error).message;
+    } finally {
+      el.remove();
+    }
+  }, attributes);
 }
 
 test('under a strict Content-Security-Policy the element generates, and its acceptance bars have height', async ({
@@ -79,35 +105,17 @@ test("onnxruntime's files not where ort-base points: the load fails in one line 
       ? route.fulfill({ status: 404, contentType: 'text/html', body: '<!DOCTYPE html><title>Not found</title>' })
       : route.fallback(),
   );
-  const attempt = (ortBase: string) =>
-    page.evaluate(async (base) => {
-      const el = document.createElement('spec-decoder') as HTMLElement & {
-        load(): Promise<unknown>;
-        generate(): Promise<{ tokens: number[] } | null>;
-      };
-      Object.assign(el, { device: 'wasm', method: 'lookup', draft: '', maxNewTokens: 4, prompt: 'It is a truth' });
-      if (base) el.setAttribute('ort-base', base);
-      document.body.append(el);
-      try {
-        await el.load();
-        return `generated ${(await el.generate())?.tokens.length}`;
-      } catch (e) {
-        return (e as Error).message;
-      } finally {
-        el.remove();
-      }
-    }, ortBase);
-  const folder = await attempt('nowhere/');
+  const folder = await loadAndGenerate(page, { 'ort-base': 'nowhere/' });
   expect(folder).toMatch(
     /^onnxruntime's files are not served at http:\/\/[^ ]+\/nowhere\/ \(http:[^ ]+\/nowhere\/ort-wasm-simd-threaded\.asyncify\.mjs could not be fetched\): serve them there, or point ort-base \(the element\) or ortBase \(the client\) at the folder that holds them$/,
   );
   wasmMissing = true;
-  const wasm = await attempt('');
+  const wasm = await loadAndGenerate(page);
   expect(wasm).toMatch(
     /^onnxruntime's files are not served at http:[^ ]+\/ort\/ \(its \.wasm file could not be fetched, or is not wasm\)/,
   );
   wasmMissing = false;
-  expect(await attempt('')).toBe('generated 4');
+  expect(await loadAndGenerate(page)).toBe('generated 4');
 });
 
 test('models on another origin that does not allow the page (no CORS): the load says it is down or does not allow this origin', async ({
@@ -121,19 +129,7 @@ test('models on another origin that does not allow the page (no CORS): the load 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   await page.goto('./');
-  const message = await page.evaluate(async (target) => {
-    const el = document.createElement('spec-decoder') as HTMLElement & { load(): Promise<unknown> };
-    Object.assign(el, { device: 'wasm', method: 'lookup', draft: '', target });
-    document.body.append(el);
-    try {
-      await el.load();
-      return 'loaded';
-    } catch (e) {
-      return (e as Error).message;
-    } finally {
-      el.remove();
-    }
-  }, `http://127.0.0.1:${port}/austen-target/`);
+  const message = await loadAndGenerate(page, { target: `http://127.0.0.1:${port}/austen-target/` });
   server.close();
   expect(message).toMatch(
     /cannot reach http:\/\/127\.0\.0\.1:[0-9]+ \(Failed to fetch\); it is down, or it does not let this page's origin read its files \(CORS: it must answer with Access-Control-Allow-Origin\)$/,
@@ -147,19 +143,7 @@ test('a Content-Security-Policy that blocks the engine worker: the load says so 
   allowProblems(/Content Security Policy|worker-src|Refused to/);
   await withCsp(page, CSP.replace("worker-src 'self' blob:", "worker-src 'none'"));
   await page.goto('./');
-  const message = await page.evaluate(async () => {
-    const el = document.createElement('spec-decoder') as HTMLElement & { load(): Promise<unknown> };
-    Object.assign(el, { device: 'wasm', method: 'lookup', draft: '' });
-    document.body.append(el);
-    try {
-      await el.load();
-      return 'loaded';
-    } catch (e) {
-      return (e as Error).message;
-    } finally {
-      el.remove();
-    }
-  });
+  const message = await loadAndGenerate(page);
   expect(message).toBe(
     "the page's Content-Security-Policy (worker-src) blocks the engine worker: allow its script's origin in worker-src (e.g. worker-src 'self' blob:)",
   );
