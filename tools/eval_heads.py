@@ -404,10 +404,17 @@ def medusa_choices(acc, n_nodes):
 
 # ------------------------------------------------------------------------------------------------ main
 
+_checked_caches = set()
+
+
 def check_feature_cache(cache_dir, target_dir, config):
-    """heads_data.check_cache, imported where the cache is read (as the readers here import heads_data)."""
+    """heads_data.check_cache, imported where the cache is read (as the readers here import heads_data); once per
+    cache and target (it hashes the target's weights)."""
+    if (cache_dir, target_dir) in _checked_caches:
+        return
     from heads_data import check_cache
     check_cache(cache_dir, target_dir, config)
+    _checked_caches.add((cache_dir, target_dir))
 
 
 @torch.no_grad()
