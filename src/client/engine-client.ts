@@ -24,7 +24,7 @@ export class EngineError extends Error {
 }
 
 /** A generation that never reached the worker (its signal was aborted first): nothing made. */
-function cancelledBeforeStart(): GenerationResult {
+export function cancelledBeforeStart(): GenerationResult {
   return { tokens: [], text: '', stopReason: 'cancelled', stats: new StatsTracker().summary(0) };
 }
 
