@@ -24,7 +24,8 @@
  */
 import { css, html, LitElement, nothing } from 'lit';
 import { property, query, state } from 'lit/decorators.js';
-import { type ClientLoadOptions, EngineClient } from '../client/engine-client';
+import type { ClientLoadOptions } from '../client/engine-client';
+import { type EngineLease, sharedEngines } from '../client/shared-engines';
 import {
   defaultHeads,
   describeNeeds,
@@ -56,7 +57,13 @@ import './token-stream';
 import './tree-view';
 import { defineOnce } from './define';
 
-type Status = 'idle' | 'loading' | 'ready' | 'generating' | 'cancelled' | 'error';
+type Status = 'idle' | 'loading' | 'ready' | 'waiting' | 'generating' | 'cancelled' | 'error';
+
+/** What an engine was loaded for: the element's loadKey, and whether its target has layer switches. */
+interface LoadMeta {
+  key: string;
+  layerSwitches: boolean;
+}
 
 /** The bundled models, served beside the page, and the heads trained on that target. */
 const DEFAULT_TARGET = 'models/austen-target/';
@@ -74,7 +81,7 @@ const RACE_TRIES = 3;
 const elsewhere = (what: string, info: LoadInfo, on: LoadInfo['draftDevice']) =>
   on && on.device !== info.device ? `, ${what} on ${on.device}` : '';
 
-const isBusy = (s: Status) => s === 'loading' || s === 'generating';
+const isBusy = (s: Status) => s === 'loading' || s === 'waiting' || s === 'generating';
 
 @defineOnce('spec-decoder')
 export class SpecDecoder extends LitElement {
@@ -206,6 +213,11 @@ export class SpecDecoder extends LitElement {
   @property({ attribute: false }) hubToken = '';
   /** "text": continue a prompt; "chat": a conversation through the target's chat template. */
   @property() mode: 'text' | 'chat' = 'text';
+  /**
+   * Load an engine of its own (its own worker and models). By default elements that load the same models with the
+   * same options share one engine, and their runs take turns on it.
+   */
+  @property({ type: Boolean, attribute: 'own-engine' }) ownEngine = false;
 
   @state() private status: Status = 'idle';
   @state() private progress = new Map<string, { loaded: number; total: number }>();
@@ -229,7 +241,8 @@ export class SpecDecoder extends LitElement {
 
   @query('textarea') private promptBox!: HTMLTextAreaElement;
 
-  private client: EngineClient | null = null;
+  /** This element's hold on its engine, shared with the elements that load the same (see shared-engines.ts). */
+  private client: EngineLease<LoadMeta> | null = null;
   private loadedKey = '';
   /** The load under way, and what it loads (load() shares it with a caller that wants the same). */
   private loading: { want: string; promise: Promise<LoadInfo> } | null = null;
@@ -253,6 +266,7 @@ export class SpecDecoder extends LitElement {
       this.threads,
       this.hubEndpoint,
       this.hubToken,
+      this.ownEngine,
     ]);
   }
 
@@ -262,11 +276,14 @@ export class SpecDecoder extends LitElement {
    * on the engine of an EAGLE run, as a race does), so switching between such methods reloads nothing; auto's
    * WebGPU-only heads count as there where the engine is not on WebGPU (the worker loads them only there).
    */
-  private reusable(info: LoadInfo): boolean {
-    if (this.loadedKey !== this.loadKey) return false;
+  private reusable(
+    info: LoadInfo,
+    loaded: LoadMeta = { key: this.loadedKey, layerSwitches: this.loadedLayerSwitches },
+  ): boolean {
+    if (loaded.key !== this.loadKey) return false;
     if (this.headsInUse && info.heads !== this.headsInUse) return false;
     if (this.gpuHeadsInUse && info.device === 'webgpu' && info.heads !== this.gpuHeadsInUse) return false;
-    return !this.needsLayerSwitches || this.loadedLayerSwitches;
+    return !this.needsLayerSwitches || loaded.layerSwitches;
   }
 
   /** The heads the current method runs on ('' when it needs none, or none is known for this target). */
@@ -338,8 +355,8 @@ export class SpecDecoder extends LitElement {
   override disconnectedCallback(): void {
     super.disconnectedCallback();
     // A move (taken out and put back in the same task: re-parenting, a framework's reordering) keeps the run and the
-    // models. A removal stops the run, which ends as cancelled with what it made (sd-done), and then lets the worker
-    // and its models go.
+    // models. A removal stops the run, which ends as cancelled with what it made (sd-done), and then lets go of the
+    // engine: its worker and models go with the last element that shares them.
     setTimeout(() => {
       if (this.isConnected) return;
       this.controller?.abort();
@@ -347,7 +364,7 @@ export class SpecDecoder extends LitElement {
       this.client = null;
       this.loadedKey = '';
       this.loading = null;
-      void (this.active ?? Promise.resolve()).finally(() => client?.terminate());
+      void (this.active ?? Promise.resolve()).finally(() => client?.release());
     }, 0);
   }
 
@@ -369,13 +386,14 @@ export class SpecDecoder extends LitElement {
     // is done, loaded the models twice.
     const want = JSON.stringify([this.loadKey, this.needsLayerSwitches, this.headsInUse, this.gpuHeadsInUse]);
     if (this.loading?.want === want) return this.loading.promise;
-    // Other models or options: a fresh worker. Releasing the last onnxruntime session on WebGPU destroys its
-    // device, so an engine reloaded in the same worker would start on a lost device.
+    // Other models or options: another engine (a fresh worker, or one another element loaded for the same). Releasing
+    // the last onnxruntime session on WebGPU destroys its device, so an engine reloaded in the same worker would start
+    // on a lost device. Letting go of this one terminates its worker unless another element still holds it.
     if (this.client) {
-      this.client.terminate();
+      this.client.release();
       this.client = null;
     }
-    const promise = this.loadNow();
+    const promise = this.loadNow(want);
     this.loading = { want, promise };
     try {
       return await promise;
@@ -384,8 +402,12 @@ export class SpecDecoder extends LitElement {
     }
   }
 
-  private async loadNow(): Promise<LoadInfo> {
-    const client = new EngineClient();
+  private async loadNow(want: string): Promise<LoadInfo> {
+    const meta: LoadMeta = { key: this.loadKey, layerSwitches: this.needsLayerSwitches };
+    const client = sharedEngines.acquire(want, meta, {
+      isolated: this.ownEngine,
+      serves: (loaded, info) => this.reusable(info, loaded),
+    });
     this.client = client;
     this.status = 'loading';
     this.progress = new Map();
@@ -418,15 +440,12 @@ export class SpecDecoder extends LitElement {
           }
         : {}),
     };
-    // What the engine is built with is what was sent, whatever the attributes say by the time it is ready.
-    const key = this.loadKey;
-    const switches = this.needsLayerSwitches;
     let info: LoadInfo;
     try {
       info = await client.load(options);
     } catch (e) {
-      // Its worker was let go: another load replaced this one (other models or options), or the element was removed.
-      // The caller of this load is told which, not that "the engine client was terminated".
+      // This element let go of it: another load replaced this one (other models or options), or the element was
+      // removed. The caller of this load is told which, not that "the engine client was terminated".
       if (this.client === client) throw e;
       throw new Error(
         this.isConnected
@@ -435,8 +454,10 @@ export class SpecDecoder extends LitElement {
       );
     }
     if (this.client !== client) return info; // removed, or replaced by another load, meanwhile: nothing to announce
-    this.loadedKey = key;
-    this.loadedLayerSwitches = switches;
+    // What the engine is built with is what was sent (or what the engine joined was built with), whatever the
+    // attributes say by the time it is ready.
+    this.loadedKey = client.meta.key;
+    this.loadedLayerSwitches = client.meta.layerSwitches;
     this.loadInfo = info;
     this.status = 'ready';
     fire(this, 'sd-loaded', info);
@@ -466,6 +487,10 @@ export class SpecDecoder extends LitElement {
       sampling: { temperature: this.temperature, topK: this.topK, topP: this.topP, seed: this.seed },
       verifyRule: this.verify,
       signal,
+      // On a shared engine another element's run may hold it: this one waits its turn.
+      onWait: (waiting) => {
+        this.status = waiting ? 'waiting' : 'generating';
+      },
     });
     for await (const e of stream) {
       if (!live) continue;
@@ -759,6 +784,7 @@ export class SpecDecoder extends LitElement {
       return this.cancelledAfter < 0
         ? `race cancelled (during its unseen ${this.cancelledUnseen === 'ar' ? 'plain decoding' : this.cancelledUnseen} run)`
         : `cancelled after ${this.cancelledAfter} tokens`;
+    if (this.status === 'waiting') return "waiting for another element's run on the shared engine";
     if (this.status === 'ready' && this.racing) return 'generating';
     return this.status;
   }
