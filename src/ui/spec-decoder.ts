@@ -10,6 +10,8 @@
  * ort-base, threads, hub-endpoint (the hub host for hf:org/name ids; a token goes in the hubToken property), mode
  * ("text", or "chat": messages in through the target's chat template, see chat-view.ts). The prompt can also come
  * from a slotted element: <span slot="prompt">…</span>. cachedModels() and clearCache() show and empty the hub cache.
+ * Elements that load the same models with the same options share one engine (worker and models; see
+ * ../client/shared-engines.ts) and their runs take turns on it; own-engine (boolean) gives an element one of its own.
  *
  * @event sd-loaded - CustomEvent<LoadInfo>: the models are loaded (device, fallback, adapter, model shapes)
  * @event sd-round - CustomEvent<RoundEvent>: one speculative round
