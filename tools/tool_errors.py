@@ -15,8 +15,14 @@ def require_torch():
         import numpy  # noqa: F401
         import torch  # noqa: F401
     except ImportError as e:
-        fail(f"this tool needs PyTorch and NumPy ({e.name or e} is missing): apt-get install -y python3-torch "
-             "python3-numpy python3-regex libopenblas0-pthread (tools/README.md)")
+        install = ("apt-get install -y python3-torch python3-numpy python3-regex libopenblas0-pthread "
+                   "(tools/README.md)")
+        if any(a in ("-h", "--help") for a in sys.argv[1:]):
+            # --help answers without them: the tool's own description, and what its options need.
+            print((sys.modules["__main__"].__doc__ or "").strip())
+            print(f"\n(PyTorch and NumPy are missing here ({e.name or e}), so its options cannot be listed: {install})")
+            sys.exit(0)
+        fail(f"this tool needs PyTorch and NumPy ({e.name or e} is missing): {install}")
 
 
 def run(main):
