@@ -1,21 +1,40 @@
 /**
- * Incremental detokenisation: the text a token adds in context. Byte-level BPE tokens can split a UTF-8
- * character, so each piece is the difference between decoding a short window with and without the new tokens;
- * a piece ending in an incomplete character is held back until the character completes.
+ * Incremental detokenisation: the text tokens add in context (the prefix/read offsets of Hugging Face's TextStreamer
+ * and TGI). A piece is what decoding the tokens since the last emitted chunk adds to that chunk's own text, so
+ * - a decoder that strips a leading space (SentencePiece's Strip in Llama, Mistral, TinyLlama) strips it from the
+ *   window's first token, never from the new one: the first generated word keeps its space, because the decoder
+ *   starts from the prompt's last tokens;
+ * - byte-level tokens that split a UTF-8 character are held back (their text ends in U+FFFD) until it completes,
+ *   and the window keeps every held-back token, so a run of invalid bytes or a real U+FFFD in the text comes out
+ *   as often as decoding the whole text gives it, never doubled by a window that starts inside a character.
+ * Text still held back when a generation ends (an incomplete character) is not emitted.
  */
 import type { TextTokenizer } from '../model/tokenizer';
 
-const WINDOW = 8;
+/** Prompt tokens the decoder starts from: the context of the first generated token's text. */
+const CONTEXT = 4;
 
-/** Text without a trailing incomplete character (decoded as U+FFFD): it is emitted once complete. */
-const stable = (text: string) => text.replace(/\uFFFD+$/, '');
+const incomplete = (text: string) => text.endsWith('\uFFFD');
 
 export class IncrementalDecoder {
-  private ids: number[] = [];
-  /** Text emitted so far for `ids`. */
+  private readonly ids: number[];
+  /** ids[prefix, read) decode to the last emitted chunk (the window's context); ids[read, ) are held back. */
+  private prefix = 0;
+  private read: number;
+  /** Text emitted so far (the prompt's context not included). */
   text = '';
 
-  constructor(private readonly tokenizer: Pick<TextTokenizer, 'decode'>) {}
+  constructor(
+    private readonly tokenizer: Pick<TextTokenizer, 'decode'>,
+    context: readonly number[] = [],
+  ) {
+    this.ids = context.slice(-CONTEXT);
+    // A context ending inside a character (a prompt given as token ids): its incomplete tail is held back with the
+    // tokens that complete it.
+    let read = this.ids.length;
+    while (read > 0 && incomplete(this.decode(this.ids.slice(0, read)))) read--;
+    this.read = read;
+  }
 
   private decode(ids: readonly number[]): string {
     return ids.length === 0 ? '' : this.tokenizer.decode(ids);
@@ -23,26 +42,34 @@ export class IncrementalDecoder {
 
   /** Pieces for `added`, as if appended after the committed tokens (does not commit them). */
   preview(added: readonly number[]): string[] {
-    const base = this.ids.slice(-WINDOW);
-    let emitted = stable(this.decode(base)).length;
-    return added.map((_, i) => {
-      const full = stable(this.decode([...base, ...added.slice(0, i + 1)]));
-      const piece = full.slice(emitted);
-      emitted = Math.max(emitted, full.length);
-      return piece;
-    });
+    return this.step(added).pieces;
   }
 
   /** Commit tokens; returns their pieces. */
   push(added: readonly number[]): string[] {
-    const pieces = this.preview(added);
+    const { pieces, prefix, read } = this.step(added);
     this.ids.push(...added);
+    this.prefix = prefix;
+    this.read = read;
     this.text += pieces.join('');
     return pieces;
   }
 
-  reset(): void {
-    this.ids = [];
-    this.text = '';
+  /** Each added token's piece ('' while held back), and the offsets after them. */
+  private step(added: readonly number[]): { pieces: string[]; prefix: number; read: number } {
+    const ids = [...this.ids];
+    let { prefix, read } = this;
+    let before = this.decode(ids.slice(prefix, read));
+    const pieces = added.map((token) => {
+      ids.push(token);
+      const after = this.decode(ids.slice(prefix));
+      if (after.length <= before.length || incomplete(after)) return '';
+      const piece = after.slice(before.length);
+      prefix = read;
+      read = ids.length;
+      before = this.decode(ids.slice(prefix, read));
+      return piece;
+    });
+    return { pieces, prefix, read };
   }
 }

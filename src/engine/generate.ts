@@ -119,7 +119,8 @@ export async function* generate(
   ]);
   const rng = new Rng(sampling.seed);
   const stats = new StatsTracker();
-  const decoder = new IncrementalDecoder(parts.tokenizer);
+  // From the prompt's last tokens: the first word's text in context (a leading space a decoder would strip alone).
+  const decoder = new IncrementalDecoder(parts.tokenizer, prompt);
   const committed = [...prompt];
   const generated: number[] = [];
   const draftCallsAtStart = drafter.calls;
