@@ -105,19 +105,23 @@ export class EngineClient {
     const blocked = watchCspBlocks();
     worker.onerror = (event) => {
       event.preventDefault();
+      blocked.stop();
+      if (event.message) {
+        this.fail(new Error(`the engine worker crashed: ${event.message}; load the models again`));
+        return;
+      }
       // A worker whose script never loaded (not served, blocked) reports an error event with no message at all. A
       // Content-Security-Policy block is told apart by its violation event, which may come just after.
+      const listening = watchCspBlocks(blocked.directive());
       setTimeout(() => {
-        blocked.stop();
+        listening.stop();
         if (this.worker !== worker) return;
-        const directive = blocked.directive();
+        const directive = listening.directive();
         this.fail(
           new Error(
-            event.message
-              ? `the engine worker crashed: ${event.message}; load the models again`
-              : directive
-                ? `the page's Content-Security-Policy (${directive}) blocks the engine worker: allow its script's origin in worker-src (e.g. worker-src 'self' blob:)`
-                : "the engine worker failed to start or crashed without a message: check that its script (the library's engine-worker file) is served, then load the models again",
+            directive
+              ? `the page's Content-Security-Policy (${directive}) blocks the engine worker: allow its script's origin in worker-src (e.g. worker-src 'self' blob:)`
+              : "the engine worker failed to start or crashed without a message: check that its script (the library's engine-worker file) is served, then load the models again",
           ),
         );
       }, 50);
@@ -354,15 +358,23 @@ export class EngineClient {
  * Listens, while a worker starts, for the page's Content-Security-Policy refusing a worker script (worker-src, or
  * script-src and default-src that it falls back to). Outside a page (a worker, Node) it hears nothing.
  */
-function watchCspBlocks(): { directive(): string | null; stop(): void } {
-  let directive: string | null = null;
+/** The directives a worker's script is checked against (worker-src, falling back to child-src, script-src, default-src). */
+const WORKER_DIRECTIVES = new Set(['worker-src', 'child-src', 'script-src', 'default-src']);
+
+function watchCspBlocks(heard: string | null = null): { directive(): string | null; stop(): void } {
+  let directive = heard;
   const target = globalThis as {
     addEventListener?: typeof addEventListener;
     removeEventListener?: typeof removeEventListener;
   };
   const listener = (e: Event) => {
     const v = e as SecurityPolicyViolationEvent;
-    if (/^(worker-src|script-src|default-src)/.test(v.effectiveDirective ?? '')) directive ??= v.effectiveDirective;
+    // Enforced (a report-only policy blocks nothing), by a directive a worker's script falls under, and for a script
+    // of this page's origin or a blob (the engine worker's), not an inline script or another site's.
+    if (v.disposition !== 'enforce' || !WORKER_DIRECTIVES.has(v.effectiveDirective)) return;
+    const uri = v.blockedURI ?? '';
+    const ours = uri.startsWith('blob:') || (/^https?:/.test(uri) && new URL(uri).origin === location.origin);
+    if (ours) directive ??= v.effectiveDirective;
   };
   if (typeof document === 'undefined' || !target.addEventListener) return { directive: () => null, stop: () => {} };
   target.addEventListener('securitypolicyviolation', listener);

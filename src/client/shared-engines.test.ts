@@ -109,9 +109,14 @@ describe('shared engines', () => {
     const a = registry.acquire('k', {});
     const b = registry.acquire('k', {});
     const la = a.load({ target: 't' });
+    const lb = b.load({ target: 't' });
     a.release();
+    // The holder that let go learns so at once (the element then says 'load superseded' or 'load stopped'), as when
+    // a worker of its own ended; the load goes on for the other.
+    await expect(la).rejects.toThrow('this engine lease was released');
+    expect(() => a.generate('A', { method: 'ar', maxNewTokens: 3 })).toThrow('this engine lease was released');
     clients[0]?.loaded();
-    expect(await la).toBe(INFO);
+    expect(await lb).toBe(INFO);
     expect(clients[0]?.terminated).toBe(false);
     const c = registry.acquire('k', {});
     const lc = c.load({ target: 't' });
@@ -119,7 +124,8 @@ describe('shared engines', () => {
     const d = registry.acquire('d', {});
     const ld = d.load({ target: 't' });
     d.release();
-    await expect(ld).rejects.toThrow('terminated');
+    await expect(ld).rejects.toThrow('this engine lease was released');
+    expect(clients[1]?.terminated).toBe(true);
     b.release();
     c.release();
     expect(clients[0]?.terminated).toBe(true);
@@ -196,5 +202,32 @@ describe('shared engines', () => {
     expect(client.runs.map((r) => r.prompt)).toEqual(['A', 'B', 'D']);
     client.runs[2]?.finish();
     expect((await rd.result).stopReason).toBe('max-tokens');
+  });
+
+  it("a run that waited on an engine that stopped meanwhile says so, not 'no models loaded'", async () => {
+    const { clients, registry } = setup();
+    const a = registry.acquire('k', {});
+    const b = registry.acquire('k', {});
+    const load = a.load({ target: 't' });
+    clients[0]?.loaded();
+    await load;
+    const client = clients[0] as FakeClient;
+    const ra = a.generate('A', { method: 'ar', maxNewTokens: 3 });
+    const rb = b.generate('B', { method: 'ar', maxNewTokens: 3 });
+    await tick();
+    // A's run ends as the worker dies under it (the client forgets its models).
+    client.info = null;
+    client.runs[0]?.finish();
+    await ra.result;
+    await expect(rb.result).rejects.toThrow(
+      /^the shared engine stopped while this run waited for another element's run/,
+    );
+    // The engine's turn was handed on: nothing stays locked.
+    client.info = INFO;
+    const rc = a.generate('C', { method: 'ar', maxNewTokens: 3 });
+    await tick();
+    expect(client.runs.map((r) => r.prompt)).toEqual(['A', 'C']);
+    client.runs[1]?.finish();
+    expect((await rc.result).stopReason).toBe('max-tokens');
   });
 });

@@ -50,6 +50,10 @@ export interface EngineLease<M> {
   release(): void;
 }
 
+const RELEASED = 'this engine lease was released';
+const STOPPED_WHILE_WAITING =
+  "the shared engine stopped while this run waited for another element's run (its worker crashed or its device was lost): load the models again";
+
 class SharedEngine<M> {
   refs = 0;
   loading: Promise<LoadInfo> | null = null;
@@ -124,8 +128,11 @@ class SharedEngine<M> {
       };
       const granted = () => {
         signal.removeEventListener('abort', onAbort);
-        onWait?.(false);
-        resolve(handOn);
+        try {
+          onWait?.(false);
+        } finally {
+          resolve(handOn);
+        }
       };
       this.waiting.push(granted);
       signal.addEventListener('abort', onAbort, { once: true });
@@ -180,6 +187,13 @@ export class EngineRegistry {
     let held = true;
     let listener: ((p: ProgressInfo) => void) | null = null;
     const registry = this.engines;
+    // A load this holder waits on ends when it lets go, though the engine's load goes on for the others: its caller
+    // learns it was let go (the element says 'load superseded' or 'load stopped'), as when a worker of its own ended.
+    let letGo: (e: Error) => void = () => {};
+    const released = new Promise<never>((_, reject) => {
+      letGo = reject;
+    });
+    released.catch(() => {});
     return {
       meta: engine.meta,
       isolated,
@@ -190,17 +204,23 @@ export class EngineRegistry {
         return engine.refs;
       },
       load(options) {
-        if (!held) return Promise.reject(new Error('this engine lease was released'));
+        if (!held) return Promise.reject(new Error(RELEASED));
         if (options.onProgress && !listener) {
           listener = options.onProgress;
           engine.listeners.add(listener);
           for (const w of engine.warnings) listener(w);
         }
-        return engine.load(options);
+        return Promise.race([engine.load(options), released]);
       },
       generate(prompt, options) {
+        if (!held) throw new Error(RELEASED);
         checkPromptShape(prompt);
-        const { signal, onWait, ...rest } = options;
+        const { signal, onWait: told, ...rest } = options;
+        let waited = false;
+        const onWait = (waiting: boolean) => {
+          if (waiting) waited = true;
+          told?.(waiting);
+        };
         // The run's own stop: the caller's signal, or its loop left early (break) while it waits or runs.
         const stop = new AbortController();
         const onAbort = () => stop.abort();
@@ -208,6 +228,12 @@ export class EngineRegistry {
         else signal?.addEventListener('abort', onAbort, { once: true });
         const started = engine.takeTurn(stop.signal, onWait).then((handOn) => {
           if (!handOn) return null;
+          if (waited && engine.client.info === null) {
+            // The engine stopped while this run waited (its worker crashed, or its device was lost, in another
+            // holder's run): said as that, not as a run started before any load.
+            handOn();
+            throw new Error(STOPPED_WHILE_WAITING);
+          }
           try {
             const inner = engine.client.generate(prompt, { ...rest, signal: stop.signal });
             inner.result.then(handOn, handOn);
@@ -242,6 +268,7 @@ export class EngineRegistry {
       release() {
         if (!held) return;
         held = false;
+        letGo(new Error(RELEASED));
         if (listener) engine.listeners.delete(listener);
         if (--engine.refs > 0) return;
         if (registry.get(engine.key) === (engine as SharedEngine<unknown>)) registry.delete(engine.key);

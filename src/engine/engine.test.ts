@@ -411,6 +411,8 @@ describe('SpecEngine', () => {
     expect(made?.tokens.length).toBe((first.value as RoundEvent).counts.tokens);
     // The iterator's own next() after it still reads the result (a native generator's would read undefined).
     expect(await dropped.next()).toEqual({ done: true, value: made });
+    // Still an async generator underneath (its name, and where the runtime has it, `await using`'s asyncDispose).
+    expect(Object.prototype.toString.call(dropped)).toBe('[object AsyncGenerator]');
     expect(await dropped.return(undefined as never)).toEqual({ done: true, value: made });
     const reference = (await finish(pair, 'She was', 'chain', GREEDY, 40)).tokens;
     expect(reference.slice(0, made?.tokens.length)).toEqual(made?.tokens);

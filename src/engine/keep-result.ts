@@ -17,5 +17,8 @@ export function keepResult<T, R>(inner: AsyncGenerator<T, R>): AsyncGenerator<T,
     throw: (error) => (final ? Promise.reject(error) : inner.throw(error).then(settle)),
     [Symbol.asyncIterator]: () => kept,
   };
+  // The native generator's prototype underneath: its Symbol.asyncDispose (`await using`, which calls return()) and
+  // its name; the methods above come first.
+  Object.setPrototypeOf(kept, Object.getPrototypeOf(inner));
   return kept;
 }

@@ -69,7 +69,8 @@ export async function request(
   }
   const e = failure;
   const cause = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
-  throw new DownloadError(`${label}: cannot reach ${origin(url)} (${cause})${crossOriginHint(url)}`, {
+  const hint = init.signal?.aborted ? '' : crossOriginHint(url);
+  throw new DownloadError(`${label}: cannot reach ${origin(url)} (${cause})${hint}`, {
     network: true,
   });
 }
