@@ -59,6 +59,12 @@ describe('CLI flags', () => {
     expect(o.exact).toBe(false);
     expect(parseCli(['--prompt', 'x', '--exact']).exact).toBe(true);
     expect(() => parseCli([])).toThrow(UsageError);
+    // Text that starts with a dash (a list item, Austen's '--') is the prompt's, not a flag; a flag after --prompt
+    // is a missing prompt.
+    expect(parseCli(['--prompt', '- a list item', '--json']).prompt).toBe('- a list item');
+    expect(parseCli(['--prompt', '--she said', '--json']).prompt).toBe('--she said');
+    expect(parseCli(['--prompt', 'x', '--system', '-terse', '--chat']).system).toBe('-terse');
+    expect(() => parseCli(['--prompt', '--json'])).toThrow(UsageError);
   });
 
   it('colour follows the terminal, NO_COLOR and FORCE_COLOR', () => {

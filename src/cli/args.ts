@@ -108,6 +108,8 @@ const VALUE_FLAGS = [
   'system',
 ] as const;
 
+const BOOLEAN_FLAGS = ['json', 'exact', 'chat', 'help'] as const;
+
 /** A decimal number (or a safe integer), or a UsageError naming the flag. */
 const number = (name: string, raw: string | undefined, fallback: number, integer = false): number =>
   numberFlag(name, raw, fallback, integer, (message) => new UsageError(message));
@@ -116,15 +118,17 @@ export function parseCli(argv: string[]): CliOptions {
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({
-      args: joinNegativeValues(argv, new Set(VALUE_FLAGS.map((f) => `--${f}`))),
+      args: joinNegativeValues(
+        argv,
+        new Set(VALUE_FLAGS.map((f) => `--${f}`)),
+        new Set(['--prompt', '--system']),
+        new Set([...VALUE_FLAGS, ...BOOLEAN_FLAGS].map((f) => `--${f}`)),
+      ),
       strict: true,
       allowPositionals: false,
       options: {
         ...Object.fromEntries(VALUE_FLAGS.map((f) => [f, { type: 'string' as const }])),
-        json: { type: 'boolean' },
-        exact: { type: 'boolean' },
-        chat: { type: 'boolean' },
-        help: { type: 'boolean' },
+        ...Object.fromEntries(BOOLEAN_FLAGS.map((f) => [f, { type: 'boolean' as const }])),
       },
     }));
   } catch (e) {

@@ -1,14 +1,22 @@
 /**
  * Command-line helpers shared by the CLI and the benchmark. Node's parseArgs reads `--temperature -1` as an
  * ambiguous option and answers with a three-line message; joining a negative number onto its flag
- * (`--temperature=-1`) lets our own validation say what is wrong in one line.
+ * (`--temperature=-1`) lets our own validation say what is wrong in one line. A flag of free text (`--prompt`)
+ * takes the next argument whatever it starts with (`--prompt '- a list item'`, `--prompt '--she said'`), unless that
+ * is one of the command's own flags (`knownFlags`: then the text is missing, and parseArgs says so).
  */
-export function joinNegativeValues(argv: readonly string[], valueFlags: ReadonlySet<string>): string[] {
+export function joinNegativeValues(
+  argv: readonly string[],
+  valueFlags: ReadonlySet<string>,
+  textFlags: ReadonlySet<string> = new Set(),
+  knownFlags: ReadonlySet<string> = valueFlags,
+): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
     const next = argv[i + 1];
-    if (valueFlags.has(a) && next !== undefined && /^-[0-9.]/.test(next)) {
+    const text = textFlags.has(a) && next?.startsWith('-') && !knownFlags.has(next.split('=')[0] as string);
+    if (valueFlags.has(a) && next !== undefined && (text || /^-[0-9.]/.test(next))) {
       out.push(`${a}=${next}`);
       i++;
     } else out.push(a);
