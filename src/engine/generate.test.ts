@@ -360,6 +360,12 @@ describe('engine behaviour', () => {
       'sampling has no setting "temprature" (its settings: temperature, topK, topP, seed)',
     );
     expect((await run([1, 2], { stopTokens: [49] })).tokens.length).toBeGreaterThan(0);
+    // A typed array of ids is taken as prompts are (it was refused as {"0":49}), and its ids are checked the same.
+    const typed = await run([1, 2], { stopTokens: new Int32Array([49]) });
+    expect(typed.tokens).toEqual((await run([1, 2], { stopTokens: [49] })).tokens);
+    await expect(run([1, 2], { stopTokens: new Int32Array([3, 99999]) })).rejects.toThrow(
+      "stop token 99999 is not in the target's vocabulary [0, 50)",
+    );
   });
 
   it('an over-long prompt is refused with a clear error and the engine stays usable; output stops at the context', async () => {

@@ -87,9 +87,15 @@ export async function* generate(
   if (options.verifyRule !== undefined && !VERIFY_RULES.includes(options.verifyRule))
     throw new RangeError(`verify rule "${String(options.verifyRule)}" is not one of ${VERIFY_RULES.join(', ')}`);
   checkBoolean('stopAtEos', options.stopAtEos);
-  if (options.stopTokens !== undefined && !Array.isArray(options.stopTokens))
+  // An array, or a typed array of ids (prompts take both).
+  const stopList = options.stopTokens as unknown;
+  if (
+    stopList !== undefined &&
+    !Array.isArray(stopList) &&
+    !(ArrayBuffer.isView(stopList) && !(stopList instanceof DataView))
+  )
     throw new TypeError(
-      `stop tokens must be an array of token ids; got ${JSON.stringify(options.stopTokens) ?? String(options.stopTokens)}`,
+      `stop tokens must be an array of token ids; got ${JSON.stringify(stopList) ?? String(stopList)}`,
     );
   if (prompt.length === 0) throw new RangeError('the prompt is empty: nothing to continue');
   // Token ids the target cannot embed are refused here, naming where they are (the model call would only say "token
