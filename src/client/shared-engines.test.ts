@@ -204,6 +204,25 @@ describe('shared engines', () => {
     expect((await rd.result).stopReason).toBe('max-tokens');
   });
 
+  it('a stream let go before its first round (return() before any next()) leaves the queue as cancelled', async () => {
+    const { clients, registry } = setup();
+    const a = registry.acquire('k', {});
+    const b = registry.acquire('k', {});
+    const load = a.load({ target: 't' });
+    clients[0]?.loaded();
+    await load;
+    const client = clients[0] as FakeClient;
+    const ra = a.generate('A', { method: 'ar', maxNewTokens: 3 });
+    const rb = b.generate('B', { method: 'ar', maxNewTokens: 3 });
+    await tick();
+    await rb[Symbol.asyncIterator]().return?.(undefined);
+    expect(await rb.result).toMatchObject({ tokens: [], stopReason: 'cancelled' });
+    client.runs[0]?.finish();
+    expect((await ra.result).tokens).toEqual([1, 2, 3]);
+    await tick();
+    expect(client.runs.map((r) => r.prompt)).toEqual(['A']);
+  });
+
   it("a run that waited on an engine that stopped meanwhile says so, not 'no models loaded'", async () => {
     const { clients, registry } = setup();
     const a = registry.acquire('k', {});

@@ -261,7 +261,17 @@ export class EngineRegistry {
           [Symbol.asyncIterator]() {
             if (iterated) throw new Error('a generation stream can be iterated once (read `result` for the summary)');
             iterated = true;
-            return rounds();
+            const it = rounds();
+            // A loop left before its first round (a return() before any next()) never enters rounds(), whose
+            // finally would stop the run: stopped here too, so a waiting run leaves the queue.
+            return Object.assign(Object.create(Object.getPrototypeOf(it)) as AsyncGenerator<RoundEvent>, {
+              next: (...a: [] | [unknown]) => it.next(...a),
+              return: (v: unknown) => {
+                stop.abort();
+                return it.return(v);
+              },
+              throw: (e: unknown) => it.throw(e),
+            });
           },
         };
       },

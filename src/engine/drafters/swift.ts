@@ -75,7 +75,10 @@ export class SwiftDrafter implements Drafter {
   /** Widths and running shares of this round's calls (the optimisation step's and the drafting's). */
   private roundCalls: SkippingCall[] = [];
   private lastNote: DrafterNote | null = null;
-  /** Matchness of each optimisation step of the current search (a sampled generation's fresh search starts anew). */
+  /**
+   * Matchness of each optimisation step since the last fresh search (a sampled generation's, which starts it anew:
+   * a greedy generation after it resumes the kept search, whose earlier steps are no longer listed).
+   */
   readonly matchness: number[] = [];
   /** Milliseconds spent in optimisation steps. */
   optimisingMs = 0;
