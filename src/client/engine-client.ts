@@ -61,6 +61,22 @@ export interface GenerationStream extends AsyncIterable<RoundEvent> {
   readonly result: Promise<GenerationResult>;
 }
 
+/** A generation's stream, read by one loop at most: a second iteration throws, naming `result` for the summary. */
+export function streamOnce(
+  result: Promise<GenerationResult>,
+  rounds: () => AsyncIterator<RoundEvent>,
+): GenerationStream {
+  let iterated = false;
+  return {
+    result,
+    [Symbol.asyncIterator]() {
+      if (iterated) throw new Error('a generation stream can be iterated once (read `result` for the summary)');
+      iterated = true;
+      return rounds();
+    },
+  };
+}
+
 interface Pending {
   onMessage(msg: FromWorker): void;
   onFailure(error: Error): void;
@@ -336,16 +352,8 @@ export class EngineClient {
         if (!finished) running.cancel();
       }
     }
-    let iterated = false;
-    return {
-      result,
-      [Symbol.asyncIterator]() {
-        // One reader: two would share the queue and the wake-up, and one of them wait forever.
-        if (iterated) throw new Error('a generation stream can be iterated once (read `result` for the summary)');
-        iterated = true;
-        return rounds();
-      },
-    };
+    // One reader: two would share the queue and the wake-up, and one of them wait forever.
+    return streamOnce(result, rounds);
   }
 
   /** Stop the worker and free its models (GPU memory included). */

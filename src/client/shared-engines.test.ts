@@ -74,6 +74,20 @@ const setup = () => {
 };
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
+/** Two holders of one loaded engine: A's run under way, B's waiting for it. */
+async function twoRuns() {
+  const { clients, registry } = setup();
+  const a = registry.acquire('k', {});
+  const b = registry.acquire('k', {});
+  const load = a.load({ target: 't' });
+  clients[0]?.loaded();
+  await load;
+  const ra = a.generate('A', { method: 'ar', maxNewTokens: 3 });
+  const rb = b.generate('B', { method: 'ar', maxNewTokens: 3 });
+  await tick();
+  return { a, client: clients[0] as FakeClient, ra, rb };
+}
+
 describe('shared engines', () => {
   it('one engine for one key, loaded once, terminated when the last holder lets go', async () => {
     const { clients, registry } = setup();
@@ -205,16 +219,7 @@ describe('shared engines', () => {
   });
 
   it('a stream let go before its first round (return() before any next()) leaves the queue as cancelled', async () => {
-    const { clients, registry } = setup();
-    const a = registry.acquire('k', {});
-    const b = registry.acquire('k', {});
-    const load = a.load({ target: 't' });
-    clients[0]?.loaded();
-    await load;
-    const client = clients[0] as FakeClient;
-    const ra = a.generate('A', { method: 'ar', maxNewTokens: 3 });
-    const rb = b.generate('B', { method: 'ar', maxNewTokens: 3 });
-    await tick();
+    const { client, ra, rb } = await twoRuns();
     await rb[Symbol.asyncIterator]().return?.(undefined);
     expect(await rb.result).toMatchObject({ tokens: [], stopReason: 'cancelled' });
     client.runs[0]?.finish();
@@ -224,16 +229,7 @@ describe('shared engines', () => {
   });
 
   it("a run that waited on an engine that stopped meanwhile says so, not 'no models loaded'", async () => {
-    const { clients, registry } = setup();
-    const a = registry.acquire('k', {});
-    const b = registry.acquire('k', {});
-    const load = a.load({ target: 't' });
-    clients[0]?.loaded();
-    await load;
-    const client = clients[0] as FakeClient;
-    const ra = a.generate('A', { method: 'ar', maxNewTokens: 3 });
-    const rb = b.generate('B', { method: 'ar', maxNewTokens: 3 });
-    await tick();
+    const { a, client, ra, rb } = await twoRuns();
     // A's run ends as the worker dies under it (the client forgets its models).
     client.info = null;
     client.runs[0]?.finish();

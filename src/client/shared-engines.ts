@@ -16,6 +16,7 @@ import {
   cancelledBeforeStart,
   EngineClient,
   type GenerationStream,
+  streamOnce,
 } from './engine-client';
 
 /** The client a shared engine needs: EngineClient's load, generate, terminate and info (a fake in the unit tests). */
@@ -255,25 +256,19 @@ export class EngineRegistry {
             stop.abort();
           }
         }
-        let iterated = false;
-        return {
-          result,
-          [Symbol.asyncIterator]() {
-            if (iterated) throw new Error('a generation stream can be iterated once (read `result` for the summary)');
-            iterated = true;
-            const it = rounds();
-            // A loop left before its first round (a return() before any next()) never enters rounds(), whose
-            // finally would stop the run: stopped here too, so a waiting run leaves the queue.
-            return Object.assign(Object.create(Object.getPrototypeOf(it)) as AsyncGenerator<RoundEvent>, {
-              next: (...a: [] | [unknown]) => it.next(...a),
-              return: (v: unknown) => {
-                stop.abort();
-                return it.return(v);
-              },
-              throw: (e: unknown) => it.throw(e),
-            });
-          },
-        };
+        return streamOnce(result, () => {
+          const it = rounds();
+          // A loop left before its first round (a return() before any next()) never enters rounds(), whose finally
+          // would stop the run: stopped here too, so a waiting run leaves the queue.
+          return Object.assign(Object.create(Object.getPrototypeOf(it)) as AsyncGenerator<RoundEvent>, {
+            next: (...a: [] | [unknown]) => it.next(...a),
+            return: (v: unknown) => {
+              stop.abort();
+              return it.return(v);
+            },
+            throw: (e: unknown) => it.throw(e),
+          });
+        });
       },
       release() {
         if (!held) return;
