@@ -17,8 +17,8 @@ const CONTEXT = 4;
 const incomplete = (text: string) => text.endsWith('\uFFFD');
 
 export class IncrementalDecoder {
+  /** The window: ids[prefix, read) decode to the last emitted chunk (its context); ids[read, ) are held back. */
   private readonly ids: number[];
-  /** ids[prefix, read) decode to the last emitted chunk (the window's context); ids[read, ) are held back. */
   private prefix = 0;
   private read: number;
   /** Text emitted so far (the prompt's context not included). */
@@ -49,8 +49,10 @@ export class IncrementalDecoder {
   push(added: readonly number[]): string[] {
     const { pieces, prefix, read } = this.step(added);
     this.ids.push(...added);
-    this.prefix = prefix;
-    this.read = read;
+    // Only the window is needed from here on: what came before it is let go (a long generation copied it all).
+    this.ids.splice(0, prefix);
+    this.prefix = 0;
+    this.read = read - prefix;
     this.text += pieces.join('');
     return pieces;
   }
