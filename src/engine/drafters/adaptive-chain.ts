@@ -187,7 +187,7 @@ export class AdaptiveChainDrafter extends ChainDrafter {
    * set aside; the catch-up is the one the chain's next round would make, made earlier.
    */
   async refresh(req: DraftRequest): Promise<void> {
-    if (!isGreedy(req.sampling) || this.state.behind(req.committed) <= 2) return;
+    if (!isGreedy(req.sampling) || !this.state.fellBehind(req.committed)) return;
     await this.state.sync(req.committed, judgeFrom(req));
   }
 

@@ -289,9 +289,9 @@ export class DraftModelState implements TreeDraftModel {
     });
   }
 
-  /** Committed tokens the cache has not seen (the next sync feeds them). */
-  behind(committed: readonly number[]): number {
-    return Math.max(0, committed.length - this.cached.length);
+  /** Whether the cache is further behind the committed text than an ordinary round's sync: the next sync catches up. */
+  fellBehind(committed: readonly number[]): boolean {
+    return committed.length - this.cached.length > ORDINARY_SYNC;
   }
 
   /** Room left in the draft's context for this round's nodes. */
