@@ -121,18 +121,17 @@ export class EngineClient {
     const blocked = watchCspBlocks();
     worker.onerror = (event) => {
       event.preventDefault();
-      blocked.stop();
       if (event.message) {
+        blocked.stop();
         this.fail(new Error(`the engine worker crashed: ${event.message}; load the models again`));
         return;
       }
       // A worker whose script never loaded (not served, blocked) reports an error event with no message at all. A
       // Content-Security-Policy block is told apart by its violation event, which may come just after.
-      const listening = watchCspBlocks(blocked.directive());
       setTimeout(() => {
-        listening.stop();
+        blocked.stop();
         if (this.worker !== worker) return;
-        const directive = listening.directive();
+        const directive = blocked.directive();
         this.fail(
           new Error(
             directive
@@ -362,15 +361,15 @@ export class EngineClient {
   }
 }
 
-/**
- * Listens, while a worker starts, for the page's Content-Security-Policy refusing a worker script (worker-src, or
- * script-src and default-src that it falls back to). Outside a page (a worker, Node) it hears nothing.
- */
 /** The directives a worker's script is checked against (worker-src, falling back to child-src, script-src, default-src). */
 const WORKER_DIRECTIVES = new Set(['worker-src', 'child-src', 'script-src', 'default-src']);
 
-function watchCspBlocks(heard: string | null = null): { directive(): string | null; stop(): void } {
-  let directive = heard;
+/**
+ * Listens, while a worker starts (10 s at most), for the page's Content-Security-Policy refusing a worker script.
+ * Outside a page (a worker, Node) it hears nothing.
+ */
+function watchCspBlocks(): { directive(): string | null; stop(): void } {
+  let directive: string | null = null;
   const target = globalThis as {
     addEventListener?: typeof addEventListener;
     removeEventListener?: typeof removeEventListener;
