@@ -16,6 +16,11 @@ export interface SyntheticTokenizerSpec {
   specials: SpecialToken[];
 }
 
+/** A tokenizer.json `added_tokens` entry for a special token, matched as it is written (never normalised or split). */
+export function addedSpecialToken({ id, content }: SpecialToken) {
+  return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true };
+}
+
 /** GPT-2's byte-to-symbol table: printable bytes map to themselves, the rest to U+0100 onwards. */
 export function byteSymbols(): string[] {
   const printable = (b: number) => (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
@@ -63,15 +68,7 @@ export function syntheticTokenizer(spec: SyntheticTokenizerSpec): {
     while (specialIds.has(id)) id++;
     vocab[t] = id++;
   }
-  const addedTokens = spec.specials.map((s) => ({
-    id: s.id,
-    content: s.content,
-    single_word: false,
-    lstrip: false,
-    rstrip: false,
-    normalized: false,
-    special: true,
-  }));
+  const addedTokens = spec.specials.map(addedSpecialToken);
   for (const s of spec.specials) vocab[s.content] = s.id;
   const byteLevel = { add_prefix_space: false, trim_offsets: true, use_regex: true };
   return {

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { addedSpecialToken } from '../../tools/synthetic-tokenizer';
 import { makeTokenizer } from '../model/tokenizer';
 import { IncrementalDecoder } from './decode';
 import { Rng } from './sampling';
@@ -23,15 +24,7 @@ function sentencePiece() {
       version: '1.0',
       truncation: null,
       padding: null,
-      added_tokens: special.map((content, id) => ({
-        id,
-        content,
-        single_word: false,
-        lstrip: false,
-        rstrip: false,
-        normalized: false,
-        special: true,
-      })),
+      added_tokens: special.map((content, id) => addedSpecialToken({ id, content })),
       normalizer: {
         type: 'Sequence',
         normalizers: [

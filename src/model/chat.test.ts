@@ -1,6 +1,7 @@
 /** Chat templates through transformers.js's tokenizer: the exact prompt string, and the end-of-turn tokens. */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { addedSpecialToken } from '../../tools/synthetic-tokenizer';
 import { makeTokenizer } from './tokenizer';
 
 const fixture = JSON.parse(readFileSync('tests/fixtures/chat-templates.json', 'utf8'));
@@ -10,20 +11,10 @@ const tokenizerConfig = JSON.parse(readFileSync('public/models/austen-target/tok
 /** The bundled tokenizer plus ChatML's two special tokens (ids 4096, 4097), as chat models add them. */
 function chatmlTokenizer() {
   const json = structuredClone(tokenizerJson);
-  for (const [id, content] of [
-    [4096, '<|im_start|>'],
-    [4097, '<|im_end|>'],
-  ] as const) {
-    json.added_tokens.push({
-      id,
-      content,
-      single_word: false,
-      lstrip: false,
-      rstrip: false,
-      normalized: false,
-      special: true,
-    });
-  }
+  json.added_tokens.push(
+    addedSpecialToken({ id: 4096, content: '<|im_start|>' }),
+    addedSpecialToken({ id: 4097, content: '<|im_end|>' }),
+  );
   return makeTokenizer(json, { ...tokenizerConfig, eos_token: '<|im_end|>', chat_template: fixture.chatml.template });
 }
 
