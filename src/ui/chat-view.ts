@@ -142,12 +142,15 @@ export class ChatView extends LitElement {
       <label>System <input part="system" .value=${this.system} @input=${(e: Event) => {
         this.system = (e.target as HTMLInputElement).value;
       }} ?disabled=${this.busy || this.turns.length > 0} /></label>
-      ${this.turns.map((t) =>
+      ${this.turns.map((t, i) =>
         t.role === 'user'
           ? html`<div class="turn" data-role="user" part="turn turn-user"><div class="role">you</div>${t.content}</div>`
           : html`<div class="turn" data-role="assistant" part="turn turn-assistant">
               <div class="role">assistant</div>
-              <sd-token-stream .rounds=${t.rounds ?? []}></sd-token-stream>
+              <sd-token-stream
+                .rounds=${t.rounds ?? []}
+                ?busy=${this.busy && i === this.turns.length - 1}
+              ></sd-token-stream>
             </div>`,
       )}
       <textarea

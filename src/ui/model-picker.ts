@@ -82,9 +82,18 @@ export class ModelPicker extends LitElement {
     }
     input[type='text'] {
       width: 18rem;
+      max-width: 100%;
+    }
+    /* A phone-wide page: the options' long labels made the select 474 px wide; it shrinks with its row instead. */
+    .row > label {
+      min-width: 0;
+      max-width: 100%;
+    }
+    select {
+      max-width: 100%;
     }
     .muted {
-      color: #6e7781;
+      color: light-dark(#6e7781, #8b949e);
     }
     ul {
       margin: 0.3rem 0;
@@ -222,14 +231,14 @@ export class ModelPicker extends LitElement {
           ${this.cached.map(
             (c) => html`<li>
               ${c.repo} @ ${c.revisions.join(', ')}: ${c.files.length} files, ${formatBytes(c.bytes)}
-              <button @click=${() => void this.clear(c.repo)}>Remove</button>
+              <button aria-label=${`Remove ${c.repo}`} @click=${() => void this.clear(c.repo)}>Remove</button>
             </li>`,
           )}
         </ul>
         <button data-testid="cache-clear" @click=${() => void this.clear()} ?disabled=${this.cached.length === 0}>
           Clear the hub cache
         </button>
-        <small class="muted" data-testid="cache-message">${this.message}</small>
+        <small class="muted" role="status" data-testid="cache-message">${this.message}</small>
       </details>
     `;
   }

@@ -112,7 +112,8 @@ export class SpecDecoder extends LitElement {
       }
       .legend {
         display: flex;
-        gap: 1rem;
+        flex-wrap: wrap;
+        gap: 0.25rem 1rem;
         font-size: 0.85rem;
         margin: 0.5rem 0;
       }
@@ -157,6 +158,16 @@ export class SpecDecoder extends LitElement {
         grid-template-columns: minmax(20rem, 1fr) minmax(0, 2fr);
         gap: 1rem;
         margin-top: 0.75rem;
+      }
+      /* Narrow (a phone, or 400% zoom): stats above the tree, one column, no sideways scrolling (WCAG 1.4.10). The
+         box is the query's container, so the element's own width decides, not the viewport's. */
+      .panels-box {
+        container-type: inline-size;
+      }
+      @container (max-width: 40rem) {
+        .panels {
+          grid-template-columns: minmax(0, 1fr);
+        }
       }
       .panels > * {
         min-width: 0;
@@ -746,7 +757,8 @@ export class SpecDecoder extends LitElement {
     if (this.status !== 'loading') return nothing;
     return html`<div part="progress" role="status">
       ${[...this.progress].map(
-        ([key, p]) => html`<div><progress max=${p.total} value=${p.loaded}></progress> <small>${key}</small></div>`,
+        ([key, p]) =>
+          html`<div><progress aria-label=${key} max=${p.total} value=${p.loaded}></progress> <small>${key}</small></div>`,
       )}
       <small>${this.progress.size === 0 ? 'starting…' : 'loading models and building sessions…'}</small>
     </div>`;
@@ -824,12 +836,13 @@ export class SpecDecoder extends LitElement {
                 min="0"
                 max=${this.events.length - 1}
                 .value=${String(shownRound)}
+                aria-valuetext=${`round ${shownRound + 1} of ${this.events.length}`}
                 @input=${(e: Event) => {
                   this.selectedRound = Number((e.target as HTMLInputElement).value);
                 }}
-              />
-              ${shownRound + 1} / ${this.events.length}</label
-            >`
+              /></label
+            >
+            <span aria-hidden="true">${shownRound + 1} / ${this.events.length}</span>`
           : nothing
       }
       ${round?.note ? html`<small class="note" part="note">${round.note.text}</small>` : nothing}
@@ -904,7 +917,7 @@ export class SpecDecoder extends LitElement {
           Race vs plain
         </button>
         <button part="cancel" @click=${() => this.cancel()} ?disabled=${!busy}>Cancel</button>
-        <small part="status" data-status=${this.status}>${this.statusText()}</small>
+        <small part="status" role="status" data-status=${this.status}>${this.statusText()}</small>
         ${lossy ? html`<small class="lossy">typical acceptance: LOSSY</small>` : nothing}
       </div>
       ${this.renderProgress()} ${this.renderNotices()}
@@ -945,12 +958,13 @@ export class SpecDecoder extends LitElement {
               .rounds=${this.events}
               ?group-rounds=${this.groupRounds}
               ?hide-rejected=${this.hideRejected}
+              ?busy=${this.busy}
             ></sd-token-stream>`
       }
-      <div class="panels">
+      <div class="panels-box"><div class="panels">
         <sd-stats-panel part="stats" .stats=${this.stats} .race=${this.race}></sd-stats-panel>
         ${this.renderTreePanel(this.shownRound())}
-      </div>
+      </div></div>
     `;
   }
 }

@@ -112,8 +112,12 @@ export class StatsPanel extends LitElement {
       </dl>
       ${
         depth.length > 0
-          ? html`<div part="acceptance" aria-label="acceptance rate per tree depth">
-              <div class="depths"><div class="bars">
+          ? html`<div part="acceptance">
+              <div
+                class="depths"
+                role="img"
+                aria-label=${`accepted at each tree depth: ${depth.map((a, d) => `depth ${d + 1} ${Math.round(100 * a)}%`).join(', ')}`}
+              ><div class="bars">
                 ${depth.map(
                   (a, d) =>
                     html`<div class="col" title=${`depth ${d + 1}: ${(100 * a).toFixed(0)}% accepted`}>

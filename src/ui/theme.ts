@@ -4,21 +4,26 @@
  * (--_sd-…) from the public names and uses only those; nothing here sets a public --sd-… property, since a value
  * set on an inner :host would hide the page's value from everything inside it.
  *
- * @cssproperty --sd-accepted - accepted draft tokens (default #1a7f37); --sd-accepted-bg their background
- * @cssproperty --sd-rejected - rejected draft tokens (default #cf222e); --sd-rejected-bg their background
- * @cssproperty --sd-target - the target's own tokens (default #0969da); --sd-target-bg their background
- * @cssproperty --sd-muted - the prompt, unreached tree nodes, borders (default #6e7781)
+ * The defaults follow the page's colour scheme (CSS light-dark(): the scheme the page uses, not only the one the
+ * system prefers, so a light-only page stays light): in the dark scheme lighter colours on dark backgrounds, so that
+ * the coloured text on the page's background (legend, stats) and the tokens on their own backgrounds keep WCAG AA's
+ * 4.5:1 (light: 4.55-5.36; dark, on Chromium's #121212: 6.1-7.4, tokens on their backgrounds 6.1-6.4).
+ *
+ * @cssproperty --sd-accepted - accepted draft tokens (default #1a7f37, dark #3fb950); --sd-accepted-bg their background
+ * @cssproperty --sd-rejected - rejected draft tokens (default #cf222e, dark #ff7b72); --sd-rejected-bg their background
+ * @cssproperty --sd-target - the target's own tokens (default #0969da, dark #58a6ff); --sd-target-bg their background
+ * @cssproperty --sd-muted - the prompt, unreached tree nodes, borders (default #6e7781, dark #8b949e)
  */
 import { css } from 'lit';
 
 export const tokenColours = css`
   :host {
-    --_sd-accepted: var(--sd-accepted, #1a7f37);
-    --_sd-accepted-bg: var(--sd-accepted-bg, #dafbe1);
-    --_sd-rejected: var(--sd-rejected, #cf222e);
-    --_sd-rejected-bg: var(--sd-rejected-bg, #ffebe9);
-    --_sd-target: var(--sd-target, #0969da);
-    --_sd-target-bg: var(--sd-target-bg, #ddf4ff);
-    --_sd-muted: var(--sd-muted, #6e7781);
+    --_sd-accepted: var(--sd-accepted, light-dark(#1a7f37, #3fb950));
+    --_sd-accepted-bg: var(--sd-accepted-bg, light-dark(#dafbe1, #0f2a18));
+    --_sd-rejected: var(--sd-rejected, light-dark(#cf222e, #ff7b72));
+    --_sd-rejected-bg: var(--sd-rejected-bg, light-dark(#ffebe9, #3a1418));
+    --_sd-target: var(--sd-target, light-dark(#0969da, #58a6ff));
+    --_sd-target-bg: var(--sd-target-bg, light-dark(#ddf4ff, #0c2340));
+    --_sd-muted: var(--sd-muted, light-dark(#6e7781, #8b949e));
   }
 `;

@@ -3,6 +3,10 @@
  * rejected draft tokens (red, struck through) where the draft went wrong, kept after their round so a finished run
  * still shows them (`hide-rejected` leaves only the text itself). Colour is never the only cue. Token text is bound
  * as text, never as HTML. The stream is `white-space: pre-wrap`, so its template has no whitespace of its own.
+ *
+ * For a screen reader the stream is the text itself: rejected tokens are hidden from it (read aloud they garbled
+ * the sentence), the prompt stays out of the live region (every run began by reading it again), and the region is
+ * busy while a run streams, so the text is announced when it is done rather than token by token.
  */
 import { css, html, LitElement, nothing } from 'lit';
 import { property } from 'lit/decorators.js';
@@ -64,9 +68,16 @@ export class TokenStream extends LitElement {
   @property({ type: Boolean, attribute: 'group-rounds' }) groupRounds = false;
   /** Leave the rejected draft tokens out (the stream is then exactly the prompt and the generated text). */
   @property({ type: Boolean, attribute: 'hide-rejected' }) hideRejected = false;
+  /** A run is streaming into it (aria-busy on the live region). */
+  @property({ type: Boolean }) busy = false;
 
   private token(piece: TokenPiece, kind: Kind) {
-    return html`<span class="tok" data-kind=${kind} part="token token-${kind}" title=${`${kind} token ${piece.id}`}
+    return html`<span
+      class="tok"
+      data-kind=${kind}
+      part="token token-${kind}"
+      title=${`${kind} token ${piece.id}`}
+      aria-hidden=${kind === 'rejected' ? 'true' : nothing}
       >${piece.text}</span
     >`;
   }
@@ -82,7 +93,7 @@ export class TokenStream extends LitElement {
 
   override render() {
     // biome-ignore format: the stream is pre-wrap: no whitespace between the tags
-    return html`<div class="stream" part="stream" aria-live="polite" aria-atomic="false">${this.prompt ? html`<span class="prompt" part="prompt">${this.prompt}</span>` : nothing}${this.rounds.map((e) => this.round(e))}</div>`;
+    return html`<div class="stream" part="stream">${this.prompt ? html`<span class="prompt" part="prompt">${this.prompt}</span>` : nothing}<span class="generated" part="generated" aria-live="polite" aria-atomic="false" aria-busy=${this.busy ? 'true' : 'false'}>${this.rounds.map((e) => this.round(e))}</span></div>`;
   }
 }
 

@@ -51,6 +51,13 @@ const label = (text: string) => {
   return shown.length > 10 ? `${shown.slice(0, 9)}…` : shown || '∅';
 };
 
+/** The tree in words, for a screen reader: its size, and the accepted path's text. */
+function treeLabel(t: TreeView['tree'] & object): string {
+  const accepted = t.status.flatMap((s, i) => (s === 'accepted' && i > 0 ? [t.texts[i] ?? ''] : []));
+  const path = accepted.length > 0 ? `: accepted "${accepted.join('')}"` : '';
+  return `token tree of the round: ${t.tokens.length} nodes, ${accepted.length} draft tokens accepted${path}`;
+}
+
 @defineOnce('sd-tree-view')
 export class TreeView extends LitElement {
   static override styles = [
@@ -71,8 +78,13 @@ export class TreeView extends LitElement {
         stroke: var(--_sd-accepted);
         stroke-width: 2.5;
       }
-      g.unreached {
-        opacity: 0.35;
+      /* Unreached nodes (after a rejection on their path) are dotted with muted labels, not faded: faded, their labels
+         fell to 2.4:1 against the background. */
+      g.unreached rect {
+        stroke-dasharray: 1 3;
+      }
+      g.unreached text {
+        fill: var(--_sd-muted);
       }
       g rect {
         fill: Canvas;
@@ -154,14 +166,13 @@ export class TreeView extends LitElement {
         background: var(--_sd-rejected-bg);
       }
       .swatch.unreached {
-        opacity: 0.35;
+        border-style: dotted;
       }
       .aux [data-aux] {
         font: 12px ui-monospace, monospace;
         border: 1px dotted var(--_sd-muted);
         border-radius: 3px;
         padding: 0 3px;
-        opacity: 0.6;
         white-space: pre;
       }
     `,
@@ -223,7 +234,7 @@ export class TreeView extends LitElement {
     return html`<svg
         part="tree"
         role="img"
-        aria-label=${`token tree of round: ${t.tokens.length} nodes, ${t.status.filter((s) => s === 'accepted').length} accepted`}
+        aria-label=${treeLabel(t)}
         width=${width}
         height=${height}
         viewBox=${`0 0 ${width} ${height}`}
