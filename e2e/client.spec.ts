@@ -132,7 +132,7 @@ test('an aborted signal never reaches the worker; a stream is iterated once; tok
   expect(r.early).toEqual(['cancelled', 0]);
   expect(r.second).toBe('a generation stream can be iterated once (read `result` for the summary)');
   expect(r.ids).toBe(4);
-  expect(r.tooLong).toMatch(/^context limit: the prompt has \d+ tokens; the model's context is 1024$/);
+  expect(r.tooLong).toMatch(/^context limit: the prompt has \d+ tokens; the target's context is 1024$/);
   expect(r.nullPrompt).toBe(
     'the prompt must be text, an array of token ids (an Array or an integer typed array such as Int32Array) or { messages }; got null',
   );

@@ -272,7 +272,7 @@ describe('CLI runs (bundled models)', () => {
     const words = 'and then '.repeat(1200);
     expect(await main(['--prompt', words, '--method', 'ar', '--max-new-tokens', '4', '--threads', '1'], long)).toBe(2);
     expect(long.stdout()).toBe('');
-    expect(long.stderr()).toMatch(/^error: context limit: the prompt has \d+ tokens; the model's context is 1024\n$/);
+    expect(long.stderr()).toMatch(/^error: context limit: the prompt has \d+ tokens; the target's context is 1024\n$/);
   }, 60_000);
 
   it('an interrupt stops the run at the next round and keeps what it made: the text and stats, or the JSON; exit status 130', async () => {

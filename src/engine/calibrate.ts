@@ -29,7 +29,7 @@ export interface CostCurve {
 export async function measureCurve(
   lm: CausalLM,
   tokens: readonly number[],
-  qs: readonly number[] = [1, 2, 4, 8, 16, 32, 64],
+  asked: readonly number[] = [1, 2, 4, 8, 16, 32, 64],
   reps = 5,
   context = 64,
   warmRounds = 2,
@@ -46,7 +46,11 @@ export async function measureCurve(
 ): Promise<CostCurve> {
   const pick = (n: number, offset: number) =>
     Array.from({ length: n }, (_, i) => tokens[(offset + i) % tokens.length] as number);
-  const ctx = Math.min(context, lm.config.maxPositions - Math.max(...qs));
+  // Widths the model's context holds after at least one cached token (a model with a 32-token context cannot take
+  // a 32-wide call: its calibration once prefilled nothing and failed with "forward: no tokens").
+  const fits = asked.filter((q) => q + 1 <= lm.config.maxPositions);
+  const qs = fits.length > 0 ? fits : [1];
+  const ctx = Math.max(1, Math.min(context, lm.config.maxPositions - Math.max(...qs)));
   lm.reset();
   const prefix = pick(ctx, 0);
   await lm.forward({ tokens: prefix, positions: prefix.map((_, i) => i), bias: chainBias(0, ctx), rows: [ctx - 1] });

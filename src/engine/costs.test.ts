@@ -3,6 +3,7 @@
  * when single-token calls no longer cost what the record says, or when the record is for another model or too old.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { measureCurve } from './calibrate';
 import { calibrateCosts } from './costs';
 import type { ForwardInput } from './lm';
 import { MemoryStore } from './store';
@@ -136,5 +137,15 @@ describe('remembered costs', () => {
     await store.set(key, { ...((await store.get(key)) as object), version: 1 });
     expect((await calibrateCosts({ ...request(target, store), draft })).source).toBe('measured');
     expect((await calibrateCosts({ ...request(target, store), draft })).source).toBe('remembered');
+  });
+});
+
+describe('the verify-cost curve', () => {
+  it('of a model with a short context is measured at the widths its context holds, after a cached token', async () => {
+    const lm = new ToyLM(20, hashedLogits(20, 1), { maxPositions: 8 });
+    const tokens = Array.from({ length: 80 }, (_, i) => i % 20);
+    const curve = await measureCurve(lm, tokens, [1, 2, 4, 8, 16, 32], 1, 64, 1);
+    expect(curve.points.map((p) => p.q)).toEqual([1, 2, 4]);
+    expect(curve.context).toBe(4);
   });
 });

@@ -2,7 +2,7 @@
  * SpecEngine in Node on the bundled models: methods it cannot run are refused clearly, a generation never holds
  * the event loop (timers and abort signals fire during it), and cancelling at random points leaves it usable.
  */
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -205,6 +205,49 @@ describe('SpecEngine', () => {
     );
     expect((await finish(pair, new Uint16Array([10, 20]) as never, 'ar', GREEDY, 2)).tokens).toHaveLength(2);
     expect((await finish(pair, 'She was', 'ar', GREEDY, 2)).tokens).toHaveLength(2);
+  });
+
+  it("a draft model with a shorter context: methods that need it stop there and name it; auto runs to the target's", async () => {
+    // The bundled draft model with a 64-token context beside the 1024-token target.
+    const dir = mkdtempSync(join(tmpdir(), 'short-draft-'));
+    try {
+      for (const f of ['model.safetensors', 'tokenizer.json', 'tokenizer_config.json', 'generation_config.json'])
+        copyFileSync(join('public/models/austen-draft', f), join(dir, f));
+      const config = JSON.parse(readFileSync('public/models/austen-draft/config.json', 'utf8'));
+      writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, max_position_embeddings: 64 }));
+      const engine = await SpecEngine.load(ortForNode(), {
+        target: 'public/models/austen-target',
+        draft: dir,
+        device: 'wasm',
+        calibration: 'never',
+        warmup: false,
+      });
+      try {
+        const ids = (n: number) => Array.from({ length: n }, (_, i) => 300 + ((i * 37) % 500));
+        const run = (engine_: SpecEngine, prompt: number[], method: Method, n: number) =>
+          finish(engine_, prompt as never, method, GREEDY, n);
+        // Too long for the draft model: a method that needs it says so, naming it and what would run.
+        await expect(run(engine, ids(80), 'chain', 4)).rejects.toThrow(
+          "context limit: the prompt has 80 tokens; the draft model's context is 64 (the target's 1024): shorten the prompt, or use a method that runs without it",
+        );
+        // auto takes it, on its other arms, and gives plain decoding's tokens.
+        const long = await run(engine, ids(80), 'auto', 12);
+        expect(long.tokens).toEqual((await run(targetOnly, ids(80), 'ar', 12)).tokens);
+        expect(long.stopReason).toBe('max-tokens');
+        // A run that outgrows the draft's context on the way: the draft's methods stop at it, auto goes on.
+        const chain = await run(engine, ids(40), 'chain', 40);
+        expect(chain.stopReason).toBe('context');
+        expect(chain.tokens).toHaveLength(64 - 40 + 1);
+        const auto = await run(engine, ids(40), 'auto', 40);
+        expect(auto.stopReason).toBe('max-tokens');
+        expect(auto.tokens).toEqual((await run(targetOnly, ids(40), 'ar', 40)).tokens);
+        expect(auto.stats.arms?.find((a) => a.name === 'chain')?.rounds ?? 0).toBeGreaterThan(0);
+      } finally {
+        await engine.release();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('decodes greedily where no sampling is given (a script calling the library without it)', async () => {

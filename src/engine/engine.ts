@@ -475,13 +475,18 @@ export class SpecEngine {
         const record = (await safeGet(this.store, key)) as { version?: unknown; state?: unknown } | null | undefined;
         if (record?.version === LEARNED_VERSION) drafter.relearn(record.state);
       }
-      // Every model the method runs bounds the context.
-      const contextLimit = Math.min(
-        this.target.config.maxPositions,
-        uses(spec, 'draft-model') && this.draft ? this.draft.config.maxPositions : Number.POSITIVE_INFINITY,
-      );
+      // Every model the method needs bounds the context. One it only uses when it can (auto's draft model) does not:
+      // its arms stand aside once the text outgrows that model's context.
+      const draftBound = spec.needs.includes('draft-model') && this.draft ? this.draft.config.maxPositions : null;
+      const contextLimit = Math.min(this.target.config.maxPositions, draftBound ?? Number.POSITIVE_INFINITY);
       const result = yield* generate(
-        { target: this.target, drafter, tokenizer: this.tokenizer, contextLimit },
+        {
+          target: this.target,
+          drafter,
+          tokenizer: this.tokenizer,
+          contextLimit,
+          ...(draftBound !== null ? { contextOf: 'the draft model' } : {}),
+        },
         ids,
         options,
       );

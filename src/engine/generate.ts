@@ -37,6 +37,8 @@ export interface EngineParts {
   tokenizer: Pick<TextTokenizer, 'decode'>;
   /** Smallest context of the models involved (defaults to the target's). */
   contextLimit?: number;
+  /** The model whose context that is, where it is not the target's (named in the prompt-too-long error). */
+  contextOf?: string;
 }
 
 const pieces = (ids: readonly number[], texts: readonly string[]): TokenPiece[] =>
@@ -112,9 +114,11 @@ export async function* generate(
   // A prompt may fill the context: its last token is verified at the last position, and the token the target
   // produces there is output without ever being fed back.
   if (prompt.length > limit) {
-    throw new ContextLimitError(
-      `context limit: the prompt has ${prompt.length} tokens; the model's context is ${limit}`,
-    );
+    const whose =
+      parts.contextOf && limit < target.config.maxPositions
+        ? `${parts.contextOf}'s context is ${limit} (the target's ${target.config.maxPositions}): shorten the prompt, or use a method that runs without it`
+        : `the target's context is ${limit}`;
+    throw new ContextLimitError(`context limit: the prompt has ${prompt.length} tokens; ${whose}`);
   }
   const rule = options.verifyRule ?? 'rejection';
   const greedy = isGreedyRun(options);

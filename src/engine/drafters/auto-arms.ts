@@ -139,11 +139,15 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
     // holds only as often as the target samples it (depth-1 acceptance of lookup 0.13 on the bench prompts at
     // temperature 0.8, 0.69 greedy), so there the chain is the draft model's only arm on a steep curve.
     const draft = new DraftModelState(r.draft);
+    // The draft model's arms stand aside once the text no longer leaves room in its context for a drafted token:
+    // auto runs to the target's context (the draft model is optional to it), on its other arms from there.
+    const draftRoom = r.draft.config.maxPositions;
+    const draftFits = (req: DraftRequest) => req.committed.length + 1 < draftRoom;
     // The chain runs on every curve: since it drafts on while more tokens pay (adaptive-chain.ts), on a nearly
     // flat curve it drafts long chains through confident text with width-1 draft calls, where the tree's calls are
     // wider (Chromium's WebGPU on SwiftShader, greedy, 2 prompts: the adaptive chain 2.69x, tau 3.88, against auto
     // without it 2.07x).
-    arms.push({ name: 'chain', drafter: new AdaptiveChainDrafter(draft, r.costs) });
+    arms.push({ name: 'chain', drafter: new AdaptiveChainDrafter(draft, r.costs), when: draftFits });
     arms.push({
       name: 'tree',
       copies: true,
@@ -164,7 +168,7 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
       // made 3.99x where the draft model's tree (`dynamic`) made 3.05x and auto, on its tree arm 45 rounds of 61,
       // 3.42x; on Chromium's SwiftShader the tree arm's rounds brought 4.2 tokens against the chain arm's 6.3; on an
       // H200 the chain alone made 3.6-4.1x and auto, mostly on its tree arm, 3.0-3.2x.
-      when: () => widthNearlyFree(r.costs()) && draftWidthNearlyFree(r.costs()),
+      when: (req) => draftFits(req) && widthNearlyFree(r.costs()) && draftWidthNearlyFree(r.costs()),
     });
   }
   // Lookahead decoding where width is nearly free, under greedy decoding: its Jacobi window rides along in the verify

@@ -702,7 +702,7 @@ export class AutoDrafter implements Drafter {
    */
   private async refreshSetAside(req: DraftRequest): Promise<void> {
     for (const arm of this.arms) {
-      if (!arm.drafter.refresh || arm === this.incumbent || !arm.warmed) continue;
+      if (!arm.drafter.refresh || arm === this.incumbent || !arm.warmed || !(arm.when?.(req) ?? true)) continue;
       if (this.round - Math.max(arm.lastRound, arm.refreshedAt) < REFRESH_ROUNDS) continue;
       arm.refreshedAt = this.round;
       // The refreshed arm's own calls, as a round counts them (arms may share one draft model: counted once).
