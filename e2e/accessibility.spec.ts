@@ -102,6 +102,30 @@ test('the status is announced, and the round slider says which round in words', 
   await expect(chart).toHaveAttribute('aria-label', /^accepted at each tree depth: depth 1 \d+%/);
 });
 
+test("a merged tree's text alternative says which drafters proposed how many nodes (a stripe's colour on screen)", async () => {
+  const label = await page.evaluate(async () => {
+    const view = document.createElement('sd-tree-view') as HTMLElement & {
+      tree: unknown;
+      updateComplete: Promise<boolean>;
+    };
+    view.tree = {
+      tokens: [1, 2, 3, 4, 5],
+      texts: ['A', ' b', 'c', ' d', 'e'],
+      parents: [-1, 0, 1, 0, 3],
+      status: ['accepted', 'accepted', 'accepted', 'rejected', 'unreached'],
+      sources: ['', 'lookup+draft', 'lookup', 'draft', 'draft'],
+    };
+    document.body.append(view);
+    await view.updateComplete;
+    const text = view.shadowRoot?.querySelector('svg[role="img"]')?.getAttribute('aria-label');
+    view.remove();
+    return text;
+  });
+  expect(label).toBe(
+    'token tree of the round: 5 nodes, 2 draft tokens accepted: accepted " bc"; proposed by lookup+draft 1, lookup 1, draft 2',
+  );
+});
+
 /** WCAG contrast ratio of two colours given as CSS rgb()/rgba() strings (alpha ignored). */
 function contrastInPage() {
   return page.evaluate(() => {

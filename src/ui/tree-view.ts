@@ -51,11 +51,17 @@ const label = (text: string) => {
   return shown.length > 10 ? `${shown.slice(0, 9)}…` : shown || '∅';
 };
 
-/** The tree in words, for a screen reader: its size, and the accepted path's text. */
+/**
+ * The tree in words, for a screen reader: its size, the accepted path's text, and which drafters proposed its nodes
+ * (on screen a coloured stripe, which neither a screen reader nor forced colours keep).
+ */
 function treeLabel(t: TreeView['tree'] & object): string {
   const accepted = t.status.flatMap((s, i) => (s === 'accepted' && i > 0 ? [t.texts[i] ?? ''] : []));
   const path = accepted.length > 0 ? `: accepted "${accepted.join('')}"` : '';
-  return `token tree of the round: ${t.tokens.length} nodes, ${accepted.length} draft tokens accepted${path}`;
+  const by = new Map<string, number>();
+  for (const s of t.sources?.slice(1) ?? []) by.set(s, (by.get(s) ?? 0) + 1);
+  const sources = by.size > 1 ? `; proposed by ${[...by].map(([s, n]) => `${s} ${n}`).join(', ')}` : '';
+  return `token tree of the round: ${t.tokens.length} nodes, ${accepted.length} draft tokens accepted${path}${sources}`;
 }
 
 @defineOnce('sd-tree-view')
