@@ -91,6 +91,8 @@ test('the status is announced, and the round slider says which round in words', 
   const status = host.locator('[part="status"]');
   await expect(status).toHaveAttribute('role', 'status');
   await expect(status).toHaveText(/\S/);
+  // Notices are added to one live region that is always there (one that appears with its text is often missed).
+  await expect(host.locator('[part="notices"]')).toHaveAttribute('role', 'status');
   const slider = host.locator('[part="tree"] input[type="range"]');
   const rounds = Number(await slider.getAttribute('max')) + 1;
   await slider.fill('0');

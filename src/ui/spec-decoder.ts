@@ -20,8 +20,8 @@
  * @event sd-progress - CustomEvent<ProgressInfo>: loading progress (transformers.js's progress_callback shape)
  * The first four also fire as `loaded`, `round`, `done` and `error`: deprecated, removed in the next release.
  *
- * @csspart prompt-input, controls, method, generate, race, cancel, status, progress, fallback, device-warning,
- *   warning, error, legend, show-rejected, stream, stats, tree, note, chat
+ * @csspart prompt-input, controls, method, generate, race, cancel, status, progress, notices, fallback,
+ *   device-warning, warning, error, legend, show-rejected, stream, stats, tree, note, chat
  * @cssproperty --sd-accepted, --sd-rejected, --sd-target (and their -bg variants), --sd-muted: see theme.ts
  */
 import { css, html, LitElement, nothing } from 'lit';
@@ -809,17 +809,17 @@ export class SpecDecoder extends LitElement {
     return this.busy ? this.events.length - 1 : mostInformativeRound(this.events);
   }
 
+  /**
+   * The notices sit in one live region that is always there: screen readers often miss a live region that appears
+   * already holding its text, and announce what is added to one they know.
+   */
   private renderNotices() {
     const info = this.loadInfo;
-    return html`${
-      info?.fallback
-        ? html`<p class="notice" part="fallback" role="status">Running on wasm (CPU): ${info.fallback}</p>`
-        : nothing
+    return html`<div part="notices" role="status">${
+      info?.fallback ? html`<p class="notice" part="fallback">Running on wasm (CPU): ${info.fallback}</p>` : nothing
     }${
-      info?.warning
-        ? html`<p class="notice" part="device-warning" role="status">Slow device: ${info.warning}</p>`
-        : nothing
-    }${this.warnings.map((w) => html`<p class="notice" part="warning" role="status">${w}</p>`)}${
+      info?.warning ? html`<p class="notice" part="device-warning">Slow device: ${info.warning}</p>` : nothing
+    }${this.warnings.map((w) => html`<p class="notice" part="warning">${w}</p>`)}</div>${
       this.error ? html`<p class="error" part="error" role="alert">${this.error}</p>` : nothing
     }`;
   }
