@@ -385,6 +385,16 @@ describe('engine behaviour', () => {
     await expect(
       generateAll({ target, drafter, tokenizer }, long, { maxNewTokens: 5, sampling: GREEDY }),
     ).rejects.toThrow(ContextLimitError);
+    await expect(
+      generateAll({ target, drafter, tokenizer }, long, { maxNewTokens: 5, sampling: GREEDY }),
+    ).rejects.toThrow("context limit: the prompt has 40 tokens; the target's context is 32");
+    // A limit the caller set below the target's is named as such, not as the target's.
+    await expect(
+      generateAll({ target, drafter, tokenizer, contextLimit: 20 }, long.slice(0, 25), {
+        maxNewTokens: 5,
+        sampling: GREEDY,
+      }),
+    ).rejects.toThrow("context limit: the prompt has 25 tokens; the context limit is 20 (the target's 32)");
     const r = await generateAll({ target, drafter, tokenizer }, [1, 2, 3], { maxNewTokens: 100, sampling: GREEDY });
     expect(r.stopReason).toBe('context');
     expect(r.tokens.length).toBe(32 - 3 + 1);
@@ -404,6 +414,38 @@ describe('engine behaviour', () => {
         });
         expect(r.stopReason, method).toBe('context');
         expect(r.tokens.length, method).toBe(40 - promptLength + 1);
+      }
+    }
+  });
+
+  it("auto runs to the target's context past a shorter draft model's (greedy and sampled, costs or none, heads or none): its draft arms stand aside", async () => {
+    const flat = (ms: number) => ({ context: 64, points: [1, 2, 4, 8, 16].map((q) => ({ q, ms, relative: 1 })) });
+    // A flat curve: the merged tree arm runs too, and copy rounds and refreshes with it.
+    const measured = { curve: flat(2), draftRelative: 0.2, draftCurve: flat(0.4) };
+    for (const sampling of [GREEDY, { temperature: 1, topK: 0, topP: 1, seed: 3 }]) {
+      for (const withHeads of [false, true]) {
+        for (const costs of [measured, null]) {
+          const fn = hashedLogits(50, 1, 2, 3);
+          const target = new HiddenToyLM(50, fn, 'eagle3', 6, IMPORTANCE, { maxPositions: 100 });
+          const draft = new ToyLM(50, noisyCopy(fn, 50, 2, 0.5), { maxPositions: 40 });
+          const heads = withHeads ? { heads: toyHeads(target, draft.fn) } : {};
+          const drafter = createDrafter('auto', { target, draft, ...heads, costs: () => costs });
+          const plain = createDrafter('ar', { target, costs: () => null });
+          for (const length of [3, 38, 39, 41, 60]) {
+            const prompt = Array.from({ length }, (_, i) => (i * 7) % 50);
+            const what = `${sampling === GREEDY ? 'greedy' : 'sampled'}, heads ${withHeads}, costs ${!!costs}, prompt ${length}`;
+            const r = await generateAll({ target, drafter, tokenizer }, prompt, { maxNewTokens: 1000, sampling });
+            expect(r.stopReason, what).toBe('context');
+            expect(r.tokens.length, what).toBe(100 - length + 1);
+            if (sampling === GREEDY) {
+              const p = await generateAll({ target, drafter: plain, tokenizer }, prompt, {
+                maxNewTokens: 1000,
+                sampling,
+              });
+              expect(r.tokens, what).toEqual(p.tokens);
+            }
+          }
+        }
       }
     }
   });

@@ -114,10 +114,13 @@ export async function* generate(
   // A prompt may fill the context: its last token is verified at the last position, and the token the target
   // produces there is output without ever being fed back.
   if (prompt.length > limit) {
+    const full = target.config.maxPositions;
     const whose =
-      parts.contextOf && limit < target.config.maxPositions
-        ? `${parts.contextOf}'s context is ${limit} (the target's ${target.config.maxPositions}): shorten the prompt, or use a method that runs without it`
-        : `the target's context is ${limit}`;
+      limit === full
+        ? `the target's context is ${limit}`
+        : parts.contextOf
+          ? `${parts.contextOf}'s context is ${limit} (the target's ${full}): shorten the prompt, or use a method that runs without it`
+          : `the context limit is ${limit} (the target's ${full})`;
     throw new ContextLimitError(`context limit: the prompt has ${prompt.length} tokens; ${whose}`);
   }
   const rule = options.verifyRule ?? 'rejection';

@@ -262,6 +262,8 @@ export class SpecDecoder extends LitElement {
   /** The loaded target was built with layer switches (for layer skipping). */
   private loadedLayerSwitches = false;
   private controller: AbortController | null = null;
+  /** The shown run's rounds are streaming in (the text's live region is busy meanwhile). */
+  @state() private streaming = false;
   /** The call of generate(), raceAgainstPlain() or chat() in progress (a removal waits for it to stop). */
   private active: Promise<unknown> | null = null;
 
@@ -505,13 +507,19 @@ export class SpecDecoder extends LitElement {
         this.status = waiting ? 'waiting' : 'generating';
       },
     });
-    for await (const e of stream) {
-      if (!live) continue;
-      this.events = [...this.events, e];
-      this.stats = statsFromEvents(this.events);
-      for (const s of e.tree.sources?.slice(1) ?? []) if (!this.sources.includes(s)) this.sources.push(s);
-      onRound?.(e);
-      fire(this, 'sd-round', e);
+    // The shown text is busy for screen readers while it streams (not through a race's unseen runs after it).
+    this.streaming = live;
+    try {
+      for await (const e of stream) {
+        if (!live) continue;
+        this.events = [...this.events, e];
+        this.stats = statsFromEvents(this.events);
+        for (const s of e.tree.sources?.slice(1) ?? []) if (!this.sources.includes(s)) this.sources.push(s);
+        onRound?.(e);
+        fire(this, 'sd-round', e);
+      }
+    } finally {
+      this.streaming = false;
     }
     const result = await stream.result;
     this.controller = null;
@@ -958,7 +966,7 @@ export class SpecDecoder extends LitElement {
               .rounds=${this.events}
               ?group-rounds=${this.groupRounds}
               ?hide-rejected=${this.hideRejected}
-              ?busy=${this.busy}
+              ?busy=${this.streaming}
             ></sd-token-stream>`
       }
       <div class="panels-box"><div class="panels">

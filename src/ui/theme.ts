@@ -7,7 +7,9 @@
  * The defaults follow the page's colour scheme (CSS light-dark(): the scheme the page uses, not only the one the
  * system prefers, so a light-only page stays light): in the dark scheme lighter colours on dark backgrounds, so that
  * the coloured text on the page's background (legend, stats) and the tokens on their own backgrounds keep WCAG AA's
- * 4.5:1 (light: 4.55-5.36; dark, on Chromium's #121212: 6.1-7.4, tokens on their backgrounds 6.1-6.4).
+ * 4.5:1 (light: 4.55-5.36; dark, on Chromium's #121212: 6.1-7.4, tokens on their backgrounds 6.1-6.4). Each colour
+ * and its -bg are a pair: a page that sets one should set the other (one set alone meets the other's default, which
+ * may be of the other scheme).
  *
  * @cssproperty --sd-accepted - accepted draft tokens (default #1a7f37, dark #3fb950); --sd-accepted-bg their background
  * @cssproperty --sd-rejected - rejected draft tokens (default #cf222e, dark #ff7b72); --sd-rejected-bg their background
@@ -25,5 +27,17 @@ export const tokenColours = css`
     --_sd-target: var(--sd-target, light-dark(#0969da, #58a6ff));
     --_sd-target-bg: var(--sd-target-bg, light-dark(#ddf4ff, #0c2340));
     --_sd-muted: var(--sd-muted, light-dark(#6e7781, #8b949e));
+  }
+  /* Browsers before light-dark() (Chrome 123, Safari 17.5, Firefox 120) would drop every colour: the light ones. */
+  @supports not (color: light-dark(#000, #fff)) {
+    :host {
+      --_sd-accepted: var(--sd-accepted, #1a7f37);
+      --_sd-accepted-bg: var(--sd-accepted-bg, #dafbe1);
+      --_sd-rejected: var(--sd-rejected, #cf222e);
+      --_sd-rejected-bg: var(--sd-rejected-bg, #ffebe9);
+      --_sd-target: var(--sd-target, #0969da);
+      --_sd-target-bg: var(--sd-target-bg, #ddf4ff);
+      --_sd-muted: var(--sd-muted, #6e7781);
+    }
   }
 `;

@@ -33,7 +33,6 @@
  * measured curve then picks the budget.
  */
 import { relativeCost, singleCallMs } from '../calibrate';
-import { hasHiddenStates, isLayerSkipping } from '../lm';
 import { isGreedy } from '../sampling';
 import { type KeyValueStore, safeGet, safeSet } from '../store';
 import { depths } from '../tree';
