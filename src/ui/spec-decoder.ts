@@ -151,26 +151,25 @@ export class SpecDecoder extends LitElement {
         border-radius: 4px;
         padding: 0.4rem 0.6rem;
       }
+      /* Stats beside the tree, or above it where the two do not fit side by side (a phone, or 400% zoom: no
+         sideways scrolling, WCAG 1.4.10). The tree scrolls inside its own box (a 16-token chain is wider than the
+         page); the stats keep 20rem, so their values do not wrap a word a line. A wrapping flex row, not a container
+         query: a container leaves its content out of the element's intrinsic width, and an element sized by its
+         content (a flex item, an inline-block) shrank to its controls' width. */
       .panels {
-        display: grid;
-        /* The tree scrolls inside its column (a 16-token chain is wider than the page): with an automatic minimum
-           its width took the stats' column down to its minimum, and their values wrapped a word a line. */
-        grid-template-columns: minmax(20rem, 1fr) minmax(0, 2fr);
+        display: flex;
+        flex-wrap: wrap;
         gap: 1rem;
         margin-top: 0.75rem;
       }
-      /* Narrow (a phone, or 400% zoom): stats above the tree, one column, no sideways scrolling (WCAG 1.4.10). The
-         box is the query's container, so the element's own width decides, not the viewport's. */
-      .panels-box {
-        container-type: inline-size;
-      }
-      @container (max-width: 40rem) {
-        .panels {
-          grid-template-columns: minmax(0, 1fr);
-        }
-      }
       .panels > * {
         min-width: 0;
+      }
+      .panels > [part='stats'] {
+        flex: 0 1 20rem;
+      }
+      .panels > [part='tree'] {
+        flex: 1 1 20rem;
       }
       progress {
         width: 12rem;
@@ -969,10 +968,10 @@ export class SpecDecoder extends LitElement {
               ?busy=${this.streaming}
             ></sd-token-stream>`
       }
-      <div class="panels-box"><div class="panels">
+      <div class="panels">
         <sd-stats-panel part="stats" .stats=${this.stats} .race=${this.race}></sd-stats-panel>
         ${this.renderTreePanel(this.shownRound())}
-      </div></div>
+      </div>
     `;
   }
 }
