@@ -116,9 +116,42 @@ export function countLike(x: unknown): x is number {
 }
 
 /**
+ * The size of a sampled round's tree, chosen before its tokens are drawn. Under sampling, which drawn nodes are
+ * verified must not depend on what was drawn: a cut by the drawn tokens' own values (their draft probabilities,
+ * acceptance by probability bucket) verifies a likely draw more often than an unlikely one, and the output leaves the
+ * target's distribution, though every cut keeps a prefix of each draw order (p = (0.5, 0.5), q = (0.9, 0.1), the
+ * drawn child kept only when q >= 0.5: 0.55 against 0.45). Layer skipping on the bundled target gave too few unlikely
+ * tokens that way, and the EAGLE head's tree on a toy pair failed the chi-square test at p = 5e-51.
+ *
+ * So a sampled round is cut to the size the measured costs chose on the previous sampled round's tree (its values
+ * best-first, as under greedy decoding), in an order that depends on nothing drawn in this round but its nodes'
+ * ancestors (drafting order along a chain, or cumulative perturbed scores: recursive speculative decoding's
+ * stochastic beam). A round that kept all it was given may grow by one next time. The first sampled round is not cut.
+ */
+export class SampledBudget {
+  private size: number | null = null;
+
+  /** This round's size, or null: no cut (no sampled round measured yet). */
+  get current(): number | null {
+    return this.size;
+  }
+
+  /** What the measured costs would have kept of this round's tree (best-first by value), given `offered` nodes. */
+  record(keep: number, offered: number): void {
+    this.size = keep < offered || this.size === null || keep < this.size ? keep : this.size + 1;
+  }
+
+  clear(): void {
+    this.size = null;
+  }
+}
+
+/**
  * A tree's nodes best-first by value, parents before children. Among a node's sampled children (drawn without
  * replacement, listed in draw order), a later draw never outranks an earlier one (its value is clamped), so every
- * best-first prefix keeps a prefix of each draw order and stays lossless under recursive rejection sampling.
+ * best-first prefix keeps a prefix of each draw order. That is needed under recursive rejection sampling but not
+ * enough: where the values are the drawn tokens' own, a prefix whose length follows them is not lossless, so sampled
+ * rounds are sized before drawing (SampledBudget) and this order only measures what a cut would keep.
  */
 export function bestFirstOrder(
   parents: readonly number[],

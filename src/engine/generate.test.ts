@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DraftModelState } from './drafters/draft-model';
 import type { Drafter, DraftRequest, DraftTree } from './drafters/drafter';
 import { createDrafter, METHOD_NAMES, METHODS, type Method } from './drafters/index';
+import type { CostModel } from './drafters/method';
 import { NoDrafter } from './drafters/none';
 import { GenerationError, type RoundEvent } from './events';
 import { type GenerateOptions, generate, generateAll } from './generate';
@@ -28,10 +29,22 @@ function pair(vocab: number, noise: number, options: { eos?: number[]; maxPositi
  * A drafter for a registered method over toy models (the registry's factory, as the engine uses it). Methods that
  * need heads get toy heads over the draft's logits (Medusa: 4 heads; EAGLE-3: a head over the target's features).
  */
-function makeDrafter(method: Method, target: ToyLM, draft: ToyLM): Drafter {
+function makeDrafter(method: Method, target: ToyLM, draft: ToyLM, costs: CostModel | null = null): Drafter {
   const heads = target instanceof HiddenToyLM ? { heads: toyHeads(target, draft.fn) } : {};
-  return createDrafter(method, { target, draft, ...heads, costs: () => null });
+  return createDrafter(method, { target, draft, ...heads, costs: () => costs });
 }
+
+/**
+ * Measured costs on steep curves (each verified node costs a quarter of a call more, as on wasm, or a whole call):
+ * cost-aware drafters cut their trees on them, round by round.
+ */
+const STEEP_COSTS: CostModel[] = [0.25, 1].map((slope) => {
+  const curve = (ms: number) => ({
+    context: 64,
+    points: [1, 2, 4, 8, 16, 32].map((q) => ({ q, ms: ms * (1 + slope * (q - 1)), relative: 1 + slope * (q - 1) })),
+  });
+  return { curve: curve(2), draftRelative: 0.15, draftCurve: curve(0.3) };
+});
 
 async function run(method: Method, prompt: number[], options: GenerateOptions, vocab = 50, noise = 1.5) {
   const { target, draft } = pair(vocab, noise);
@@ -125,20 +138,20 @@ describe('losslessness under sampling: the engine output has exactly the target 
   const prompt = [1, 3];
   const sampling: SamplingParams = { temperature: 0.9, topK: 4, topP: 0.95, seed: 0 };
 
-  async function histogram(makeDrafterFor: (target: ToyLM, draft: ToyLM) => Drafter) {
+  async function histogram(makeDrafterFor: (target: ToyLM, draft: ToyLM) => Drafter, from = prompt) {
     const fn = hashedLogits(V, 1, 2, 1.5);
     const target = new HiddenToyLM(V, fn, 'eagle3', 6, IMPORTANCE);
     const draft = new ToyLM(V, noisyCopy(fn, V, 2, 1.5));
     const drafter = makeDrafterFor(target, draft);
     const counts = new Array(V ** 3).fill(0);
     for (let seed = 1; seed <= N; seed++) {
-      const r = await generateAll({ target, drafter, tokenizer }, prompt, {
+      const r = await generateAll({ target, drafter, tokenizer }, from, {
         maxNewTokens: 3,
         sampling: { ...sampling, seed },
       });
       counts[(r.tokens[0] as number) * V * V + (r.tokens[1] as number) * V + (r.tokens[2] as number)]++;
     }
-    const exact = exactJoint(fn, prompt, sampling, V, 3);
+    const exact = exactJoint(fn, from, sampling, V, 3);
     return { tv: totalVariation(counts, exact), p: chiSquare(counts, exact).pValue };
   }
 
@@ -149,6 +162,31 @@ describe('losslessness under sampling: the engine output has exactly the target 
       expect(r.tv).toBeLessThan(Math.sqrt(V ** 3 / N)); // the noise level for this many draws
     });
   }
+
+  // With measured costs the cost-aware drafters cut their trees on the curve: which drawn nodes are verified must
+  // not depend on what was drawn (a cut by the drawn tokens' own probabilities kept likely draws more often than
+  // unlikely ones, and layer skipping gave too few unlikely tokens on the real models).
+  for (const method of METHODS.filter((m) => m.lossless && m.usesCostModel && m.name !== 'ar').map((m) => m.name)) {
+    it(`${method}, trees cut on measured costs: the same joint distribution (${N} draws, chi-square)`, async () => {
+      for (const costs of STEEP_COSTS) {
+        const r = await histogram((t, d) => makeDrafter(method, t, d, costs));
+        expect(r.p, `T(2)/T(1) = ${costs.curve.points[1]?.relative}`).toBeGreaterThan(1e-3);
+        expect(r.tv).toBeLessThan(Math.sqrt(V ** 3 / N));
+      }
+    });
+  }
+
+  it('merged, prompt lookup matching beside the sampled chain, a nearly flat curve: the same joint distribution', async () => {
+    // Both sources in the union, cut on the curve: by the drawn tokens' values the cut gave p = 3e-151.
+    const flat = (ms: number) => ({
+      context: 64,
+      points: [1, 2, 4, 8, 16, 32].map((q) => ({ q, ms: ms * (1 + 0.05 * (q - 1)), relative: 1 + 0.05 * (q - 1) })),
+    });
+    const costs = { curve: flat(2), draftRelative: 0.01, draftCurve: flat(0.02) };
+    const r = await histogram((t, d) => makeDrafter('merged', t, d, costs), [1, 3, 2, 1, 3, 2, 1, 3]);
+    expect(r.p).toBeGreaterThan(1e-3);
+    expect(r.tv).toBeLessThan(Math.sqrt(V ** 3 / N));
+  });
 
   it('negative control: a merge that drops the first of the drawn children (not a prefix of the draws) fails', async () => {
     const r = await histogram((t, d) => {

@@ -11,9 +11,10 @@
  * whole depth, shallower after rounds that accept little.
  */
 
-import { AcceptanceTable, bestFirstOrder, chooseBudget } from '../budget';
+import { AcceptanceTable, bestFirstOrder, chooseBudget, SampledBudget } from '../budget';
 import { relativeCost } from '../calibrate';
 import type { CausalLM } from '../lm';
+import { isGreedy } from '../sampling';
 import { childrenOf } from '../tree';
 import type { VerifyResult } from '../verify';
 import {
@@ -92,6 +93,8 @@ export class DynamicTreeDrafter implements Drafter {
   private readonly table = new AcceptanceTable(bucketPrior, 4);
   /** Calibration bucket of each node of the last proposed tree. */
   private keys: string[] = [];
+  /** The size of a sampled round's tree, chosen on the previous sampled round (SampledBudget). */
+  private readonly sampledBudget = new SampledBudget();
 
   /** `draft`: a draft model (its cache kept by DraftModelState), or any other tree-drafting model (a draft head). */
   constructor(
@@ -118,8 +121,13 @@ export class DynamicTreeDrafter implements Drafter {
     if (nothingToDraft(req, this.state)) return rootOnly(req.committed);
     const rootLogits = await this.state.sync(req.committed, judgeFrom(req));
     if (!rootLogits) return rootOnly(req.committed);
-    const budget = Math.min(this.budget, req.maxNodes, this.state.room() - 1);
-    const maxDepth = Math.min(this.depth, req.maxDepth);
+    // A sampled round of a calibrated tree on measured costs is sized before its tokens are drawn (SampledBudget)
+    // and chosen by cumulative perturbed score, not by the drawn tokens' values.
+    const costs = this.costs();
+    const sampledRound = this.options.calibrated && !isGreedy(req.sampling) && !!costs && costs.curve.points.length > 0;
+    const size = sampledRound ? (this.sampledBudget.current ?? Number.POSITIVE_INFINITY) : Number.POSITIVE_INFINITY;
+    const budget = Math.min(this.budget, req.maxNodes, this.state.room() - 1, size);
+    const maxDepth = Math.min(this.depth, req.maxDepth, size);
     // Work tree over all candidates (index 0 = root); DraftModelState slots are keyed by these indices.
     const cands: Candidate[] = [
       {
@@ -150,7 +158,9 @@ export class DynamicTreeDrafter implements Drafter {
       });
     };
     if (budget > 0 && maxDepth > 0) grow(0, rootLogits);
-    const rule = this.growthRule();
+    // Not under sampling: the growth rules go by the drafted nodes' values, so whether a level is drafted would
+    // depend on a frontier node's own draw, and the nodes it adds compete with that node for the tree's places.
+    const rule = isGreedy(req.sampling) ? this.growthRule() : null;
     for (let depth = 1; depth < maxDepth; depth++) {
       let frontier = cands
         .map((c, i) => [c, i] as const)
@@ -172,7 +182,7 @@ export class DynamicTreeDrafter implements Drafter {
         grow(node, logits[i] as DraftRow);
       });
     }
-    return this.select(cands, dists, budget);
+    return this.select(cands, dists, budget, sampledRound);
   }
 
   /**
@@ -205,10 +215,30 @@ export class DynamicTreeDrafter implements Drafter {
   }
 
   /** Best-first from the root over cumulative scores: an ancestor-closed set of `budget` nodes, renumbered. */
-  private select(cands: Candidate[], dists: Map<number, Float32Array>, budget: number): DraftTree {
+  private select(
+    cands: Candidate[],
+    dists: Map<number, Float32Array>,
+    budget: number,
+    sampledRound = false,
+  ): DraftTree {
     const kids = childrenOf(cands.map((c) => c.parent));
     let chosen: number[] = [];
-    if (this.options.calibrated) {
+    const costs = this.options.calibrated ? this.costs() : null;
+    if (sampledRound && costs) {
+      // What the measured costs would keep of this tree, best-first by value: the next sampled round's size.
+      const byValue = bestFirstOrder(
+        cands.map((c) => c.parent),
+        cands.map((c) => c.value),
+        (i) => dists.has((cands[i] as Candidate).parent),
+      ).slice(0, budget);
+      const { keep } = chooseBudget(
+        byValue.map((c) => (cands[c] as Candidate).value),
+        costs.curve,
+        this.state.roundCost(costs),
+      );
+      this.sampledBudget.record(this.exploring(keep, byValue.length), byValue.length);
+    }
+    if (this.options.calibrated && !sampledRound) {
       // By calibrated value; among sampled siblings a later draw never outranks an earlier one, so any prefix
       // keeps a prefix of each draw order (lossless).
       const sampled = (i: number) => dists.has((cands[i] as Candidate).parent);
@@ -230,16 +260,11 @@ export class DynamicTreeDrafter implements Drafter {
         open.push(...(kids[node] ?? []));
       }
     }
-    // Calibrated: keep the prefix of the best-first order that pays most on the measured curve (a prefix keeps
-    // each sibling group's draw order, so sampling stays lossless).
-    const costs = this.options.calibrated ? this.costs() : null;
-    if (costs && costs.curve.points.length > 0) {
+    // Calibrated, greedy: keep the prefix of the best-first order that pays most on the measured curve.
+    if (costs && costs.curve.points.length > 0 && !sampledRound) {
       const values = chosen.map((c) => (cands[c] as Candidate).value);
       const { keep } = chooseBudget(values, costs.curve, this.state.roundCost(costs));
-      // Until enough is measured, verify a little anyway: a tree cut to nothing measures nothing, and priors taken
-      // from the draft's own probabilities would keep an under-confident head from ever being tried.
-      chosen.length =
-        this.table.observations < EXPLORE_OBSERVATIONS ? Math.max(keep, Math.min(2, chosen.length)) : keep;
+      chosen.length = this.exploring(keep, chosen.length);
     }
     // Topological order: by depth, siblings by score (their draw order under sampling).
     chosen.sort(
@@ -267,6 +292,14 @@ export class DynamicTreeDrafter implements Drafter {
     }
     this.state.renumber(index);
     return tree;
+  }
+
+  /**
+   * Until enough is measured, verify a little anyway: a tree cut to nothing measures nothing, and priors taken from
+   * the draft's own probabilities would keep an under-confident head from ever being tried.
+   */
+  private exploring(keep: number, offered: number): number {
+    return this.table.observations < EXPLORE_OBSERVATIONS ? Math.max(keep, Math.min(2, offered)) : keep;
   }
 
   accept(tree: DraftTree, result: VerifyResult, outputs: TargetOutputs): void {
@@ -333,6 +366,8 @@ export class DynamicTreeDrafter implements Drafter {
   reset(keepLearned = false): void {
     this.state.reset();
     this.keys = [];
+    // A generation's sampled rounds size each other, from its first: a seed gives the same text whatever ran before.
+    this.sampledBudget.clear();
     if (keepLearned) return;
     this.table.clear();
     this.depth = this.options.depth;

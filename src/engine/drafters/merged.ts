@@ -11,11 +11,13 @@
  *
  * Lossless under sampling: a node's sampled children (drawn without replacement from one source's distribution)
  * stay first and in draw order, and a deterministic duplicate of a sampled node is dropped in its favour; the other
- * deterministic children follow (see verify.ts). Values are clamped along each sampled sibling group, so whatever
- * budget is chosen keeps a prefix of the draw order.
+ * deterministic children follow (see verify.ts). Which sampled nodes are verified must not depend on what was drawn
+ * (SampledBudget), so a sampled round of the union is cut to the size chosen on the previous one, in an order where a
+ * sampled node ranks with its parent (never by its own drawn value) and before its deterministic siblings.
  */
-import { AcceptanceTable, type BudgetChoice, chooseBudget, countLike } from '../budget';
+import { AcceptanceTable, type BudgetChoice, chooseBudget, countLike, SampledBudget } from '../budget';
 import { relativeCost } from '../calibrate';
+import { isGreedy } from '../sampling';
 import { childrenOf } from '../tree';
 import type { NodeStatus, VerifyResult } from '../verify';
 import { AdaptiveChainDrafter } from './adaptive-chain';
@@ -172,6 +174,8 @@ export class MergedDrafter implements Drafter {
   private trees: DraftTree[] = [];
   /** Recent predicted speedup of rounds where every source drafted (null until one has). */
   private unionSpeedup: number | null = null;
+  /** The size of a sampled round's union, chosen on the previous sampled round (SampledBudget). */
+  private readonly sampledBudget = new SampledBudget();
   /** For the merged tree of this round: per node, per source, that source's node index or -1. */
   private origin: number[][] = [];
   /** For the merged tree of this round: per node, per source, the calibration bucket of its proposal. */
@@ -252,9 +256,18 @@ export class MergedDrafter implements Drafter {
     // The best candidate is verified even when it is not predicted to pay while its sources' guesses in that context
     // have had fewer than EXPLORE_VERDICTS verdicts: a source whose estimates start low would otherwise never be
     // measured, and its calibration never corrected. Once measured, the prediction decides.
-    const keep = choice.keep > 0 || !this.unmeasured(union, order[0]) ? choice.keep : Math.min(1, req.maxNodes);
+    let keep = choice.keep > 0 || !this.unmeasured(union, order[0]) ? choice.keep : Math.min(1, req.maxNodes);
+    let cut = order;
+    if (costs && !isGreedy(req.sampling) && union.some((n) => n.sampled)) {
+      // A sampled round: sized before this round's draws, in an order they do not decide (SampledBudget).
+      const offered = Math.min(order.length, req.maxNodes);
+      const size = this.sampledBudget.current;
+      this.sampledBudget.record(keep, offered);
+      cut = this.sampledOrder(union);
+      keep = Math.min(size ?? offered, offered);
+    }
     if (!skip) this.recordUnion(choice.predictedSpeedup);
-    const tree = this.build(union, new Set(order.slice(0, keep)));
+    const tree = this.build(union, new Set(cut.slice(0, keep)));
     this.writeNote(
       union.length - 1,
       choice,
@@ -471,6 +484,31 @@ export class MergedDrafter implements Drafter {
       .sort((a, b) => (effective[b] as number) - (effective[a] as number) || (rank[a] as number) - (rank[b] as number));
   }
 
+  /**
+   * Under sampling: candidates in an order the round's draws do not decide for the drawn nodes themselves. A sampled
+   * node ranks with its parent (its own value, its drawn token's, plays no part), so it comes right after it, before
+   * its deterministic siblings and in draw order; deterministic nodes rank by their value, at most their parent's.
+   */
+  private sampledOrder(union: UnionNode[]): number[] {
+    const kids = childrenOf(union.map((n) => n.parent));
+    const effective = union.map(() => 1);
+    const rank: number[] = union.map(() => 0);
+    let next = 0;
+    const visit = (node: number) => {
+      rank[node] = next++;
+      for (const c of this.childOrder(union, kids[node] ?? [])) {
+        const n = union[c] as UnionNode;
+        const own = n.sampled ? Number.POSITIVE_INFINITY : n.value;
+        effective[c] = Math.min(own, effective[node] as number);
+        visit(c);
+      }
+    };
+    visit(0);
+    return [...union.keys()]
+      .slice(1)
+      .sort((a, b) => (effective[b] as number) - (effective[a] as number) || (rank[a] as number) - (rank[b] as number));
+  }
+
   /** Children in emission order: sampled ones first in their source's draw order, then deterministic ones. */
   private childOrder(union: UnionNode[], children: readonly number[]): number[] {
     const key = (i: number) => {
@@ -634,6 +672,7 @@ export class MergedDrafter implements Drafter {
 
   reset(keepLearned = false): void {
     for (const s of this.sources) s.drafter.reset(keepLearned);
+    this.sampledBudget.clear();
     if (!keepLearned) for (const c of this.calibration) c.clear();
     this.trees = [];
     this.unionSpeedup = null;

@@ -20,7 +20,7 @@
  * The found set is remembered per model and device (a KeyValueStore: a file in Node, IndexedDB in the browser), so a
  * later session starts from it; a record for another model, precision or device is ignored.
  */
-import { bestFirstOrder, chooseBudget } from '../budget';
+import { bestFirstOrder, chooseBudget, SampledBudget } from '../budget';
 import { relativeCost } from '../calibrate';
 import { isLayerSkipping, type LayerSkippingLM } from '../lm';
 import { isGreedy } from '../sampling';
@@ -75,6 +75,8 @@ export class SwiftDrafter implements Drafter {
   /** Widths and running shares of this round's calls (the optimisation step's and the drafting's). */
   private roundCalls: SkippingCall[] = [];
   private lastNote: DrafterNote | null = null;
+  /** The size of a sampled round's tree, chosen on the previous sampled round (SampledBudget). */
+  private readonly sampledBudget = new SampledBudget();
   /**
    * Matchness of each optimisation step since the last fresh search (a sampled generation's, which starts it anew:
    * a greedy generation after it resumes the kept search, whose earlier steps are no longer listed).
@@ -201,7 +203,10 @@ export class SwiftDrafter implements Drafter {
     tree.values = [1];
     const greedy = isGreedy(req.sampling);
     const depthLimit = Math.min(this.options.maxDraft, req.maxDepth);
-    const room = Math.min(this.options.maxNodes, req.maxNodes);
+    // Under sampling the tree's size is chosen before its tokens are drawn (SampledBudget): its first nodes in
+    // drafting order, each kept or not by what came before it (its ancestors and earlier siblings), never by itself.
+    const sampledSize = greedy || !this.costs() ? null : this.sampledBudget.current;
+    const room = Math.min(this.options.maxNodes, req.maxNodes, sampledSize ?? Number.POSITIVE_INFINITY);
     let spine = 0;
     let token = tree.tokens[0] as number;
     for (let depth = 1; depth <= depthLimit && tree.tokens.length - 1 < room; depth++) {
@@ -236,7 +241,10 @@ export class SwiftDrafter implements Drafter {
     return tree;
   }
 
-  /** With measured costs: verify only the best-first part of the tree that pays, the draft calls counted. */
+  /**
+   * With measured costs: verify only the best-first part of the tree that pays, the draft calls counted. Under
+   * sampling that choice sizes the next sampled round instead (SampledBudget): this one was sized before drafting.
+   */
   private budget(tree: DraftTree, req: DraftRequest): DraftTree {
     const costs = this.costs();
     if (!costs || costs.curve.points.length === 0) return tree;
@@ -246,6 +254,10 @@ export class SwiftDrafter implements Drafter {
       costs.curve,
       this.draftCost(costs),
     );
+    if (!isGreedy(req.sampling)) {
+      this.sampledBudget.record(keep, order.length);
+      return tree;
+    }
     return pruneTree(tree, new Set(order.slice(0, keep))).tree;
   }
 
@@ -262,6 +274,8 @@ export class SwiftDrafter implements Drafter {
    */
   reset(keepLearned = false): void {
     this.lastNote = null;
+    // A generation's sampled rounds size each other, from its first: a seed gives the same text whatever ran before.
+    this.sampledBudget.clear();
     this.sampled = !keepLearned;
     this.search = keepLearned ? this.kept : this.newSearch();
     // Every sampled generation searches afresh: kept across them, the steps' matchness grew with every generation.
