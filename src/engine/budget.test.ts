@@ -4,7 +4,7 @@
  * `auto` and `merged` use.
  */
 import { describe, expect, it } from 'vitest';
-import { AcceptanceTable, bestFirstOrder, chooseBudget } from './budget';
+import { AcceptanceTable, bestFirstOrder, chooseBudget, SampledBudget } from './budget';
 import type { CostCurve } from './calibrate';
 import { DraftModelState } from './drafters/draft-model';
 import { DYNAMIC_DEFAULTS, DynamicTreeDrafter } from './drafters/dynamic-tree';
@@ -88,6 +88,29 @@ describe('hardware-aware tree size', () => {
     expect(steep.branchingPerRound).toBeLessThan(0.5); // essentially a chain
     expect(flat.meanTree).toBeGreaterThan(12);
     expect(flat.branchingPerRound).toBeGreaterThan(2); // a wide tree
+  });
+});
+
+describe("a sampled round's size, chosen before its tokens are drawn", () => {
+  const line = (slope: number): CostCurve => ({
+    context: 64,
+    points: [1, 2, 4, 8, 16, 32, 64].map((q) => ({ q, ms: 1 + slope * (q - 1), relative: 1 + slope * (q - 1) })),
+  });
+  it('starts from a prior chain: short on a steep curve, long on a flat one, at least one node', () => {
+    expect(new SampledBudget().size(line(0.2))).toBe(2);
+    expect(new SampledBudget().size(line(0.002))).toBeGreaterThan(8);
+    expect(new SampledBudget().size(line(5))).toBe(1);
+  });
+  it('then takes what the costs chose on the last round, growing by one when all it was given was kept', () => {
+    const b = new SampledBudget();
+    b.record(1, 3, 3); // the round had 3 nodes and 1 would have paid
+    expect(b.size(line(0.2))).toBe(1);
+    b.record(1, 1, 1); // all it was given paid
+    expect(b.size(line(0.2))).toBe(2);
+    b.record(1, 1, 2); // drafting stopped short of the size, all of it paid: no evidence for more
+    expect(b.size(line(0.2))).toBe(2);
+    b.clear();
+    expect(b.size(line(0.2))).toBe(2);
   });
 });
 

@@ -126,25 +126,37 @@ export function countLike(x: unknown): x is number {
  * So a sampled round is cut to the size the measured costs chose on the previous sampled round's tree (its values
  * best-first, as under greedy decoding), in an order that depends on nothing drawn in this round but its nodes'
  * ancestors (drafting order along a chain, or cumulative perturbed scores: recursive speculative decoding's
- * stochastic beam). A round that kept all it was given may grow by one next time. The first sampled round is not cut.
+ * stochastic beam). A round that kept all it was given may grow by one next time. A generation's first sampled round
+ * gets what the curve pays for a chain whose every token holds with PRIOR_ACCEPTANCE (uncut, the EAGLE head's first
+ * round verified up to 64 nodes on wasm, where each costs a fifth of a call).
  */
 export class SampledBudget {
-  private size: number | null = null;
+  private last: number | null = null;
 
-  /** This round's size, or null: no cut (no sampled round measured yet). */
-  get current(): number | null {
-    return this.size;
+  /** This round's size: the previous sampled round's choice, or the prior's (nothing drawn in this round decides). */
+  size(curve: CostCurve): number {
+    if (this.last !== null) return this.last;
+    const values: number[] = [];
+    for (let k = 1, v = PRIOR_ACCEPTANCE; k <= PRIOR_MOST; k++, v *= PRIOR_ACCEPTANCE) values.push(v);
+    return Math.max(1, chooseBudget(values, curve).keep);
   }
 
-  /** What the measured costs would have kept of this round's tree (best-first by value), given `offered` nodes. */
-  record(keep: number, offered: number): void {
-    this.size = keep < offered || this.size === null || keep < this.size ? keep : this.size + 1;
+  /**
+   * What the measured costs would have kept of this round's tree (best-first by value) of the `offered` nodes it had,
+   * having been given `given`: the next round's size.
+   */
+  record(keep: number, offered: number, given: number): void {
+    this.last = keep < offered ? keep : offered >= given ? given + 1 : given;
   }
 
   clear(): void {
-    this.size = null;
+    this.last = null;
   }
 }
+
+/** The acceptance per token a generation's first sampled round is sized for (SampledBudget). */
+const PRIOR_ACCEPTANCE = 0.6;
+const PRIOR_MOST = 64;
 
 /**
  * A tree's nodes best-first by value, parents before children. Among a node's sampled children (drawn without

@@ -125,7 +125,7 @@ export class DynamicTreeDrafter implements Drafter {
     // and chosen by cumulative perturbed score, not by the drawn tokens' values.
     const costs = this.costs();
     const sampledRound = this.options.calibrated && !isGreedy(req.sampling) && !!costs && costs.curve.points.length > 0;
-    const size = sampledRound ? (this.sampledBudget.current ?? Number.POSITIVE_INFINITY) : Number.POSITIVE_INFINITY;
+    const size = sampledRound && costs ? this.sampledBudget.size(costs.curve) : Number.POSITIVE_INFINITY;
     const budget = Math.min(this.budget, req.maxNodes, this.state.room() - 1, size);
     const maxDepth = Math.min(this.depth, req.maxDepth, size);
     // Work tree over all candidates (index 0 = root); DraftModelState slots are keyed by these indices.
@@ -182,7 +182,7 @@ export class DynamicTreeDrafter implements Drafter {
         grow(node, logits[i] as DraftRow);
       });
     }
-    return this.select(cands, dists, budget, sampledRound);
+    return this.select(cands, dists, budget, sampledRound ? size : null);
   }
 
   /**
@@ -219,11 +219,13 @@ export class DynamicTreeDrafter implements Drafter {
     cands: Candidate[],
     dists: Map<number, Float32Array>,
     budget: number,
-    sampledRound = false,
+    /** A sampled round's size (SampledBudget), or null: not a sampled round of a calibrated tree. */
+    given: number | null = null,
   ): DraftTree {
     const kids = childrenOf(cands.map((c) => c.parent));
     let chosen: number[] = [];
     const costs = this.options.calibrated ? this.costs() : null;
+    const sampledRound = given !== null;
     if (sampledRound && costs) {
       // What the measured costs would keep of this tree, best-first by value: the next sampled round's size.
       const byValue = bestFirstOrder(
@@ -236,7 +238,7 @@ export class DynamicTreeDrafter implements Drafter {
         costs.curve,
         this.state.roundCost(costs),
       );
-      this.sampledBudget.record(this.exploring(keep, byValue.length), byValue.length);
+      this.sampledBudget.record(this.exploring(keep, byValue.length), byValue.length, given);
     }
     if (this.options.calibrated && !sampledRound) {
       // By calibrated value; among sampled siblings a later draw never outranks an earlier one, so any prefix

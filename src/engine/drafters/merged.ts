@@ -261,10 +261,10 @@ export class MergedDrafter implements Drafter {
     if (costs && !isGreedy(req.sampling) && union.some((n) => n.sampled)) {
       // A sampled round: sized before this round's draws, in an order they do not decide (SampledBudget).
       const offered = Math.min(order.length, req.maxNodes);
-      const size = this.sampledBudget.current;
-      this.sampledBudget.record(keep, offered);
+      const size = this.sampledBudget.size(costs.curve);
+      this.sampledBudget.record(keep, offered, size);
       cut = this.sampledOrder(union);
-      keep = Math.min(size ?? offered, offered);
+      keep = Math.min(size, offered);
     }
     if (!skip) this.recordUnion(choice.predictedSpeedup);
     const tree = this.build(union, new Set(cut.slice(0, keep)));
