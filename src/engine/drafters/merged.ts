@@ -457,11 +457,11 @@ export class MergedDrafter implements Drafter {
 
   /**
    * Candidates best-first by value, parents before children; sampled siblings keep their draw order (values
-   * clamped so a later draw never outranks an earlier one).
+   * clamped so a later draw never outranks an earlier one). `own` is a node's value before the clamps.
    */
-  private bestFirst(union: UnionNode[]): number[] {
+  private bestFirst(union: UnionNode[], own: (n: UnionNode) => number = (n) => n.value): number[] {
     const kids = childrenOf(union.map((n) => n.parent));
-    const effective = union.map((n) => n.value);
+    const effective = union.map(own);
     // Preorder rank in emission order: parents before children, earlier draws before later ones (the tie-break).
     const rank: number[] = union.map(() => 0);
     let next = 0;
@@ -490,23 +490,7 @@ export class MergedDrafter implements Drafter {
    * its deterministic siblings and in draw order; deterministic nodes rank by their value, at most their parent's.
    */
   private sampledOrder(union: UnionNode[]): number[] {
-    const kids = childrenOf(union.map((n) => n.parent));
-    const effective = union.map(() => 1);
-    const rank: number[] = union.map(() => 0);
-    let next = 0;
-    const visit = (node: number) => {
-      rank[node] = next++;
-      for (const c of this.childOrder(union, kids[node] ?? [])) {
-        const n = union[c] as UnionNode;
-        const own = n.sampled ? Number.POSITIVE_INFINITY : n.value;
-        effective[c] = Math.min(own, effective[node] as number);
-        visit(c);
-      }
-    };
-    visit(0);
-    return [...union.keys()]
-      .slice(1)
-      .sort((a, b) => (effective[b] as number) - (effective[a] as number) || (rank[a] as number) - (rank[b] as number));
+    return this.bestFirst(union, (n) => (n.sampled ? Number.POSITIVE_INFINITY : n.value));
   }
 
   /** Children in emission order: sampled ones first in their source's draw order, then deterministic ones. */
