@@ -103,11 +103,12 @@ describe("a sampled round's size, chosen before its tokens are drawn", () => {
   });
   it('then takes what the costs chose on the last round, growing by one when all it was given was kept', () => {
     const b = new SampledBudget();
-    b.record(1, 3, 3); // the round had 3 nodes and 1 would have paid
-    expect(b.size(line(0.2))).toBe(1);
-    b.record(1, 1, 1); // all it was given paid
     expect(b.size(line(0.2))).toBe(2);
-    b.record(1, 1, 2); // drafting stopped short of the size, all of it paid: no evidence for more
+    b.record(1, 2); // the round had 2 nodes and 1 would have paid
+    expect(b.size(line(0.2))).toBe(1);
+    b.record(1, 1); // all it was given paid
+    expect(b.size(line(0.2))).toBe(2);
+    b.record(1, 1); // drafting stopped short of the size, all of it paid: no evidence for more
     expect(b.size(line(0.2))).toBe(2);
     b.clear();
     expect(b.size(line(0.2))).toBe(2);

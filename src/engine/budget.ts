@@ -132,25 +132,31 @@ export function countLike(x: unknown): x is number {
  */
 export class SampledBudget {
   private last: number | null = null;
+  /** The size the current round was given (size()). */
+  private given: number | null = null;
 
   /** This round's size: the previous sampled round's choice, or the prior's (nothing drawn in this round decides). */
   size(curve: CostCurve): number {
-    if (this.last !== null) return this.last;
-    const values: number[] = [];
-    for (let k = 1, v = PRIOR_ACCEPTANCE; k <= PRIOR_MOST; k++, v *= PRIOR_ACCEPTANCE) values.push(v);
-    return Math.max(1, chooseBudget(values, curve).keep);
+    if (this.last === null) {
+      const values: number[] = [];
+      for (let k = 1, v = PRIOR_ACCEPTANCE; k <= PRIOR_MOST; k++, v *= PRIOR_ACCEPTANCE) values.push(v);
+      this.given = Math.max(1, chooseBudget(values, curve).keep);
+    } else this.given = this.last;
+    return this.given;
   }
 
   /**
-   * What the measured costs would have kept of this round's tree (best-first by value) of the `offered` nodes it had,
-   * having been given `given`: the next round's size.
+   * What the measured costs would have kept of this round's tree (best-first by value) of the `offered` nodes it had:
+   * the next round's size (one more than this round's where it kept all it was given).
    */
-  record(keep: number, offered: number, given: number): void {
+  record(keep: number, offered: number): void {
+    const given = this.given ?? offered;
     this.last = keep < offered ? keep : offered >= given ? given + 1 : given;
   }
 
   clear(): void {
     this.last = null;
+    this.given = null;
   }
 }
 

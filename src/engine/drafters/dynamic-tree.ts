@@ -182,7 +182,7 @@ export class DynamicTreeDrafter implements Drafter {
         grow(node, logits[i] as DraftRow);
       });
     }
-    return this.select(cands, dists, budget, sampledRound ? size : null);
+    return this.select(cands, dists, budget, sampledRound);
   }
 
   /**
@@ -219,13 +219,12 @@ export class DynamicTreeDrafter implements Drafter {
     cands: Candidate[],
     dists: Map<number, Float32Array>,
     budget: number,
-    /** A sampled round's size (SampledBudget), or null: not a sampled round of a calibrated tree. */
-    given: number | null = null,
+    /** A sampled round of a calibrated tree, sized before drawing (SampledBudget). */
+    sampledRound = false,
   ): DraftTree {
     const kids = childrenOf(cands.map((c) => c.parent));
     let chosen: number[] = [];
     const costs = this.options.calibrated ? this.costs() : null;
-    const sampledRound = given !== null;
     if (sampledRound && costs) {
       // What the measured costs would keep of this tree, best-first by value: the next sampled round's size.
       const byValue = bestFirstOrder(
@@ -238,7 +237,7 @@ export class DynamicTreeDrafter implements Drafter {
         costs.curve,
         this.state.roundCost(costs),
       );
-      this.sampledBudget.record(this.exploring(keep, byValue.length), byValue.length, given);
+      this.sampledBudget.record(this.exploring(keep, byValue.length), byValue.length);
     }
     if (this.options.calibrated && !sampledRound) {
       // By calibrated value; among sampled siblings a later draw never outranks an earlier one, so any prefix

@@ -262,7 +262,7 @@ export class MergedDrafter implements Drafter {
       // A sampled round: sized before this round's draws, in an order they do not decide (SampledBudget).
       const offered = Math.min(order.length, req.maxNodes);
       const size = this.sampledBudget.size(costs.curve);
-      this.sampledBudget.record(keep, offered, size);
+      this.sampledBudget.record(keep, offered);
       cut = this.sampledOrder(union);
       keep = Math.min(size, offered);
     }

@@ -77,8 +77,6 @@ export class SwiftDrafter implements Drafter {
   private lastNote: DrafterNote | null = null;
   /** The size of a sampled round's tree, chosen on the previous sampled round (SampledBudget). */
   private readonly sampledBudget = new SampledBudget();
-  /** The size this sampled round was given (null: not a sampled round on measured costs). */
-  private sampledGiven: number | null = null;
   /**
    * Matchness of each optimisation step since the last fresh search (a sampled generation's, which starts it anew:
    * a greedy generation after it resumes the kept search, whose earlier steps are no longer listed).
@@ -210,7 +208,6 @@ export class SwiftDrafter implements Drafter {
     const costs = this.costs();
     const sampledSize = greedy || !costs?.curve.points.length ? null : this.sampledBudget.size(costs.curve);
     const room = Math.min(this.options.maxNodes, req.maxNodes, sampledSize ?? Number.POSITIVE_INFINITY);
-    this.sampledGiven = sampledSize;
     let spine = 0;
     let token = tree.tokens[0] as number;
     for (let depth = 1; depth <= depthLimit && tree.tokens.length - 1 < room; depth++) {
@@ -259,7 +256,7 @@ export class SwiftDrafter implements Drafter {
       this.draftCost(costs),
     );
     if (!isGreedy(req.sampling)) {
-      this.sampledBudget.record(keep, order.length, this.sampledGiven ?? order.length);
+      this.sampledBudget.record(keep, order.length);
       return tree;
     }
     return pruneTree(tree, new Set(order.slice(0, keep))).tree;
