@@ -16,28 +16,33 @@
  * @cssproperty --sd-target - the target's own tokens (default #0969da, dark #58a6ff); --sd-target-bg their background
  * @cssproperty --sd-muted - the prompt, unreached tree nodes, borders (default #6e7781, dark #8b949e)
  */
-import { css } from 'lit';
+import { css, unsafeCSS } from 'lit';
+
+/** Each colour's default in the light and the dark scheme. */
+const PALETTE: readonly (readonly [name: string, light: string, dark: string])[] = [
+  ['accepted', '#1a7f37', '#3fb950'],
+  ['accepted-bg', '#dafbe1', '#0f2a18'],
+  ['rejected', '#cf222e', '#ff7b72'],
+  ['rejected-bg', '#ffebe9', '#3a1418'],
+  ['target', '#0969da', '#58a6ff'],
+  ['target-bg', '#ddf4ff', '#0c2340'],
+  ['muted', '#6e7781', '#8b949e'],
+];
+
+/** The private copies of the colours, each the page's value or `fallback` of its defaults. */
+const privateColours = (fallback: (light: string, dark: string) => string) =>
+  unsafeCSS(
+    PALETTE.map(([name, light, dark]) => `--_sd-${name}: var(--sd-${name}, ${fallback(light, dark)});`).join('\n'),
+  );
 
 export const tokenColours = css`
   :host {
-    --_sd-accepted: var(--sd-accepted, light-dark(#1a7f37, #3fb950));
-    --_sd-accepted-bg: var(--sd-accepted-bg, light-dark(#dafbe1, #0f2a18));
-    --_sd-rejected: var(--sd-rejected, light-dark(#cf222e, #ff7b72));
-    --_sd-rejected-bg: var(--sd-rejected-bg, light-dark(#ffebe9, #3a1418));
-    --_sd-target: var(--sd-target, light-dark(#0969da, #58a6ff));
-    --_sd-target-bg: var(--sd-target-bg, light-dark(#ddf4ff, #0c2340));
-    --_sd-muted: var(--sd-muted, light-dark(#6e7781, #8b949e));
+    ${privateColours((light, dark) => `light-dark(${light}, ${dark})`)}
   }
   /* Browsers before light-dark() (Chrome 123, Safari 17.5, Firefox 120) would drop every colour: the light ones. */
   @supports not (color: light-dark(#000, #fff)) {
     :host {
-      --_sd-accepted: var(--sd-accepted, #1a7f37);
-      --_sd-accepted-bg: var(--sd-accepted-bg, #dafbe1);
-      --_sd-rejected: var(--sd-rejected, #cf222e);
-      --_sd-rejected-bg: var(--sd-rejected-bg, #ffebe9);
-      --_sd-target: var(--sd-target, #0969da);
-      --_sd-target-bg: var(--sd-target-bg, #ddf4ff);
-      --_sd-muted: var(--sd-muted, #6e7781);
+      ${privateColours((light) => light)}
     }
   }
 `;
