@@ -13,7 +13,7 @@ import type { BrowserCold } from './cold';
 import type { ColdResult } from './cold-worker';
 import { exportForTransformers } from './export-peer';
 import type { BenchOptions, BenchPrompt, BenchReport } from './harness';
-import { type BenchCli, plannedMethods, selectPrompts } from './options';
+import { type BenchCli, plannedMethods, rememberedPaths, selectPrompts } from './options';
 import type { PeerRow } from './peer-worker';
 
 const PORT = 4183; // not on the fetch spec's bad-port list (4190 is)
@@ -122,7 +122,11 @@ export async function runBrowserBenches(
   let cold: BrowserCold | { error: string } | null = null;
   let server: ChildProcess | null = null;
   const reports: Record<string, BenchReport | { error: string }> = {};
-  const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: WEBGPU_ARGS, headless: true });
+  // --remember: a browser profile kept between runs (its IndexedDB holds what the engines learn), as a person's is.
+  const launch = { executablePath: CHROMIUM_PATH, args: WEBGPU_ARGS, headless: true };
+  const browser = cli.remember
+    ? await chromium.launchPersistentContext(rememberedPaths().profile, launch)
+    : await chromium.launch(launch);
   try {
     server = spawn(
       'node_modules/.bin/vite',
@@ -153,6 +157,7 @@ export async function runBrowserBenches(
         // The methods named on the command line, else this plan's (all of them for wasm).
         methods: plannedMethods(plan.options.methods, cli),
         ...(cli.draftModel ? {} : { withoutDraft: true as const }),
+        ...(cli.remember ? { remember: true as const } : {}),
         ...(cli.draftDevice && plan.device === 'webgpu' ? { draftDevice: cli.draftDevice } : {}),
         ...(cli.headsDevice && plan.device === 'webgpu' ? { headsDevice: cli.headsDevice } : {}),
         prompts: selectPrompts(

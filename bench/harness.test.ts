@@ -4,8 +4,19 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SpecEngine } from '../src/engine/engine';
+import { MemoryStore } from '../src/engine/store';
 import { ortForNode } from '../src/runtime/ort-node';
-import { autoVsBest, type CellReport, markdown, methodOrder, type Run, runBench, type TraceRow } from './harness';
+import {
+  autoVsBest,
+  type CellReport,
+  countRun,
+  markdown,
+  methodOrder,
+  type Run,
+  runBench,
+  type TraceRow,
+} from './harness';
+import { nodeWasmEngines } from './heads-engines';
 
 let engine: SpecEngine;
 beforeAll(async () => {
@@ -83,6 +94,50 @@ describe('benchmark harness', () => {
     } finally {
       await alone.release();
     }
+  });
+
+  it('--remember: the engines keep what they learn in the store given, and the runs of each backend are counted', async () => {
+    const store = new MemoryStore();
+    const written: string[] = [];
+    const set = store.set.bind(store);
+    store.set = async (key, value) => {
+      written.push(key);
+      await set(key, value);
+    };
+    const earlierRuns = await countRun(store, 'node-wasm');
+    expect(earlierRuns).toBe(0);
+    const { engine: remembering, release } = await nodeWasmEngines(
+      ['auto'],
+      1,
+      () => {},
+      undefined,
+      false,
+      true,
+      store,
+    );
+    try {
+      const report = await runBench(remembering, {
+        ...TWO_PROMPTS,
+        prompts: TWO_PROMPTS.prompts.slice(0, 1),
+        methods: ['auto'],
+        maxNewTokens: 6,
+        earlierRuns,
+      });
+      // auto's arms (and the calibrated costs) went into the store the bench keeps between runs.
+      expect(written.some((k) => k.startsWith('auto:'))).toBe(true);
+      expect(markdown('t', report)).toContain(', a store kept between runs (--remember; empty before this run);');
+      expect(markdown('t', { ...report, earlierRuns: 2 })).toContain(
+        ', what the engines learned in 2 earlier runs remembered (--remember);',
+      );
+      expect(markdown('t', { ...report, earlierRuns: undefined })).not.toContain('--remember');
+    } finally {
+      await release();
+    }
+    expect(await countRun(store, 'node-wasm')).toBe(1);
+    expect(await countRun(store, 'chromium-wasm')).toBe(0);
+    await store.set('bench:runs:node-webgpu', 'garbage');
+    expect(await countRun(store, 'node-webgpu')).toBe(0);
+    expect(await countRun(store, 'node-webgpu')).toBe(1);
   });
 
   it("reports auto's rounds per drafter over its runs", async () => {

@@ -11,6 +11,7 @@ import type { SpecEngine } from '../src/engine/engine';
 import type { ArmStats, GenerationResult } from '../src/engine/events';
 import { GREEDY, isGreedy, type SamplingParams } from '../src/engine/sampling';
 import { addArm, armsText, pooledAcceptance } from '../src/engine/stats';
+import { type KeyValueStore, safeGet, safeSet } from '../src/engine/store';
 import type { Placement } from '../src/model/device-choice';
 
 /**
@@ -67,6 +68,13 @@ export interface BenchOptions {
   withoutDraft?: true;
   /** Where the draft model runs (bench --draft-device): read by the callers that load the engines. */
   draftDevice?: Placement;
+  /**
+   * bench --remember: the engines keep what they learn in a store kept between bench runs (read by the callers that
+   * load the engines, which count the run in it: countRun).
+   */
+  remember?: true;
+  /** Under --remember: how many earlier bench runs the store holds (set by the callers that load the engines). */
+  earlierRuns?: number;
   /** Where the draft heads run (bench --heads-device). */
   headsDevice?: Placement;
   /**
@@ -158,6 +166,20 @@ export interface BenchReport {
   draftDevice?: string;
   /** Where the draft heads ran, when not on the target's device. */
   headsDevice?: string;
+  /** Under bench --remember: how many earlier bench runs the engines' store held. */
+  earlierRuns?: number;
+}
+
+/**
+ * Under bench --remember: counts this run of a backend in the engines' store; returns how many runs of it the store
+ * held before.
+ */
+export async function countRun(store: KeyValueStore, backend: string): Promise<number> {
+  const key = `bench:runs:${backend}`;
+  const held = await safeGet(store, key);
+  const earlier = typeof held === 'number' && Number.isInteger(held) && held >= 0 ? held : 0;
+  await safeSet(store, key, earlier + 1);
+  return earlier;
 }
 
 /**
@@ -386,6 +408,7 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
     ...([engine, ...methods.map(on)].every((e) => e.draft === null) ? { withoutDraft: true as const } : {}),
     ...(engine.draft && engine.draft.device !== engine.device ? { draftDevice: engine.draft.device } : {}),
     ...headsDeviceOf(methods.map(on)),
+    ...(o.earlierRuns !== undefined ? { earlierRuns: o.earlierRuns } : {}),
     prompts: o.prompts.length,
     repeats: o.repeats,
     maxNewTokens: o.maxNewTokens,
@@ -468,13 +491,21 @@ export function samplingLabel(s: SamplingParams | undefined): string {
 
 const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
 
+/** The header's word on what the engines remembered (bench --remember), or nothing for a run from nothing. */
+function rememberedLabel(earlierRuns: number | undefined): string {
+  if (earlierRuns === undefined) return '';
+  return earlierRuns === 0
+    ? ', a store kept between runs (--remember; empty before this run)'
+    : `, what the engines learned in ${earlierRuns} earlier run${earlierRuns === 1 ? '' : 's'} remembered (--remember)`;
+}
+
 export function markdown(title: string, r: BenchReport): string {
   const kinds = Object.keys(r.categories);
   const methods = r.cells.map((c) => c.method);
   const lines = [
     `### ${title}`,
     '',
-    `${r.prompts} prompts x ${r.repeats} repeats, ${r.maxNewTokens} new tokens, ${samplingLabel(r.sampling)}, ${r.device} (${r.compute})${r.runtime ? `, ${r.runtime}` : ''}${r.withoutDraft ? ', no draft model' : ''}${r.draftDevice ? `, draft model on ${r.draftDevice}` : ''}${r.headsDevice ? `, heads on ${r.headsDevice}` : ''}; target weights ${(r.targetWeightBytes / 1e6).toFixed(1)} MB`,
+    `${r.prompts} prompts x ${r.repeats} repeats, ${r.maxNewTokens} new tokens, ${samplingLabel(r.sampling)}, ${r.device} (${r.compute})${r.runtime ? `, ${r.runtime}` : ''}${r.withoutDraft ? ', no draft model' : ''}${r.draftDevice ? `, draft model on ${r.draftDevice}` : ''}${r.headsDevice ? `, heads on ${r.headsDevice}` : ''}${rememberedLabel(r.earlierRuns)}; target weights ${(r.targetWeightBytes / 1e6).toFixed(1)} MB`,
     '',
     `| method | tau | acceptance by depth | tok/s (median) | speedup median [p25, p75] | target calls | draft calls | tree size (call width) | overhead | target GB/s | ideal | measured/ideal | ${r.sampling ? '= plain (sampled: n/a)' : '= plain greedy'} |`,
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',

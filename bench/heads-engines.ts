@@ -7,6 +7,7 @@
  */
 import { defaultHeads, headsNeeded, type Method, methodSpec } from '../src/engine/drafters/index';
 import type { SpecEngine } from '../src/engine/engine';
+import type { KeyValueStore } from '../src/engine/store';
 import type { GraphVariant } from '../src/model/graph/llama';
 import type { Precision } from '../src/model/precision';
 
@@ -114,7 +115,7 @@ export async function benchEngines(
 
 /**
  * benchEngines on wasm in Node, with the bundled models (in `precision`, default the engine's own: auto; with the
- * target exact when `exact`).
+ * target exact when `exact`; keeping what they learn in `store` when given: bench --remember).
  */
 export async function nodeWasmEngines(
   methods: readonly Method[],
@@ -123,6 +124,7 @@ export async function nodeWasmEngines(
   precision?: Precision,
   exact = false,
   draftModel = true,
+  store?: KeyValueStore,
 ): ReturnType<typeof benchEngines> {
   const [{ SpecEngine: Engine }, { ortForNode }, { DEFAULT_HEADS }] = await Promise.all([
     import('../src/engine/engine'),
@@ -138,6 +140,7 @@ export async function nodeWasmEngines(
         device: 'wasm',
         ...(precision ? { precision } : {}),
         ...(exact ? { exact } : {}),
+        ...(store ? { store } : {}),
         ...extrasOptions(extras, 'public/models/austen-draft'),
       }),
     log,

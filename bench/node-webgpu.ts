@@ -11,6 +11,7 @@ import webgpuPackage from 'webgpu/package.json' with { type: 'json' };
 import type { CostCurve } from '../src/engine/calibrate';
 import { METHOD_NAMES } from '../src/engine/drafters/index';
 import { SpecEngine } from '../src/engine/engine';
+import type { KeyValueStore } from '../src/engine/store';
 import { checkExact } from '../src/model/exact';
 import { GRAPH_VARIANTS, type GraphVariant, ROW_INVARIANT_VARIANTS } from '../src/model/graph/llama';
 import type { ComputeType } from '../src/model/index';
@@ -191,6 +192,8 @@ export interface NodeWebGpuBenchOptions {
   feedsAB?: boolean;
   /** Every round of the harness's timed generations (bench --trace). */
   onRound?: BenchOptions['onRound'];
+  /** bench --remember: the engines' store kept between bench runs, and how many earlier runs it holds. */
+  memory?: { store: KeyValueStore; earlierRuns: number };
   log: (line: string) => void;
   /**
    * Called with the report so far after the harness, after each curve and after each exact check, so that a run cut
@@ -322,6 +325,7 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
       SpecEngine.load(gpu.ort, {
         target: o.target,
         device: 'webgpu',
+        ...(o.memory ? { store: o.memory.store } : {}),
         ...extrasOptions(extras, o.draft),
         ...(extras.draft && o.cli?.draftDevice ? { draftDevice: o.cli.draftDevice } : {}),
         ...(extras.heads && o.cli?.headsDevice ? { headsDevice: o.cli.headsDevice } : {}),
@@ -347,6 +351,7 @@ export async function benchNodeWebGpu(o: NodeWebGpuBenchOptions): Promise<NodeWe
       ...(cli?.repeats ? { repeats: cli.repeats } : {}),
       ...(cli?.sampling ? { sampling: cli.sampling } : {}),
       ...(o.onRound ? { onRound: o.onRound } : {}),
+      ...(o.memory ? { earlierRuns: o.memory.earlierRuns } : {}),
       methods,
       prompts: selectPrompts(
         o.prompts,

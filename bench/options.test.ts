@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BenchUsageError, parseBenchArgs, partialRun, plannedMethods, selectPrompts } from './options';
+import { BenchUsageError, parseBenchArgs, partialRun, plannedMethods, rememberedPaths, selectPrompts } from './options';
 
 const kinds = ['austen-heldout', 'list'];
 const parse = (args: string[], env: Record<string, string> = {}) => parseBenchArgs(args, env, kinds);
@@ -76,6 +76,19 @@ describe('npm run bench flags', () => {
     expect(parse([]).draftModel).toBe(true);
     expect(parse(['--no-draft']).draftModel).toBe(false);
     expect(partialRun(parse(['--methods', 'ar,auto', '--no-draft']))).toBe('ar+auto-no-draft');
+  });
+
+  it('--remember: off unless given, named in the results file, refused where no backend keeps a store', () => {
+    expect(parse([]).remember).toBe(false);
+    expect(parse(['--remember']).remember).toBe(true);
+    expect(partialRun(parse(['--methods', 'ar,auto', '--remember']))).toBe('ar+auto-remembered');
+    expect(() => parse(['--backends', 'node-cold,node-cli', '--remember'])).toThrow(
+      /^--remember applies to node-wasm and node-webgpu and chromium-wasm and chromium-webgpu only/,
+    );
+    expect(rememberedPaths({ SPEC_DECODER_CACHE: '/c' })).toEqual({
+      records: '/c/bench-records.json',
+      profile: '/c/bench-chromium-profile',
+    });
   });
 
   it('--draft-device: checked, absent unless given, named in the results file', () => {

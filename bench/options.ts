@@ -3,11 +3,13 @@
  * empty results file).
  */
 import { appendFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isMethod, METHOD_NAMES, type Method } from '../src/engine/drafters/index';
 import { checkSampling, isGreedy, type SamplingParams } from '../src/engine/sampling';
 import { type Placement, placementFlagError } from '../src/model/device-choice';
 import { PRECISIONS, type Precision } from '../src/model/precision';
+import { defaultStorePath } from '../src/runtime/store-node';
 import { isThreadCount } from '../src/runtime/threads';
 import { joinNegativeValues, numberFlag } from '../src/util/args';
 import type { BenchPrompt } from './harness';
@@ -57,6 +59,12 @@ category); writes bench/results/<date>-<N>cpu.json and bench/results/latest.md (
                        engine's default: timed on both, the faster kept), wasm or webgpu; "draft-wasm" (etc.) in
                        the results files' names
   --heads-device D     the same for the draft heads; "heads-wasm" (etc.) in the results files' names
+  --remember           the engines keep what they learn between bench runs, as a returning user's do (auto's arms,
+                       calibrated costs, the drafters' learned values, graph and device choices): node-wasm and
+                       node-webgpu in <cache>/bench-records.json, Chromium in the browser profile <cache>/bench-chromium-
+                       profile (<cache>: $SPEC_DECODER_CACHE, else ~/.cache/spec-decoder; delete them to start over).
+                       Without it every run starts from nothing, as a first session does. The first run fills the store;
+                       the table says how many earlier runs it holds; "remembered" in the results files' names
   --trace FILE         node-wasm and node-webgpu: every round of the timed generations as JSON lines (method,
                        prompt, repeat, round, tokens, tree width, ms, the drafter's note): how auto spent its rounds
   --no-peer            skip the transformers.js peer comparison in Chromium
@@ -87,6 +95,8 @@ export interface BenchCli {
   draftDevice?: Placement;
   /** Where the draft heads run on the WebGPU backends (--heads-device; absent: auto). */
   headsDevice?: Placement;
+  /** Whether the engines keep what they learn in a store kept between bench runs (--remember). */
+  remember: boolean;
   /** A file for every round of the timed generations, as JSON lines (--trace; node-wasm and node-webgpu). */
   trace?: string;
   /** Sampling settings for the harness runs (null: greedy). */
@@ -131,6 +141,7 @@ const FLAG_BACKENDS: Record<string, readonly Backend[]> = {
   '--draft-device': ['node-webgpu', 'chromium-webgpu'],
   '--heads-device': ['node-webgpu', 'chromium-webgpu'],
   '--temperature': ['node-wasm', 'node-webgpu'],
+  '--remember': ['node-wasm', 'node-webgpu', 'chromium-wasm', 'chromium-webgpu'],
 };
 
 /**
@@ -192,6 +203,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
         'no-peer': { type: 'boolean' },
         'no-draft': { type: 'boolean' },
         exact: { type: 'boolean' },
+        remember: { type: 'boolean' },
         quick: { type: 'boolean' },
         help: { type: 'boolean' },
       },
@@ -227,6 +239,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     ['--draft-device', draftDevice !== undefined],
     ['--heads-device', headsDevice !== undefined],
     ['--temperature', values.temperature !== undefined],
+    ['--remember', Boolean(values.remember)],
   ];
   for (const [flag, on] of given) {
     const takers = FLAG_BACKENDS[flag] as readonly string[];
@@ -247,6 +260,7 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
     precision: precision as Precision | null,
     exact: Boolean(values.exact),
     draftModel: !values['no-draft'],
+    remember: Boolean(values.remember),
     ...(draftDevice ? { draftDevice: draftDevice as Placement } : {}),
     ...(headsDevice ? { headsDevice: headsDevice as Placement } : {}),
     ...(typeof values.trace === 'string' ? { trace: traceFile(values.trace) } : {}),
@@ -310,7 +324,17 @@ export function partialRun(cli: BenchCli): string | null {
   if (!cli.draftModel) parts.push('no-draft');
   if (cli.draftDevice) parts.push(`draft-${cli.draftDevice}`);
   if (cli.headsDevice) parts.push(`heads-${cli.headsDevice}`);
+  if (cli.remember) parts.push('remembered');
   return parts.length > 0 ? parts.join('-') : null;
+}
+
+/** Where --remember keeps the engines' records in Node, and the browser profile for Chromium. */
+export function rememberedPaths(env: Record<string, string | undefined> = process.env): {
+  records: string;
+  profile: string;
+} {
+  const folder = dirname(defaultStorePath(env));
+  return { records: join(folder, 'bench-records.json'), profile: join(folder, 'bench-chromium-profile') };
 }
 
 /**

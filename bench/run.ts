@@ -7,9 +7,18 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { DEFAULT_HEADS } from '../src/cli/args';
-import { type BenchPrompt, type BenchReport, markdown, runBench } from './harness';
+import type { KeyValueStore } from '../src/engine/store';
+import { type BenchPrompt, type BenchReport, countRun, markdown, runBench } from './harness';
 import { nodeWasmEngines } from './heads-engines';
-import { BENCH_USAGE, type BenchCli, BenchUsageError, parseBenchArgs, partialRun, selectPrompts } from './options';
+import {
+  BENCH_USAGE,
+  type BenchCli,
+  BenchUsageError,
+  parseBenchArgs,
+  partialRun,
+  rememberedPaths,
+  selectPrompts,
+} from './options';
 import { traceWriter } from './trace';
 
 const promptFile = JSON.parse(readFileSync('bench/prompts.json', 'utf8')) as { prompts: BenchPrompt[] };
@@ -55,9 +64,23 @@ async function wasmThreads(): Promise<{ threads: number; said: string }> {
   return { threads: choice.threads, said: describeThreads(choice) };
 }
 
+/**
+ * bench --remember: the Node engines' store, kept between bench runs, with this run of `backend` counted in it (null
+ * without the flag: every run starts from nothing).
+ */
+async function rememberedStore(backend: string): Promise<{ store: KeyValueStore; earlierRuns: number } | null> {
+  if (!cli.remember) return null;
+  const { FileStore } = await import('../src/runtime/store-node');
+  const store = new FileStore(rememberedPaths().records);
+  const earlierRuns = await countRun(store, backend);
+  console.log(`  remembering what the engines learned in ${earlierRuns} earlier run(s) (${store.path})`);
+  return { store, earlierRuns };
+}
+
 if (cli.backends.includes('node-wasm')) {
   const threads = await wasmThreads();
   console.log(`== node-wasm (onnxruntime-web wasm EP in Node, ${threads.said})`);
+  const memory = await rememberedStore('node-wasm');
   const { engine, engineFor, release } = await nodeWasmEngines(
     cli.methods,
     threads.threads,
@@ -65,8 +88,10 @@ if (cli.backends.includes('node-wasm')) {
     cli.precision ?? undefined,
     cli.exact,
     cli.draftModel,
+    memory?.store,
   );
   const report = await runBench(engine, {
+    ...(memory ? { earlierRuns: memory.earlierRuns } : {}),
     runtime: threads.said,
     engineFor,
     prompts: selectPrompts(allPrompts, cli.categories, cli.promptsPerCategory),
@@ -135,6 +160,7 @@ if (cli.backends.includes('node-memory')) {
 if (cli.backends.includes('node-webgpu')) {
   console.log('== node-webgpu (onnxruntime-web WebGPU EP in Node, on Dawn)');
   const { benchNodeWebGpu, nodeWebGpuMarkdown } = await import('./node-webgpu');
+  const memory = await rememberedStore('node-webgpu');
   const r = await benchNodeWebGpu({
     target: 'public/models/austen-target',
     draft: 'public/models/austen-draft',
@@ -142,6 +168,7 @@ if (cli.backends.includes('node-webgpu')) {
     prompts: allPrompts,
     cli,
     ...(trace ? { onRound: trace.rounds('node-webgpu') } : {}),
+    ...(memory ? { memory } : {}),
     log: (l) => console.log(`  ${l}`),
   });
   trace?.flush();

@@ -5,7 +5,7 @@ import { ortForWeb } from '../src/runtime/ort-web';
 import { IndexedDbStore } from '../src/runtime/store-web';
 import { describeThreads } from '../src/runtime/thread-probe';
 import { chooseWebWasmThreads } from '../src/runtime/thread-probe-web';
-import { type BenchOptions, type BenchReport, runBench } from './harness';
+import { type BenchOptions, type BenchReport, countRun, runBench } from './harness';
 import { benchEngines, extrasOptions, type HeadsFolders } from './heads-engines';
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -49,6 +49,9 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
       runtime = describeThreads(choice);
       log(`wasm threads: ${runtime}`);
     }
+    // --remember: the engines keep what they learn in this profile's IndexedDB, and the run is counted there.
+    const store = req.options.remember ? new IndexedDbStore() : null;
+    const earlierRuns = store ? await countRun(store, `chromium-${req.device}`) : undefined;
     const { engine, engineFor, release } = await benchEngines(
       req.options.methods,
       req.heads ?? {},
@@ -57,6 +60,7 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
           target: req.target,
           device: req.device,
           base: req.base,
+          ...(store ? { store } : {}),
           ...extrasOptions(extras, req.draft),
           ...(extras.draft && req.options.draftDevice ? { draftDevice: req.options.draftDevice } : {}),
           ...(extras.heads && req.options.headsDevice ? { headsDevice: req.options.headsDevice } : {}),
@@ -67,7 +71,13 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
     );
     let report: BenchReport;
     try {
-      report = await runBench(engine, { ...req.options, engineFor, log, ...(runtime ? { runtime } : {}) });
+      report = await runBench(engine, {
+        ...req.options,
+        engineFor,
+        log,
+        ...(runtime ? { runtime } : {}),
+        ...(earlierRuns !== undefined ? { earlierRuns } : {}),
+      });
     } finally {
       await release();
     }
