@@ -32,11 +32,12 @@ import {
 import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate, isGreedyRun } from './generate';
 import { keepResult } from './keep-result';
-import { hasHiddenStates, isLayerSkipping } from './lm';
+import { type CausalLM, hasHiddenStates, isLayerSkipping } from './lm';
 import { checkPromptShape } from './prompt';
 import { type SamplingParams, withDefaults } from './sampling';
 import { type KeyValueStore, MemoryStore, safeGet, safeSet } from './store';
 import { chainBias } from './tree';
+import { onTargetVocabulary } from './vocab-bridge';
 
 type Ort = Parameters<typeof openModels>[0];
 
@@ -158,6 +159,8 @@ export class SpecEngine {
   /** A cancel() under way: a generate() started meanwhile waits for it instead of finding the engine busy. */
   private cancelling: Promise<GenerationResult | null> | null = null;
   private costs: CostModel | null = null;
+  /** The draft model as the drafters read it: over the target's vocabulary (vocab-bridge.ts), null without one. */
+  private readonly draftLM: CausalLM | null;
   readonly timings: EngineTimings = { loadMs: 0, warmupMs: 0, calibrationMs: 0, calibration: 'none' };
 
   private constructor(
@@ -170,7 +173,9 @@ export class SpecEngine {
     readonly headsDevice: DeviceChoice | null,
     private readonly calibration: 'auto' | 'never',
     private readonly store: KeyValueStore,
-  ) {}
+  ) {
+    this.draftLM = draft && onTargetVocabulary(draft, target.config.vocabSize);
+  }
 
   static async load(ort: Ort, options: EngineLoadOptions): Promise<SpecEngine> {
     const {
@@ -292,7 +297,7 @@ export class SpecEngine {
     if (!d) {
       d = spec.create({
         target: this.target,
-        ...(uses(spec, 'draft-model') && this.draft ? { draft: this.draft } : {}),
+        ...(uses(spec, 'draft-model') && this.draftLM ? { draft: this.draftLM } : {}),
         ...(this.heads && (uses(spec, 'medusa-heads') || uses(spec, 'eagle-head'))
           ? { heads: this.headsResource(this.heads) }
           : {}),
