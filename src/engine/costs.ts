@@ -37,7 +37,10 @@ const MAX_AGE_MS = 30 * 24 * 3600 * 1000;
 function isCurve(c: unknown): c is CostCurve {
   const curve = c as Partial<CostCurve> | null;
   return (
-    typeof curve?.context === 'number' &&
+    typeof curve === 'object' &&
+    curve !== null &&
+    Number.isInteger(curve.context) &&
+    (curve.context as number) >= 0 &&
     Array.isArray(curve.points) &&
     curve.points.every(
       (p) => Number.isFinite(p?.q) && Number.isFinite(p?.ms) && p.ms > 0 && Number.isFinite(p?.relative),

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../engine/store';
-import { openDraftOn } from './device-choice';
+import { choiceKey, openDraftOn } from './device-choice';
 import type { LoadedModel } from './load';
 import type { Device } from './precision';
 import type { ModelRunner } from './runner';
@@ -53,6 +53,11 @@ describe('where the draft model runs next to a WebGPU target', () => {
     const b = fakes({ wasm: 1, webgpu: 6 });
     const again = await openDraftOn(model('m1'), 'webgpu', 'auto', b.build, 'v', store);
     expect([again.runner.device, again.choice.how, b.built]).toEqual(['wasm', 'remembered', ['wasm']]);
+    // A remembered record without its timings (edited, cut short) is timed again, not read and thrown on.
+    await store.set(choiceKey('draft', model('m3'), 'v'), { device: 'webgpu' });
+    const d = fakes({ wasm: 1, webgpu: 6 });
+    const timedAgain = await openDraftOn(model('m3'), 'webgpu', 'auto', d.build, 'v', store);
+    expect([timedAgain.choice.how, timedAgain.runner.device]).toEqual(['measured', 'wasm']);
     // A faster GPU keeps the GPU's build.
     const c = fakes({ wasm: 6, webgpu: 1 });
     const gpu = await openDraftOn(model('m2'), 'webgpu', 'auto', c.build, 'v', new MemoryStore());

@@ -60,9 +60,25 @@ export const PROBE = { context: 16, reps: 5, warm: 2 } as const;
 
 const remembered = new Map<string, DeviceChoice>();
 
+const isDevice = (d: unknown): d is Device => d === 'wasm' || d === 'webgpu';
+
+/** A remembered choice, its timings checked (a record edited or cut short reads as absent: measured again). */
 function isChoice(v: unknown): v is DeviceChoice {
   const c = v as Partial<DeviceChoice> | undefined;
-  return typeof c === 'object' && c !== null && (c.device === 'wasm' || c.device === 'webgpu');
+  return (
+    typeof c === 'object' &&
+    c !== null &&
+    isDevice(c.device) &&
+    Array.isArray(c.timings) &&
+    c.timings.every(
+      (t: Partial<DeviceTiming> | null) =>
+        typeof t === 'object' &&
+        t !== null &&
+        isDevice(t.device) &&
+        typeof t.q1 === 'number' &&
+        typeof t.q4 === 'number',
+    )
+  );
 }
 
 /**

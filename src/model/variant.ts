@@ -49,13 +49,26 @@ export interface VariantMemory {
   set(key: string, value: unknown): Promise<void>;
 }
 
+const isVariant = (v: unknown): v is GraphVariant => (GRAPH_VARIANTS as readonly unknown[]).includes(v);
+
+function isTiming(v: unknown): v is VariantTiming {
+  const t = v as Partial<VariantTiming> | null;
+  return (
+    typeof t === 'object' &&
+    t !== null &&
+    isVariant(t.variant) &&
+    // NaN (a variant that could not run) is saved as null.
+    (typeof t.q1 === 'number' || t.q1 === null) &&
+    (typeof t.q16 === 'number' || t.q16 === null) &&
+    (t.error === undefined || typeof t.error === 'string')
+  );
+}
+
+/** A remembered choice, every timing in it checked (a record edited or cut short reads as absent: measured again). */
 function isChoice(v: unknown): v is VariantChoice {
   const c = v as Partial<VariantChoice> | undefined;
   return (
-    typeof c === 'object' &&
-    c !== null &&
-    (GRAPH_VARIANTS as readonly unknown[]).includes(c.variant) &&
-    Array.isArray(c.timings)
+    typeof c === 'object' && c !== null && isVariant(c.variant) && Array.isArray(c.timings) && c.timings.every(isTiming)
   );
 }
 

@@ -239,5 +239,13 @@ describe("graph 'auto'", () => {
     const third = await ModelRunner.create(ort, model, { device: 'wasm', graph: 'auto', variantMemory: memory });
     expect((records.get(key as string) as { variant: string }).variant).toBe(third.variant);
     await third.release();
+    // Nor a choice whose timings were cut short or edited (the runner read them and threw, on every load).
+    forgetVariantChoices();
+    records.set(key as string, { variant: other, timings: [null] });
+    const fourth = await ModelRunner.create(ort, model, { device: 'wasm', graph: 'auto', variantMemory: memory });
+    const rewritten = records.get(key as string) as { timings: unknown[] };
+    expect(rewritten.timings.length).toBeGreaterThan(1);
+    expect(rewritten.timings.every((t) => t !== null)).toBe(true);
+    await fourth.release();
   });
 });
