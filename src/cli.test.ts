@@ -161,6 +161,10 @@ describe('CLI chat flags', () => {
     expect(unused('--method', 'chain', '--heads', 'public/models/austen-medusa')).toEqual([
       '--heads is not used: method chain runs no draft heads',
     ]);
+    // ... and not loaded either: a broken heads folder failed a chain run it played no part in.
+    expect(parseCli(['--prompt', 'x', '--method', 'chain', '--heads', '/broken']).heads).toBeUndefined();
+    expect(parseCli(['--prompt', 'x', '--method', 'auto', '--heads', '/h']).heads).toBe('/h');
+    expect(parseCli(['--prompt', 'x', '--method', 'medusa', '--heads', '/h']).heads).toBe('/h');
     expect(unused('--verify', 'typical')).toEqual([
       '--verify typical changes nothing under greedy decoding (it applies with --temperature > 0)',
     ]);

@@ -200,7 +200,8 @@ export function parseCli(argv: string[]): CliOptions {
     prompt: prompt ?? '',
     target,
     draft: str('draft') ?? DEFAULT_DRAFT,
-    ...(heads !== undefined ? { heads } : {}),
+    // Heads a method does not run are not loaded (a broken folder failed a `chain` run it played no part in).
+    ...(heads !== undefined && runsHeads ? { heads } : {}),
     method,
     maxNewTokens,
     sampling,
