@@ -72,6 +72,21 @@ function isChoice(v: unknown): v is VariantChoice {
   );
 }
 
+/**
+ * The WebGPU adapter a remembered choice was measured on (vendor, architecture, device, description: the driver's
+ * version where the browser or Dawn gives it). A variant can compute wrong results on one adapter and not another (the
+ * fused graph's GroupQueryAttention on narrow subgroups), and the remembered choice skips the check, so a choice made
+ * on one GPU or driver is not reused on another.
+ */
+export async function adapterIdentity(gpu: GPU | undefined = globalThis.navigator?.gpu): Promise<string> {
+  try {
+    const info = (await gpu?.requestAdapter())?.info;
+    return info ? [info.vendor, info.architecture, info.device, info.description].join('|') : 'no adapter';
+  } catch {
+    return 'no adapter';
+  }
+}
+
 /** The least of the times (NaN for none). */
 export const fastest = (xs: readonly number[]): number => (xs.length > 0 ? Math.min(...xs) : Number.NaN);
 const remembered = new Map<string, VariantChoice>();
@@ -255,7 +270,8 @@ export async function measureVariants(
   // Measured in an earlier process or visit with this onnxruntime build: about a second saved at every start.
   // v2: the fastest-of-nine probe (choices made by the earlier median-of-five probe are measured again); v3: the
   // results checked before timing (a choice made without the check is measured again).
-  const storeKey = `graph-variant:v3:${ort.env?.versions?.web ?? '?'}:${key}/${embeddingType ?? ''}`;
+  const adapter = device === 'webgpu' ? `/${await adapterIdentity()}` : '';
+  const storeKey = `graph-variant:v3:${ort.env?.versions?.web ?? '?'}:${key}/${embeddingType ?? ''}${adapter}`;
   const stored = memory ? await safeGet(memory, storeKey) : undefined;
   if (isChoice(stored) && candidates.includes(stored.variant)) {
     remembered.set(key, stored);

@@ -12,6 +12,7 @@ import { ModelRunner, type RunnerOptions } from '../runner';
 import { int4Reference } from '../testing/quantized-reference';
 import { randomModel } from '../testing/random-model';
 import { referenceForward } from '../testing/reference-llama';
+import { adapterIdentity, forgetVariantChoices } from '../variant';
 
 const PROMPT_7 = [3, 17, 42, 8, 25, 60, 1];
 const PARENTS_7 = [-1, 0, 0, 1, 2, 2, 4];
@@ -159,6 +160,45 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('Llama graph on WebGPU in Node'), ()
         /^random-[a-z0-9]+-F16: the fused graph computes wrong results on this WebGPU adapter \(a 72-token tree call is off the plain graph's by [0-9.e-]+\); load with graph 'auto' [^\n]*$/,
       );
     }
+  });
+
+  it("remembers a choice per adapter: another GPU's (or driver's) record is not reused unchecked", async () => {
+    const { model } = randomModel({}, 'F16');
+    const records = new Map<string, unknown>();
+    const memory = {
+      get: async (k: string) => records.get(k),
+      set: async (k: string, v: unknown) => {
+        records.set(k, JSON.parse(JSON.stringify(v)));
+      },
+    };
+    forgetVariantChoices();
+    const first = await ModelRunner.create(webGpuOrt(), model, {
+      device: 'webgpu',
+      compute: 'fp32',
+      graph: 'auto',
+      variantMemory: memory,
+    });
+    await first.release();
+    const [key] = [...records.keys()];
+    const adapter = await adapterIdentity();
+    expect(adapter).not.toBe('no adapter');
+    expect(key?.endsWith(`/${adapter}`)).toBe(true);
+    // The same record as another adapter would have left it, naming the fused graph (wrong on this one).
+    records.clear();
+    records.set((key as string).replace(adapter, 'nvidia|ampere|0x2204|NVIDIA GeForce RTX 3090'), {
+      variant: 'fused',
+      timings: [],
+    });
+    forgetVariantChoices();
+    const second = await ModelRunner.create(webGpuOrt(), model, {
+      device: 'webgpu',
+      compute: 'fp32',
+      graph: 'auto',
+      variantMemory: memory,
+    });
+    expect(second.variant).not.toBe('fused');
+    expect(second.variantTimings.find((t) => t.variant === 'fused')?.error).toMatch(/^wrong results/);
+    await second.release();
   });
 
   it('int4 weights (MatMulNBits; fp16 compute where the adapter has shader-f16): a tree call matches the reference on the dequantised weights', async () => {
