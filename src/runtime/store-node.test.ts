@@ -5,14 +5,27 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { safeGet, safeSet } from '../engine/store';
-import { FileStore } from './store-node';
+import { defaultStorePath, FileStore } from './store-node';
 
 const folder = () => mkdtempSync(join(tmpdir(), 'spec-store-'));
 const onDisk = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+
+describe('the default record file', () => {
+  it('is under SPEC_DECODER_CACHE, else XDG_CACHE_HOME, else ~/.cache; empty or relative values count as unset', () => {
+    const home = join(homedir(), '.cache', 'spec-decoder', 'records.json');
+    expect(defaultStorePath({})).toBe(home);
+    expect(defaultStorePath({ SPEC_DECODER_CACHE: '/c' })).toBe('/c/records.json');
+    expect(defaultStorePath({ XDG_CACHE_HOME: '/x' })).toBe('/x/spec-decoder/records.json');
+    // An empty value put the file in the working directory; XDG ignores relative paths.
+    expect(defaultStorePath({ SPEC_DECODER_CACHE: '' })).toBe(home);
+    expect(defaultStorePath({ XDG_CACHE_HOME: '' })).toBe(home);
+    expect(defaultStorePath({ XDG_CACHE_HOME: 'rel/cache' })).toBe(home);
+  });
+});
 
 describe('FileStore', () => {
   it('has a record on disk once set() resolves, every record set before it too', async () => {

@@ -11,11 +11,16 @@
 import { readFileSync, statSync } from 'node:fs';
 import { mkdir, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { KeyValueStore } from '../engine/store';
 
+/**
+ * An empty SPEC_DECODER_CACHE or XDG_CACHE_HOME counts as unset (it put the file in the working directory), and so
+ * does a relative XDG_CACHE_HOME (the XDG spec: "all paths ... must be absolute"; others are ignored).
+ */
 export function defaultStorePath(env: Record<string, string | undefined> = process.env): string {
-  const folder = env.SPEC_DECODER_CACHE ?? join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'spec-decoder');
+  const xdg = env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(homedir(), '.cache');
+  const folder = env.SPEC_DECODER_CACHE || join(xdg, 'spec-decoder');
   return join(folder, 'records.json');
 }
 

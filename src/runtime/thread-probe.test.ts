@@ -71,6 +71,9 @@ describe('wasm thread choice', () => {
     const again = await chooseThreads('k', 4, graph, run, store);
     expect(again).toMatchObject({ threads: 2, how: 'remembered' });
     expect(ran).toEqual([1, 2, 4]);
+    // A count this machine would not measure (an edited record, a store from a larger machine) is measured again.
+    await store.set('k', { ...((await store.get('k')) as object), threads: 64 });
+    expect(await chooseThreads('k', 4, graph, run, store)).toMatchObject({ threads: 2, how: 'measured' });
     expect(await chooseThreads('k', 1, graph, run, store)).toMatchObject({ threads: 1, how: 'one core' });
     // A measurement where nothing ran is not remembered.
     const failing = async () => {

@@ -268,7 +268,9 @@ export async function chooseThreads(
   const candidates = threadCandidates(cores);
   if (candidates.length === 1) return { threads: 1, how: 'one core', cores, timings: [], ms: 0 };
   const stored = store ? await safeGet(store, key) : undefined;
-  if (isThreadChoice(stored)) return { ...stored, how: 'remembered', ms: 0 };
+  // A remembered count this machine would not have measured (an edited record, a store copied from a larger machine)
+  // is measured again: 64 threads on 2 cores were used as remembered.
+  if (isThreadChoice(stored) && candidates.includes(stored.threads)) return { ...stored, how: 'remembered', ms: 0 };
   const t0 = performance.now();
   let probe: ProbeGraphs;
   try {
