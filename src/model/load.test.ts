@@ -182,6 +182,16 @@ describe('loadModel: a model folder from disk', () => {
     );
     const missingTokenizer = folder({}, (d) => writeFileSync(join(d, 'tokenizer.json'), '{ not json'));
     expect(await loadError(missingTokenizer)).toMatch(/tokenizer\.json in .* is not valid JSON/);
+    // V8's message quotes the file, line breaks and all: still one line.
+    const twoLines = folder({}, (d) => writeFileSync(join(d, 'tokenizer.json'), 'not json {\n'));
+    expect(await loadError(twoLines)).toMatch(/^[^\n]*tokenizer\.json in .* is not valid JSON[^\n]*$/);
+    // JSON, but not an object: a JavaScript message ("Cannot use 'in' operator"), or blamed on another file.
+    const nullConfig = folder({}, (d) => writeFileSync(join(d, 'config.json'), 'null'));
+    expect(await loadError(nullConfig)).toMatch(/config\.json in .* is not a JSON object \(it holds null\)$/);
+    const listConfig = folder({}, (d) => writeFileSync(join(d, 'tokenizer_config.json'), '[1,2]'));
+    expect(await loadError(listConfig)).toMatch(
+      /tokenizer_config\.json in .* is not a JSON object \(it holds a list\)$/,
+    );
   });
 
   it('says whether the target or the draft is broken', async () => {

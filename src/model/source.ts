@@ -214,9 +214,18 @@ export async function readJson(
 export async function readJson(source: FileSource, file: string, required: boolean, progress?: LoadProgress) {
   const bytes = required ? await readRequired(source, file, progress) : await readOptional(source, file, progress);
   if (!bytes) return null;
+  let parsed: unknown;
   try {
-    return JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
+    parsed = JSON.parse(new TextDecoder().decode(bytes));
   } catch (e) {
-    throw new ModelLoadError(`${file} in ${source.location} is not valid JSON: ${(e as Error).message}`);
+    // V8 quotes the file's first bytes, line breaks included: one line.
+    const why = (e as Error).message.replace(/\s+/g, ' ');
+    throw new ModelLoadError(`${file} in ${source.location} is not valid JSON: ${why}`);
   }
+  // null, a number or a list parsed fine and failed later with a JavaScript message ("Cannot use 'in' operator").
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    const held = parsed === null ? 'null' : Array.isArray(parsed) ? 'a list' : `a ${typeof parsed}`;
+    throw new ModelLoadError(`${file} in ${source.location} is not a JSON object (it holds ${held})`);
+  }
+  return parsed as Record<string, unknown>;
 }

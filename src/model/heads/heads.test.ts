@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ortForNode } from '../../runtime/ort-node';
 import { maxDiff } from '../../util/max-diff';
-import { writeSafetensors } from '../safetensors';
+import { parseSafetensors, type SafetensorsFile, writeSafetensors } from '../safetensors';
 import { randomEagle3, randomMedusa } from '../testing/random-heads';
 import { randomModel } from '../testing/random-model';
 import { referenceEagle3, referenceMedusa } from '../testing/reference-heads';
@@ -25,6 +25,12 @@ function folder(files: Record<string, Uint8Array>): string {
   const dir = mkdtempSync(join(tmpdir(), 'spec-heads-'));
   for (const [name, bytes] of Object.entries(files)) writeFileSync(join(dir, name), bytes);
   return dir;
+}
+
+/** A tensor's stored bytes. */
+function rawBytes(st: SafetensorsFile, name: string): Uint8Array {
+  const t = st.tensors.get(name) as { offset: number; byteLength: number; file: string };
+  return st.bytes.slice(t.offset, t.offset + t.byteLength);
 }
 
 const rand = (n: number, seed: number) =>
@@ -146,6 +152,46 @@ describe('draft heads', () => {
     expect(await error(loadHeads(folder({ ...m.files, 'medusa_lm_head.safetensors': noProjection }), cfg))).toMatch(
       /Medusa-2 heads are not supported yet/,
     );
+    // A head missing in the middle ran the heads before it alone, and a count the config contradicts, without a word.
+    const three = randomMedusa(cfg, 3, 1);
+    const parsed = parseSafetensors('m', three.files['medusa_lm_head.safetensors'] as Uint8Array);
+    const withoutHead1 = writeSafetensors(
+      [...parsed.tensors.keys()]
+        .filter((n) => !n.startsWith('1.'))
+        .map((n) => {
+          const t = parsed.tensors.get(n) as { dtype: 'F16'; shape: number[] };
+          return { name: n, dtype: t.dtype, shape: t.shape, data: rawBytes(parsed, n) };
+        }),
+    );
+    expect(await error(loadHeads(folder({ ...three.files, 'medusa_lm_head.safetensors': withoutHead1 }), cfg))).toMatch(
+      /: head 1's tensors \(1\.0\.linear\.weight\) are missing, where head 2's are there$/,
+    );
+    const config = (files: Record<string, Uint8Array>) => JSON.parse(new TextDecoder().decode(files['config.json']));
+    const withConfig = (files: Record<string, Uint8Array>, c: object) =>
+      folder({ ...files, 'config.json': new TextEncoder().encode(JSON.stringify(c)) });
+    expect(
+      await error(loadHeads(withConfig(three.files, { ...config(three.files), medusa_num_heads: 4 }), cfg)),
+    ).toMatch(/config\.json says medusa_num_heads 4, the weights hold 3 heads$/);
+    // EAGLE-3: values the target's config is refused for were replaced by defaults; the vocabulary and the layers
+    // trained on were not read at all.
+    const e = randomEagle3(cfg);
+    const eagleWith = (extra: object) => loadHeads(withConfig(e.files, { ...config(e.files), ...extra }), cfg);
+    expect(await error(eagleWith({ rope_theta: -5 }))).toMatch(/"rope_theta" must be a positive number, found -5$/);
+    expect(await error(eagleWith({ rms_norm_eps: 'x' }))).toMatch(
+      /"rms_norm_eps" must be a positive number, found "x"$/,
+    );
+    expect(await error(eagleWith({ vocab_size: 8192 }))).toMatch(/vocab_size 8192 does not match the target's 61$/);
+    expect(await error(eagleWith({ eagle_config: { eagle_aux_hidden_state_layer_ids: [1, 5, 9] } }))).toMatch(
+      /eagle_aux_hidden_state_layer_ids \[1,5,9\]: heads trained on other layers than \[2,1,-1\] .* are not supported yet$/,
+    );
+    // Absent, they are the target's.
+    const plain = config(e.files);
+    delete plain.rope_theta;
+    delete plain.rms_norm_eps;
+    const loaded = await loadHeads(withConfig(e.files, plain), cfg);
+    expect([loaded.eagle3?.ropeTheta, loaded.eagle3?.rmsNormEps]).toEqual([cfg.ropeTheta, cfg.rmsNormEps]);
+    // The library given something other than a folder name.
+    expect(await error(loadHeads(42 as unknown as string, cfg))).toBe('heads: no folder or hub id given');
   });
 });
 

@@ -15,6 +15,7 @@
  */
 import type { LlamaConfig } from '../config';
 import { ModelLoadError } from '../errors';
+import { eagle3Layers } from '../graph/llama';
 import { parseSafetensors, type TensorEntry } from '../safetensors';
 import { type HubOptions, LoadProgress, type ProgressCallback, readJson, readOptional, resolveSource } from '../source';
 
@@ -66,11 +67,21 @@ function expectShape(spec: string, weights: Map<string, TensorEntry>, name: stri
   }
 }
 
-function checkMedusa(spec: string, target: LlamaConfig, weights: Map<string, TensorEntry>): LoadedHeads['medusa'] {
+function checkMedusa(
+  spec: string,
+  target: LlamaConfig,
+  weights: Map<string, TensorEntry>,
+  declared: unknown,
+): LoadedHeads['medusa'] {
   const d = target.hiddenSize;
   let heads = 0;
   while (weights.has(`${heads}.0.linear.weight`)) heads++;
   if (heads === 0) fail(spec, 'no Medusa heads in medusa_lm_head.safetensors (no 0.0.linear.weight)');
+  // A head missing in the middle (heads 0 and 2 there, not 1) ran the heads before it alone, without a word.
+  const present = [...weights.keys()].flatMap((n) => /^(\d+)\.0\.linear\.weight$/.exec(n)?.[1] ?? []).map(Number);
+  const last = Math.max(...present);
+  if (last >= heads)
+    fail(spec, `head ${heads}'s tensors (${heads}.0.linear.weight) are missing, where head ${last}'s are there`);
   let layers = 0;
   while (weights.has(`0.${layers}.linear.weight`)) layers++;
   const first = shapeOf(weights, '0.0.linear.weight') as number[];
@@ -90,6 +101,8 @@ function checkMedusa(spec: string, target: LlamaConfig, weights: Map<string, Ten
       fail(spec, `vocabulary of ${projection[0]} tokens does not match the target's ${target.vocabSize}`);
     } else expectShape(spec, weights, `${k}.${layers}.weight`, [target.vocabSize, d], "the target's vocabulary");
   }
+  if (declared !== undefined && declared !== heads)
+    fail(spec, `config.json says medusa_num_heads ${JSON.stringify(declared)}, the weights hold ${heads} heads`);
   return { heads, layers };
 }
 
@@ -154,8 +167,29 @@ function checkEagle3(
     if (seen[t]) fail(spec, `d2t maps draft index ${i} to token ${t}, which an earlier draft index already has`);
     seen[t] = 1;
   });
-  const ropeTheta = typeof config.rope_theta === 'number' && config.rope_theta > 0 ? config.rope_theta : 10000;
-  const rmsNormEps = typeof config.rms_norm_eps === 'number' && config.rms_norm_eps > 0 ? config.rms_norm_eps : 1e-6;
+  // Absent: the target's (the head sits on its positions and features); present, they must make sense (a bad value
+  // was replaced without a word, where the target's config is refused for the same).
+  const positive = (key: string, fallback: number): number => {
+    const v = config[key];
+    if (v === undefined || v === null) return fallback;
+    if (typeof v !== 'number' || !(v > 0) || !Number.isFinite(v))
+      fail(spec, `config.json: "${key}" must be a positive number, found ${JSON.stringify(v)}`);
+    return v as number;
+  };
+  const ropeTheta = positive('rope_theta', target.ropeTheta);
+  const rmsNormEps = positive('rms_norm_eps', target.rmsNormEps);
+  if (config.vocab_size !== undefined && config.vocab_size !== target.vocabSize)
+    fail(spec, `vocab_size ${JSON.stringify(config.vocab_size)} does not match the target's ${target.vocabSize}`);
+  // The layers whose inputs the head was trained on (vLLM and SpecForge write them; SafeAILab's are fixed): only the
+  // ones this engine feeds it are supported, and others were ignored, the head then fed features it never saw.
+  const aux = (config.eagle_config as { eagle_aux_hidden_state_layer_ids?: unknown } | undefined)
+    ?.eagle_aux_hidden_state_layer_ids;
+  const fed = eagle3Layers(target.numLayers);
+  if (aux !== undefined && JSON.stringify(aux) !== JSON.stringify(fed))
+    fail(
+      spec,
+      `eagle_config.eagle_aux_hidden_state_layer_ids ${JSON.stringify(aux)}: heads trained on other layers than ${JSON.stringify(fed)} (the inputs of layers 2, L/2 and L-3, SafeAILab's layout) are not supported yet`,
+    );
   return { numHeads, numKvHeads, headDim, intermediateSize, rmsNormEps, ropeTheta, draftVocab, draftToTarget };
 }
 
@@ -165,6 +199,7 @@ export async function loadHeads(
   target: LlamaConfig,
   options: HeadsLoadOptions = {},
 ): Promise<LoadedHeads> {
+  if (typeof spec !== 'string' || spec.trim() === '') throw new ModelLoadError('heads: no folder or hub id given');
   const progress = new LoadProgress(spec, options.onProgress);
   const source = resolveSource(spec, options.base, options.hub, (message) => progress.warn(message));
   const config = (await readJson(source, 'config.json', false, progress)) as Record<string, unknown> | null;
@@ -198,7 +233,12 @@ export async function loadHeads(
     files,
     weightBytes: bytes.byteLength,
   };
-  if (medusa) return { ...base, kind: 'medusa', medusa: checkMedusa(spec, target, tensors) };
+  if (medusa)
+    return {
+      ...base,
+      kind: 'medusa',
+      medusa: checkMedusa(spec, target, tensors, (config as Record<string, unknown>).medusa_num_heads),
+    };
   if (tensors.has('midlayer.self_attn.q_proj.weight')) {
     return {
       ...base,
