@@ -2,7 +2,7 @@
  * The disk cache's writes when the disk fails them: the partial file is removed, whatever failed. The failure is a
  * writeFile that puts part of the bytes on disk and then throws ENOSPC, as a full disk does.
  */
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -54,5 +54,19 @@ describe('NodeHubStore.write on a full disk', () => {
     failWrites.on = true;
     await expect(store.write('', info, 'config.json', new Uint8Array(4096))).rejects.toThrow(/ENOSPC/);
     expect(existsSync(join(dir, 'models--test--full-disk', 'snapshots', commit, 'config.json'))).toBe(false);
+  });
+});
+
+describe('NodeHubStore.loadInfo', () => {
+  it('an empty or damaged ref names no commit: the revision reads as not cached', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spec-hub-ref-'));
+    const store = await NodeHubStore.open(dir);
+    await store.saveInfo('', { ...info, files: { 'config.json': { size: 2 } } });
+    await store.write('', info, 'config.json', new TextEncoder().encode('{}'));
+    expect((await store.loadInfo('', info.repo, 'main'))?.commit).toBe(commit);
+    for (const ref of ['', '\n', 'not-a-commit'].values()) {
+      writeFileSync(join(dir, 'models--test--full-disk', 'refs', 'main'), ref);
+      expect(await store.loadInfo('', info.repo, 'main')).toBeNull();
+    }
   });
 });

@@ -66,6 +66,9 @@ export class NodeHubStore implements HubStore {
       } catch {
         return null;
       }
+      // An empty or damaged ref (a write cut short) names no commit: as if the revision were not cached (it read
+      // "using the copy ... (commit )", then "config.json not found").
+      if (!isCommitSha(commit)) return null;
     }
     const snapshot = path.join(root, 'snapshots', commit);
     if (!(await exists(fs, snapshot))) return null;
