@@ -40,7 +40,8 @@ export function statsLine(r: GenerationResult, method: Method): string {
     `${method}: ${s.tokens} tokens in ${s.rounds} rounds | tau ${s.tau.toFixed(2)} tokens/target call | ` +
     `acceptance by depth ${depth} | target calls ${s.targetCalls}, draft calls ${s.draftCalls} | ` +
     `${s.tokensPerSecond.toFixed(1)} tok/s | outside model calls ${(100 * s.overheadShare).toFixed(1)}% | ` +
-    `${s.arms ? `rounds per drafter: ${armsText(s.arms)} | ` : ''}stop: ${r.stopReason}`
+    `${s.arms ? `rounds per drafter: ${armsText(s.arms)} | ` : ''}stop: ${r.stopReason}` +
+    (r.context ? ` (${r.context.of}, ${r.context.limit} tokens)` : '')
   );
 }
 

@@ -84,6 +84,11 @@ export interface GenerationResult {
   text: string;
   stopReason: StopReason;
   stats: GenerationStats;
+  /**
+   * With stopReason 'context', where the context was shorter than the target's: the limit in tokens and whose it is
+   * ("the draft model's context", for a method that needs it; or "the context limit asked for").
+   */
+  context?: { limit: number; of: string };
 }
 
 /**

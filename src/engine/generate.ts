@@ -144,6 +144,10 @@ export async function* generate(
     text: decoder.text,
     stopReason,
     stats: stats.summary(draftCalls),
+    // A context shorter than the target's says whose it was ("stop: context" alone read as the target's).
+    ...(stopReason === 'context' && limit < target.config.maxPositions
+      ? { context: { limit, of: parts.contextOf ? `${parts.contextOf}'s context` : 'the context limit asked for' } }
+      : {}),
   });
 
   // Draft heads read the target's hidden states: of the prompt at prefill, of every tree node at verification.
