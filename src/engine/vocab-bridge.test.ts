@@ -10,17 +10,22 @@ import { parseSafetensors, readAsFloat32, writeSafetensors } from '../model/safe
 import { randomModel, TINY_CONFIG } from '../model/testing/random-model';
 import { ortForNode } from '../runtime/ort-node';
 import { DraftDist } from './drafters/draft-model';
-import type { Method } from './drafters/index';
+import { createDrafter, type Method } from './drafters/index';
 import { SpecEngine } from './engine';
 import type { CausalLM, ForwardInput } from './lm';
-import { GREEDY, type SamplingParams } from './sampling';
+import { GREEDY, Rng, type SamplingParams } from './sampling';
 import { onTargetVocabulary } from './vocab-bridge';
 
 /** A model of `vocab` rows whose logits row r is [r*10 + 0, r*10 + 1, ...]; it records the tokens it was fed. */
-function fakeLM(vocab: number): CausalLM & { fed: number[] } {
+function fakeLM(vocab: number): CausalLM & { fed: number[]; fingerprint: string } {
   const fed: number[] = [];
   return {
     fed,
+    fingerprint: `fake-${vocab}`,
+    async forwardArgmax(input: ForwardInput) {
+      for (const t of Array.from(input.tokens)) if (t >= vocab) throw new RangeError(`token id ${t} out of range`);
+      return Int32Array.from(Array.from(input.rows), () => vocab - 1);
+    },
     length: 0,
     calls: 0,
     config: { vocabSize: vocab, maxPositions: 64, eosTokenIds: [0] },
@@ -55,6 +60,33 @@ describe('a draft model over the target vocabulary', () => {
     const bridged = onTargetVocabulary(lm, 4);
     expect(bridged.config.vocabSize).toBe(4);
     expect(Array.from(await bridged.forward(input([1, 2])))).toEqual([0, 1, 2, 3, 10, 11, 12, 13]);
+  });
+
+  it("keeps the draft's fingerprint (what remembered records are keyed by), and its argmax where every id is the target's", async () => {
+    const fewer = onTargetVocabulary(fakeLM(3), 5) as CausalLM & { fingerprint?: string };
+    expect(fewer.fingerprint).toBe('fake-3');
+    expect(Array.from((await fewer.forwardArgmax?.(input([4, 1]))) ?? [])).toEqual([2, 2]);
+    // More rows than the target: the argmax could be a padding id, so there is none.
+    const more = onTargetVocabulary(fakeLM(6), 4) as CausalLM & { fingerprint?: string };
+    expect(more.fingerprint).toBe('fake-6');
+    expect(more.forwardArgmax).toBeUndefined();
+  });
+
+  it('is what createDrafter gives a custom round loop too', async () => {
+    const draft = fakeLM(6);
+    const target = fakeLM(4);
+    const drafter = createDrafter('chain', { target, draft, costs: () => null });
+    const tree = await drafter.propose({
+      committed: [1, 2],
+      maxNodes: 3,
+      maxDepth: 3,
+      sampling: GREEDY,
+      rng: new Rng(1),
+      eos: new Set<number>(),
+    });
+    // The fake's largest logit is its last row's: 5, a padding id the target has no row for.
+    expect(tree.tokens.length).toBeGreaterThan(1);
+    expect(Array.from(tree.tokens).every((t) => t < 4)).toBe(true);
   });
 
   it('gives the ids it has no row for probability zero, and reads a committed one as token 0', async () => {

@@ -17,7 +17,18 @@ export function onTargetVocabulary(draft: CausalLM, vocab: number): CausalLM {
   const own = draft.config.vocabSize;
   if (own === vocab) return draft;
   const config = { ...draft.config, vocabSize: vocab };
+  const mapped = (input: ForwardInput): ForwardInput => ({
+    ...input,
+    tokens: Array.from(input.tokens, (t) => (t < own ? t : 0)),
+  });
+  const { fingerprint } = draft as { fingerprint?: string };
+  const forwardArgmax = draft.forwardArgmax?.bind(draft);
   return {
+    // What remembered records are keyed by (auto's arms): the draft's own, not "none".
+    ...(fingerprint !== undefined ? { fingerprint } : {}),
+    // Argmax ids where they are all the target's (a draft with fewer rows: the ids it lacks never win); a draft with
+    // more rows could name a padding id, so its rows are read whole.
+    ...(forwardArgmax && own < vocab ? { forwardArgmax: (input: ForwardInput) => forwardArgmax(mapped(input)) } : {}),
     get length() {
       return draft.length;
     },
@@ -31,8 +42,7 @@ export function onTargetVocabulary(draft: CausalLM, vocab: number): CausalLM {
     keep: (indices) => draft.keep(indices),
     reset: () => draft.reset(),
     async forward(input: ForwardInput): Promise<Float32Array> {
-      const tokens = Array.from(input.tokens, (t) => (t < own ? t : 0));
-      const logits = await draft.forward({ ...input, tokens });
+      const logits = await draft.forward(mapped(input));
       const rows = Math.floor(logits.length / own);
       const out = new Float32Array(rows * vocab);
       const width = Math.min(own, vocab);

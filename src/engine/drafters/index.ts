@@ -2,6 +2,8 @@
  * The registry of drafting methods. A method lives in its own file and describes itself (MethodSpec); adding one
  * means writing that file and adding it to this list. Everything that lists methods reads METHODS.
  */
+
+import { onTargetVocabulary } from '../vocab-bridge';
 import { adaptive } from './adaptive-chain';
 import { auto } from './auto';
 import { chain } from './chain';
@@ -63,7 +65,9 @@ export function createDrafter(method: Method, resources: DrafterResources): Draf
     throw new Error(`method "${method}" ${describeNeeds(spec)}`);
   if ((spec.needs.includes('medusa-heads') || spec.needs.includes('eagle-head')) && !resources.heads)
     throw new Error(`method "${method}" ${describeNeeds(spec)}`);
-  return spec.create(resources);
+  // A draft padded to another vocabulary size than the target's is read over the target's (as SpecEngine does).
+  const draft = resources.draft && onTargetVocabulary(resources.draft, resources.target.config.vocabSize);
+  return spec.create({ ...resources, ...(draft ? { draft } : {}) });
 }
 
 export type { Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
