@@ -67,12 +67,7 @@ function expectShape(spec: string, weights: Map<string, TensorEntry>, name: stri
   }
 }
 
-function checkMedusa(
-  spec: string,
-  target: LlamaConfig,
-  weights: Map<string, TensorEntry>,
-  declared: unknown,
-): LoadedHeads['medusa'] {
+function checkMedusa(spec: string, target: LlamaConfig, weights: Map<string, TensorEntry>): LoadedHeads['medusa'] {
   const d = target.hiddenSize;
   let heads = 0;
   while (weights.has(`${heads}.0.linear.weight`)) heads++;
@@ -101,8 +96,6 @@ function checkMedusa(
       fail(spec, `vocabulary of ${projection[0]} tokens does not match the target's ${target.vocabSize}`);
     } else expectShape(spec, weights, `${k}.${layers}.weight`, [target.vocabSize, d], "the target's vocabulary");
   }
-  if (declared !== undefined && declared !== heads)
-    fail(spec, `config.json says medusa_num_heads ${JSON.stringify(declared)}, the weights hold ${heads} heads`);
   return { heads, layers };
 }
 
@@ -167,28 +160,35 @@ function checkEagle3(
     if (seen[t]) fail(spec, `d2t maps draft index ${i} to token ${t}, which an earlier draft index already has`);
     seen[t] = 1;
   });
-  // Absent: the target's (the head sits on its positions and features); present, they must make sense (a bad value
-  // was replaced without a word, where the target's config is refused for the same).
-  const positive = (key: string, fallback: number): number => {
-    const v = config[key];
+  // Absent: upstream's LlamaConfig defaults (tools/heads_layouts.md); transformers 5 keeps rope_theta in
+  // rope_parameters. Present, they must make sense: a bad value was replaced without a word, where the target's
+  // config is refused for the same.
+  const rope =
+    config.rope_parameters !== null && typeof config.rope_parameters === 'object'
+      ? (config.rope_parameters as Record<string, unknown>)
+      : config;
+  const positive = (from: Record<string, unknown>, key: string, fallback: number): number => {
+    const v = from[key];
     if (v === undefined || v === null) return fallback;
     if (typeof v !== 'number' || !(v > 0) || !Number.isFinite(v))
       fail(spec, `config.json: "${key}" must be a positive number, found ${JSON.stringify(v)}`);
     return v as number;
   };
-  const ropeTheta = positive('rope_theta', target.ropeTheta);
-  const rmsNormEps = positive('rms_norm_eps', target.rmsNormEps);
-  if (config.vocab_size !== undefined && config.vocab_size !== target.vocabSize)
-    fail(spec, `vocab_size ${JSON.stringify(config.vocab_size)} does not match the target's ${target.vocabSize}`);
-  // The layers whose inputs the head was trained on (vLLM and SpecForge write them; SafeAILab's are fixed): only the
-  // ones this engine feeds it are supported, and others were ignored, the head then fed features it never saw.
+  const ropeTheta = positive(rope, 'rope_theta', 10000);
+  const rmsNormEps = positive(config, 'rms_norm_eps', 1e-6);
+  // The layers whose features the head was trained on, where its config names them (SpecForge writes them; SGLang
+  // reads them): their numbering is of layer outputs, so the inputs of layers 2, L/2 and L-3, which this engine
+  // feeds it, read [1, L/2 - 1, L - 4] (vLLM's own default numbers the inputs: [2, L/2, L - 3], accepted too). A head
+  // trained on other layers was fed features it never saw.
   const aux = (config.eagle_config as { eagle_aux_hidden_state_layer_ids?: unknown } | undefined)
     ?.eagle_aux_hidden_state_layer_ids;
   const fed = eagle3Layers(target.numLayers);
-  if (aux !== undefined && JSON.stringify(aux) !== JSON.stringify(fed))
+  const same = (ids: unknown, shift: number) =>
+    Array.isArray(ids) && ids.length === fed.length && ids.every((id, i) => id + shift === fed[i]);
+  if (aux !== undefined && aux !== null && !same(aux, 1) && !same(aux, 0))
     fail(
       spec,
-      `eagle_config.eagle_aux_hidden_state_layer_ids ${JSON.stringify(aux)}: heads trained on other layers than ${JSON.stringify(fed)} (the inputs of layers 2, L/2 and L-3, SafeAILab's layout) are not supported yet`,
+      `eagle_config.eagle_aux_hidden_state_layer_ids ${JSON.stringify(aux)}: the head was trained on other layers than those fed to it (the inputs of layers ${fed.join(', ')}: outputs ${fed.map((l) => l - 1).join(', ')}), which is not supported yet`,
     );
   return { numHeads, numKvHeads, headDim, intermediateSize, rmsNormEps, ropeTheta, draftVocab, draftToTarget };
 }
@@ -237,7 +237,7 @@ export async function loadHeads(
     return {
       ...base,
       kind: 'medusa',
-      medusa: checkMedusa(spec, target, tensors, (config as Record<string, unknown>).medusa_num_heads),
+      medusa: checkMedusa(spec, target, tensors),
     };
   if (tensors.has('midlayer.self_attn.q_proj.weight')) {
     return {
