@@ -62,7 +62,8 @@ category); writes bench/results/<date>-<N>cpu.json and bench/results/latest.md (
   --remember           the engines keep what they learn between bench runs, as a returning user's do (auto's arms,
                        calibrated costs, the drafters' learned values, graph and device choices): node-wasm and
                        node-webgpu in <cache>/bench-records.json, Chromium in the browser profile <cache>/bench-chromium-
-                       profile (<cache>: $SPEC_DECODER_CACHE, else ~/.cache/spec-decoder; delete them to start over).
+                       profile (<cache>: $SPEC_DECODER_CACHE, else $XDG_CACHE_HOME/spec-decoder, else ~/.cache/spec-decoder;
+                       delete them to start over).
                        Without it every run starts from nothing, as a first session does. The first run fills the store;
                        the table says how many earlier runs it holds; "remembered" in the results files' names
   --trace FILE         node-wasm and node-webgpu: every round of the timed generations as JSON lines (method,

@@ -97,6 +97,8 @@ export function jsonResult(
       acceptanceByDepth: stats.acceptanceByDepth,
       overheadShare: stats.overheadShare,
       stopReason: result.stopReason,
+      // A context shorter than the target's that stopped the run: its limit and whose it is.
+      ...(result.context ? { context: result.context } : {}),
       // auto: rounds, tokens and milliseconds per drafter it chose (the text line's "rounds per drafter").
       ...(stats.arms ? { arms: stats.arms } : {}),
     },

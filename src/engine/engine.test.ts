@@ -6,7 +6,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { statsLine } from '../cli/output';
+import { jsonResult, statsLine } from '../cli/output';
 import { randomModel, TINY_CONFIG } from '../model/testing/random-model';
 import { ortForNode } from '../runtime/ort-node';
 import type { Method } from './drafters/index';
@@ -242,6 +242,7 @@ describe('SpecEngine', () => {
         // ... and says whose context it was ("stop: context" read as the target's 1024).
         expect(chain.context).toEqual({ limit: 64, of: "the draft model's context" });
         expect(statsLine(chain, 'chain')).toMatch(/stop: context \(the draft model's context, 64 tokens\)$/);
+        expect(JSON.parse(jsonResult(chain, [])).stats.context).toEqual(chain.context);
         const auto = await run(engine, ids(40), 'auto', 40);
         expect(auto.stopReason).toBe('max-tokens');
         expect(auto.tokens).toEqual((await run(targetOnly, ids(40), 'ar', 40)).tokens);

@@ -73,14 +73,19 @@ function isChoice(v: unknown): v is VariantChoice {
 }
 
 /**
- * The WebGPU adapter a remembered choice was measured on (vendor, architecture, device, description: the driver's
- * version where the browser or Dawn gives it). A variant can compute wrong results on one adapter and not another (the
- * fused graph's GroupQueryAttention on narrow subgroups), and the remembered choice skips the check, so a choice made
- * on one GPU or driver is not reused on another.
+ * The WebGPU adapter a remembered choice was measured on (vendor, architecture, device, description). A variant can
+ * compute wrong results on one adapter and not another (the fused graph's GroupQueryAttention on narrow subgroups),
+ * and the remembered choice skips the check, so a choice made on one GPU is not reused on another. Dawn in Node
+ * names the device and driver; Chromium gives vendor and architecture only (device and description stay empty
+ * without its WebGPU developer features), so there a GPU of the same vendor and architecture, or a new driver, is
+ * not told apart.
  */
-export async function adapterIdentity(gpu: GPU | undefined = globalThis.navigator?.gpu): Promise<string> {
+export async function adapterIdentity(
+  gpu: GPU | undefined = globalThis.navigator?.gpu,
+  inUse?: GPUAdapter,
+): Promise<string> {
   try {
-    const info = (await gpu?.requestAdapter())?.info;
+    const info = (inUse ?? (await gpu?.requestAdapter()))?.info;
     return info ? [info.vendor, info.architecture, info.device, info.description].join('|') : 'no adapter';
   } catch {
     return 'no adapter';
@@ -270,7 +275,9 @@ export async function measureVariants(
   // Measured in an earlier process or visit with this onnxruntime build: about a second saved at every start.
   // v2: the fastest-of-nine probe (choices made by the earlier median-of-five probe are measured again); v3: the
   // results checked before timing (a choice made without the check is measured again).
-  const adapter = device === 'webgpu' ? `/${await adapterIdentity()}` : '';
+  // onnxruntime's own adapter where it has one (an app may have set it, or a power preference), else the default.
+  const inUse = (ort.env as { webgpu?: { adapter?: GPUAdapter } } | undefined)?.webgpu?.adapter;
+  const adapter = device === 'webgpu' ? `/${await adapterIdentity(undefined, inUse)}` : '';
   const storeKey = `graph-variant:v3:${ort.env?.versions?.web ?? '?'}:${key}/${embeddingType ?? ''}${adapter}`;
   const stored = memory ? await safeGet(memory, storeKey) : undefined;
   if (isChoice(stored) && candidates.includes(stored.variant)) {
