@@ -254,10 +254,12 @@ describe('CLI runs (bundled models)', () => {
     // eagle loads the bundled target's EAGLE head: the note is about it.
     const heads = capture();
     const eagle = ['--prompt', 'She was', '--method', 'eagle', '--max-new-tokens', '4', '--device', 'wasm'];
-    expect(await main([...eagle, '--heads-device', 'webgpu'], heads)).toBe(0);
+    expect(await main([...eagle, '--heads-device', 'webgpu', '--json'], heads)).toBe(0);
     expect(heads.stderr()).toContain(
       'note: the heads run on wasm beside a target on wasm (--heads-device webgpu applies beside a WebGPU target)',
     );
+    // The JSON says what the heads computed in, as it does for the target and the draft.
+    expect(JSON.parse(heads.stdout()).runtime.heads).toMatchObject({ device: 'wasm', precision: 'fp32' });
     // Without the flag, no note.
     const quiet = capture();
     expect(await main(args, quiet)).toBe(0);

@@ -171,7 +171,9 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     ...(engine.draft && engine.draftDevice
       ? { draft: { ...placed(engine.draftDevice), precision: engine.draft.precision } }
       : {}),
-    ...(engine.headsDevice ? { heads: placed(engine.headsDevice) } : {}),
+    ...(engine.heads && engine.headsDevice
+      ? { heads: { ...placed(engine.headsDevice), precision: engine.heads.compute } }
+      : {}),
   };
   const rounds: RoundIds[] = [];
   try {

@@ -35,7 +35,7 @@ const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 const variants: [string, Omit<RunnerOptions, 'device'>][] = [
   ['fp32', { precision: 'fp32', graph: 'fused' }],
-  ['int8 (per channel, inputs per row)', { precision: 'int8', graph: 'fused' }],
+  ['int8 (per channel, inputs per row)', { precision: 'int8', graph: 'fused', rowInvariantAttention: false }],
   ['int4 (symmetric, block 32)', { precision: 'int4', graph: 'fused' }],
   ['int4 (zero points, block 32)', { precision: 'int4', graph: 'fused', int4: { zeroPoints: true } }],
 ];

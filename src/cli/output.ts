@@ -79,8 +79,8 @@ export function jsonResult(
      * for, measured (with the timed calls on each device) or remembered.
      */
     draft?: { device: string; precision: string; how: string; timings?: readonly object[] };
-    /** The same for the draft heads. */
-    heads?: { device: string; how: string; timings?: readonly object[] };
+    /** The same for the draft heads (their precision: what they compute in). */
+    heads?: { device: string; precision: string; how: string; timings?: readonly object[] };
   },
 ): string {
   const { stats } = result;

@@ -81,6 +81,23 @@ describe('exact decoding (wasm EP, bundled target)', () => {
     expect(
       await loadError({ device: 'wasm', precision: 'fp32', graph: 'plain', exact: true, rowInvariantAttention: false }),
     ).toMatch(/exact decoding needs the row-invariant attention/);
+    // int8 is row-invariant by default: a fused graph named for it went without, and greedy speculation then differed
+    // from plain decoding (9 of 36 runs of chain, dynamic and lookup).
+    expect(await loadError({ device: 'wasm', precision: 'int8', graph: 'fused' })).toMatch(
+      /^public\/models\/austen-target: int8 keeps speculation exact with a row-invariant attention, which needs a graph whose attention is MatMuls, and the fused graph's is GroupQueryAttention: load with graph 'auto', 'plain' or 'hybrid' \(or rowInvariantAttention: false [^\n]*\)$/,
+    );
+    expect(await loadError({ device: 'wasm', precision: 'fp32', graph: 'fused', rowInvariantAttention: true })).toMatch(
+      /: the row-invariant attention asked for \(rowInvariantAttention\) needs a graph whose attention is MatMuls, and the fused graph's is GroupQueryAttention: load with graph 'auto', 'plain' or 'hybrid'$/,
+    );
+    // Asked to go without, it loads.
+    const drifting = await ModelRunner.create(ort, bundled, {
+      device: 'wasm',
+      precision: 'int8',
+      graph: 'fused',
+      rowInvariantAttention: false,
+    });
+    expect(drifting.variant).toBe('fused');
+    await drifting.release();
   });
 
   it('graph auto: a variant that fails the check is replaced by the next, and not built again in a later load', async () => {

@@ -259,6 +259,23 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       );
     }
     const rowInvariant = options.exact === true || (options.rowInvariantAttention ?? precision.weights === 'int8');
+    // int8 keeps speculation exact through the row-invariant attention (on by default there), which a named fused
+    // graph silently went without: 9 of 36 greedy runs of chain, dynamic and lookup then differed from plain decoding.
+    if (
+      rowInvariant &&
+      !options.exact &&
+      options.graph !== undefined &&
+      options.graph !== 'auto' &&
+      !ROW_INVARIANT_VARIANTS.includes(options.graph)
+    ) {
+      const why =
+        options.rowInvariantAttention === true
+          ? 'the row-invariant attention asked for (rowInvariantAttention)'
+          : 'int8 keeps speculation exact with a row-invariant attention, which';
+      throw new ModelLoadError(
+        `${model.spec}: ${why} needs a graph whose attention is MatMuls, and the ${options.graph} graph's is GroupQueryAttention: load with graph 'auto', 'plain' or 'hybrid'${options.rowInvariantAttention === true ? '' : ' (or rowInvariantAttention: false to accept that greedy speculation may differ from plain decoding)'}`,
+      );
+    }
     let variants: GraphVariant[] = [options.graph === undefined || options.graph === 'auto' ? 'plain' : options.graph];
     let variantTimings: VariantTiming[] = [];
     // WebGPU gathers fp16 only with shader-f16; wasm always can.

@@ -25,6 +25,8 @@ export function hiddenKindFor(kind: HeadsKind): HiddenKind {
 /** Heads ready to run: exactly one of medusa / eagle3 is set. */
 export interface OpenedHeads {
   loaded: LoadedHeads;
+  /** What the heads compute in: the target's float type on its device, fp32 on the CPU (the CLI's JSON says it). */
+  compute: 'fp32' | 'fp16';
   medusa?: MedusaHeadsRunner;
   eagle3?: Eagle3HeadRunner;
   release(): Promise<void>;
@@ -40,10 +42,10 @@ export async function openHeads(
 ): Promise<OpenedHeads> {
   if (heads.kind === 'medusa') {
     const medusa = await MedusaHeadsRunner.create(ort, heads, device, compute);
-    return { loaded: heads, medusa, release: () => medusa.release() };
+    return { loaded: heads, compute, medusa, release: () => medusa.release() };
   }
   const eagle3 = await Eagle3HeadRunner.create(ort, heads, target, device, compute);
-  return { loaded: heads, eagle3, release: () => eagle3.release() };
+  return { loaded: heads, compute, eagle3, release: () => eagle3.release() };
 }
 
 /**
