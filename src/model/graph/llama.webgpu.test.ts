@@ -12,6 +12,7 @@ import { ModelRunner, type RunnerOptions } from '../runner';
 import { int4Reference } from '../testing/quantized-reference';
 import { randomModel } from '../testing/random-model';
 import { referenceForward } from '../testing/reference-llama';
+import { visibleStore } from '../testing/visible-store';
 import { adapterIdentity, forgetVariantChoices } from '../variant';
 
 const PROMPT_7 = [3, 17, 42, 8, 25, 60, 1];
@@ -164,13 +165,7 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('Llama graph on WebGPU in Node'), ()
 
   it("remembers a choice per adapter: another GPU's (or driver's) record is not reused unchecked", async () => {
     const { model } = randomModel({}, 'F16');
-    const records = new Map<string, unknown>();
-    const memory = {
-      get: async (k: string) => records.get(k),
-      set: async (k: string, v: unknown) => {
-        records.set(k, JSON.parse(JSON.stringify(v)));
-      },
-    };
+    const { records, memory } = visibleStore();
     forgetVariantChoices();
     const first = await ModelRunner.create(webGpuOrt(), model, {
       device: 'webgpu',

@@ -12,6 +12,7 @@ import { ModelRunner, type RunnerOptions } from '../runner';
 import { int4Reference } from '../testing/quantized-reference';
 import { GRAPH_TEST_MODELS, randomModel } from '../testing/random-model';
 import { referenceForward } from '../testing/reference-llama';
+import { visibleStore } from '../testing/visible-store';
 import { forgetVariantChoices } from '../variant';
 
 const ort = ortForNode();
@@ -214,13 +215,7 @@ describe("graph 'auto'", () => {
 
   it('remembers the choice in the store it is given, so a fresh process builds without measuring', async () => {
     const { model } = randomModel({ hidden_size: 48, intermediate_size: 96 });
-    const records = new Map<string, unknown>();
-    const memory = {
-      get: async (k: string) => records.get(k),
-      set: async (k: string, v: unknown) => {
-        records.set(k, JSON.parse(JSON.stringify(v)));
-      },
-    };
+    const { records, memory } = visibleStore();
     forgetVariantChoices();
     const first = await ModelRunner.create(ort, model, { device: 'wasm', graph: 'auto', variantMemory: memory });
     await first.release();
