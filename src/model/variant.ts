@@ -72,6 +72,11 @@ function isChoice(v: unknown): v is VariantChoice {
   );
 }
 
+/** What adapterIdentity reads of a WebGPU adapter (structural: the package's declarations name no WebGPU types). */
+interface AdapterLike {
+  info?: { vendor?: string; architecture?: string; device?: string; description?: string };
+}
+
 /**
  * The WebGPU adapter a remembered choice was measured on (vendor, architecture, device, description). A variant can
  * compute wrong results on one adapter and not another (the fused graph's GroupQueryAttention on narrow subgroups),
@@ -81,8 +86,8 @@ function isChoice(v: unknown): v is VariantChoice {
  * not told apart.
  */
 export async function adapterIdentity(
-  gpu: GPU | undefined = globalThis.navigator?.gpu,
-  inUse?: GPUAdapter,
+  gpu: { requestAdapter(): Promise<AdapterLike | null> } | undefined = globalThis.navigator?.gpu,
+  inUse?: AdapterLike,
 ): Promise<string> {
   try {
     const info = (inUse ?? (await gpu?.requestAdapter()))?.info;
@@ -276,7 +281,7 @@ export async function measureVariants(
   // v2: the fastest-of-nine probe (choices made by the earlier median-of-five probe are measured again); v3: the
   // results checked before timing (a choice made without the check is measured again).
   // onnxruntime's own adapter where it has one (an app may have set it, or a power preference), else the default.
-  const inUse = (ort.env as { webgpu?: { adapter?: GPUAdapter } } | undefined)?.webgpu?.adapter;
+  const inUse = (ort.env as { webgpu?: { adapter?: AdapterLike } } | undefined)?.webgpu?.adapter;
   const adapter = device === 'webgpu' ? `/${await adapterIdentity(undefined, inUse)}` : '';
   const storeKey = `graph-variant:v3:${ort.env?.versions?.web ?? '?'}:${key}/${embeddingType ?? ''}${adapter}`;
   const stored = memory ? await safeGet(memory, storeKey) : undefined;
