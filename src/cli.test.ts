@@ -1,6 +1,6 @@
 /** The terminal front end: strict flags with one-line errors, colours only on a terminal, nothing lost at limits. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -352,6 +352,30 @@ describe('CLI runs (bundled models)', () => {
     const json = JSON.parse(io.stdout());
     expect(json.stats.stopReason).toBe('context');
     expect(json.tokens.length).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+describe('CLI: the records file', () => {
+  it('says once that a damaged records file could not be read (it is then rewritten)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cli-records-'));
+    writeFileSync(join(dir, 'records.json'), '{ "costs": [1, ');
+    const saved = process.env.SPEC_DECODER_CACHE;
+    process.env.SPEC_DECODER_CACHE = dir;
+    try {
+      const run = async () => {
+        const io = capture();
+        const args = ['--prompt', 'She was', '--method', 'ar', '--max-new-tokens', '2', '--threads', '1'];
+        expect(await main(args, io)).toBe(0);
+        return io.stderr();
+      };
+      expect(await run()).toContain(
+        `note: ${join(dir, 'records.json')} could not be read (not valid JSON): what it remembered is measured again\n`,
+      );
+      expect(await run()).not.toContain('could not be read');
+    } finally {
+      if (saved === undefined) delete process.env.SPEC_DECODER_CACHE;
+      else process.env.SPEC_DECODER_CACHE = saved;
+    }
   }, 60_000);
 });
 

@@ -95,6 +95,9 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
   // moves the file).
   for (const line of options.unused) io.err(`note: ${line}\n`);
   const store = new FileStore();
+  // A damaged records file reads as empty and is rewritten: said once, as the slower start is its cost.
+  const storeProblem = store.problem;
+  if (storeProblem) io.err(`note: ${storeProblem}\n`);
   const usesDraft = uses(methodSpec(options.method), 'draft-model');
   // A signal while the models load (a slow download, a hub that does not answer) ends the run there: nothing has
   // been generated to keep. The load itself is left behind (the process exits).

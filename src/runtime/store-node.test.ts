@@ -27,6 +27,31 @@ describe('the default record file', () => {
   });
 });
 
+describe('FileStore.problem', () => {
+  it('is null for a file read or not there yet, and says why one there could not be read', async () => {
+    const dir = folder();
+    const path = join(dir, 'records.json');
+    expect(new FileStore(path).problem).toBeNull();
+    for (const [content, why] of [
+      ['{ broken', 'not valid JSON'],
+      ['[1, 2]', 'not a JSON object'],
+    ]) {
+      writeFileSync(path, content as string);
+      expect(new FileStore(path).problem).toBe(
+        `${path} could not be read (${why}): what it remembered is measured again`,
+      );
+    }
+    const store = new FileStore(path);
+    await store.set('a', 1);
+    expect(store.problem).toBeNull();
+    const isDir = join(dir, 'dir.json');
+    mkdirSync(isDir);
+    expect(new FileStore(isDir).problem).toBe(
+      `${isDir} could not be read (EISDIR): what it remembered is measured again`,
+    );
+  });
+});
+
 describe('FileStore', () => {
   it('has a record on disk once set() resolves, every record set before it too', async () => {
     const path = join(folder(), 'sub', 'records.json');

@@ -53,6 +53,8 @@ class SharedFile {
    */
   readonly own = new Map<string, unknown>();
   swept = false;
+  /** Why the file, there, could not be read as records the last time it was read (null: read, or absent). */
+  problem: string | null = null;
 
   constructor(readonly path: string) {}
 }
@@ -110,16 +112,38 @@ export class FileStore implements KeyValueStore {
     const stamp = this.currentStamp();
     if (file.cache && file.cache.stamp === stamp) return file.cache.records;
     let records: Records = {};
+    file.problem = null;
+    let text: string | null = null;
     try {
-      const data = JSON.parse(readFileSync(this.path, 'utf8'));
-      if (data && typeof data === 'object' && !Array.isArray(data)) records = data as Records;
-    } catch {
-      // Unreadable or absent: empty.
+      text = readFileSync(this.path, 'utf8');
+    } catch (e) {
+      // Absent: empty, nothing to say. Unreadable (a folder there, no permission): empty, and said.
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') file.problem = code ?? (e as Error).message;
+    }
+    if (text !== null) {
+      try {
+        const data = JSON.parse(text);
+        if (data && typeof data === 'object' && !Array.isArray(data)) records = data as Records;
+        else file.problem = 'not a JSON object';
+      } catch {
+        file.problem = 'not valid JSON';
+      }
     }
     for (const [key, value] of file.own) if (!(key in records)) records[key] = value;
     for (const [key, value] of file.pending) records[key] = value;
     file.cache = { stamp, records };
     return records;
+  }
+
+  /**
+   * Why the records file could not be read, as a line to show (null: read, or not there yet): what it held is then
+   * lost, and choices and measurements are made afresh (the next save writes a new file).
+   */
+  get problem(): string | null {
+    this.readAll();
+    const why = this.file.problem;
+    return why ? `${this.path} could not be read (${why}): what it remembered is measured again` : null;
   }
 
   async get(key: string): Promise<unknown> {
@@ -163,6 +187,7 @@ export class FileStore implements KeyValueStore {
       // Ours, unless another process wrote in between: then its file is read back next, and what this write held
       // may be lost to it (last writer wins, in that moment only).
       if (file.cache?.records === records) file.cache.stamp = written;
+      file.problem = null; // a readable file is there now
     };
     const job = file.writing.then(write);
     file.writing = job.catch(() => {});
