@@ -170,16 +170,18 @@ export interface BenchReport {
   earlierRuns?: number;
 }
 
+/** Under bench --remember: how many runs of a backend the engines' store holds (counted by countRun). */
+export async function earlierRuns(store: KeyValueStore, backend: string): Promise<number> {
+  const held = await safeGet(store, `bench:runs:${backend}`);
+  return typeof held === 'number' && Number.isInteger(held) && held >= 0 ? held : 0;
+}
+
 /**
- * Under bench --remember: counts this run of a backend in the engines' store; returns how many runs of it the store
- * held before.
+ * Under bench --remember: counts a run of a backend in the engines' store, once it has its report (a backend that
+ * failed to start counted as a run that filled the store).
  */
-export async function countRun(store: KeyValueStore, backend: string): Promise<number> {
-  const key = `bench:runs:${backend}`;
-  const held = await safeGet(store, key);
-  const earlier = typeof held === 'number' && Number.isInteger(held) && held >= 0 ? held : 0;
-  await safeSet(store, key, earlier + 1);
-  return earlier;
+export async function countRun(store: KeyValueStore, backend: string): Promise<void> {
+  await safeSet(store, `bench:runs:${backend}`, (await earlierRuns(store, backend)) + 1);
 }
 
 /**

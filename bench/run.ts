@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { DEFAULT_HEADS } from '../src/cli/args';
 import type { KeyValueStore } from '../src/engine/store';
-import { type BenchPrompt, type BenchReport, countRun, markdown, runBench } from './harness';
+import { type BenchPrompt, type BenchReport, countRun, earlierRuns, markdown, runBench } from './harness';
 import { nodeWasmEngines } from './heads-engines';
 import {
   BENCH_USAGE,
@@ -65,16 +65,16 @@ async function wasmThreads(): Promise<{ threads: number; said: string }> {
 }
 
 /**
- * bench --remember: the Node engines' store, kept between bench runs, with this run of `backend` counted in it (null
- * without the flag: every run starts from nothing).
+ * bench --remember: the Node engines' store, kept between bench runs, and how many runs of `backend` it holds (null
+ * without the flag: every run starts from nothing). The run is counted once it has its report (countRun).
  */
 async function rememberedStore(backend: string): Promise<{ store: KeyValueStore; earlierRuns: number } | null> {
   if (!cli.remember) return null;
   const { FileStore } = await import('../src/runtime/store-node');
   const store = new FileStore(rememberedPaths().records);
-  const earlierRuns = await countRun(store, backend);
-  console.log(`  remembering what the engines learned in ${earlierRuns} earlier run(s) (${store.path})`);
-  return { store, earlierRuns };
+  const earlier = await earlierRuns(store, backend);
+  console.log(`  remembering what the engines learned in ${earlier} earlier run(s) (${store.path})`);
+  return { store, earlierRuns: earlier };
 }
 
 if (cli.backends.includes('node-wasm')) {
@@ -106,6 +106,7 @@ if (cli.backends.includes('node-wasm')) {
   });
   trace?.flush();
   await release();
+  if (memory) await countRun(memory.store, 'node-wasm');
   publish('node-wasm', report, markdown('wasm in Node', report));
 }
 
@@ -175,7 +176,10 @@ if (cli.backends.includes('node-webgpu')) {
   if ('error' in r) {
     reports['node-webgpu'] = r;
     console.log(`\nnode-webgpu: ${r.error}\n`);
-  } else publish('node-webgpu', r, nodeWebGpuMarkdown(r));
+  } else {
+    if (memory) await countRun(memory.store, 'node-webgpu');
+    publish('node-webgpu', r, nodeWebGpuMarkdown(r));
+  }
 }
 
 const browserBackends = cli.backends.filter((b) => b.startsWith('chromium-'));

@@ -5,7 +5,7 @@ import { ortForWeb } from '../src/runtime/ort-web';
 import { IndexedDbStore } from '../src/runtime/store-web';
 import { describeThreads } from '../src/runtime/thread-probe';
 import { chooseWebWasmThreads } from '../src/runtime/thread-probe-web';
-import { type BenchOptions, type BenchReport, countRun, runBench } from './harness';
+import { type BenchOptions, type BenchReport, countRun, earlierRuns, runBench } from './harness';
 import { benchEngines, extrasOptions, type HeadsFolders } from './heads-engines';
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -51,7 +51,8 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
     }
     // --remember: the engines keep what they learn in this profile's IndexedDB, and the run is counted there.
     const store = req.options.remember ? new IndexedDbStore() : null;
-    const earlierRuns = store ? await countRun(store, `chromium-${req.device}`) : undefined;
+    const backend = `chromium-${req.device}`;
+    const earlier = store ? await earlierRuns(store, backend) : undefined;
     const { engine, engineFor, release } = await benchEngines(
       req.options.methods,
       req.heads ?? {},
@@ -76,8 +77,9 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
         engineFor,
         log,
         ...(runtime ? { runtime } : {}),
-        ...(earlierRuns !== undefined ? { earlierRuns } : {}),
+        ...(earlier !== undefined ? { earlierRuns: earlier } : {}),
       });
+      if (store) await countRun(store, backend);
     } finally {
       await release();
     }
