@@ -248,41 +248,30 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
         `${model.spec}: exact decoding needs the row-invariant attention (rowInvariantAttention false)`,
       );
     }
-    if (
-      options.exact &&
-      options.graph !== undefined &&
-      options.graph !== 'auto' &&
-      !ROW_INVARIANT_VARIANTS.includes(options.graph)
-    ) {
-      throw new ModelLoadError(
-        `${model.spec}: exact decoding needs a graph whose attention is MatMuls (plain or hybrid); the ${options.graph} graph's GroupQueryAttention gives a verified token other last bits than a call of its own`,
-      );
-    }
     const rowInvariant = options.exact === true || (options.rowInvariantAttention ?? precision.weights === 'int8');
-    // int8 keeps speculation exact through the row-invariant attention (on by default there), which a named fused
-    // graph silently went without: 9 of 36 greedy runs of chain, dynamic and lookup then differed from plain decoding.
-    if (
-      rowInvariant &&
-      !options.exact &&
-      options.graph !== undefined &&
-      options.graph !== 'auto' &&
-      !ROW_INVARIANT_VARIANTS.includes(options.graph)
-    ) {
-      const why =
-        options.rowInvariantAttention === true
-          ? 'the row-invariant attention asked for (rowInvariantAttention)'
-          : 'int8 keeps speculation exact with a row-invariant attention, which';
+    const named = options.graph === undefined || options.graph === 'auto' ? null : options.graph;
+    // A named graph whose attention cannot be row-invariant where it must be: exact decoding, the attention asked for,
+    // or int8's default, which keeps speculation exact (a named fused graph silently went without it: 9 of 36 greedy
+    // runs of chain, dynamic and lookup then differed from plain decoding).
+    if (rowInvariant && named && !ROW_INVARIANT_VARIANTS.includes(named)) {
+      if (options.exact)
+        throw new ModelLoadError(
+          `${model.spec}: exact decoding needs a graph whose attention is MatMuls (plain or hybrid); the ${named} graph's GroupQueryAttention gives a verified token other last bits than a call of its own`,
+        );
+      const asked = options.rowInvariantAttention === true;
+      const why = asked
+        ? 'the row-invariant attention asked for (rowInvariantAttention)'
+        : 'int8 keeps speculation exact with a row-invariant attention, which';
       throw new ModelLoadError(
-        `${model.spec}: ${why} needs a graph whose attention is MatMuls, and the ${options.graph} graph's is GroupQueryAttention: load with graph 'auto', 'plain' or 'hybrid'${options.rowInvariantAttention === true ? '' : ' (or rowInvariantAttention: false to accept that greedy speculation may differ from plain decoding)'}`,
+        `${model.spec}: ${why} needs a graph whose attention is MatMuls, and the ${named} graph's is GroupQueryAttention: load with graph 'auto', 'plain' or 'hybrid'${asked ? '' : ' (or rowInvariantAttention: false to accept that greedy speculation may differ from plain decoding)'}`,
       );
     }
-    let variants: GraphVariant[] = [options.graph === undefined || options.graph === 'auto' ? 'plain' : options.graph];
+    let variants: GraphVariant[] = [named ?? 'plain'];
     let variantTimings: VariantTiming[] = [];
     // WebGPU gathers fp16 only with shader-f16; wasm always can.
     const embeddingType = options.device === 'webgpu' && native !== 'fp16' ? 'float32' : 'float16';
     // What the probe graphs are built with: the check of a named variant, or graph 'auto''s choice.
     const probePrecision = { ...precision, rowInvariant };
-    const named = options.graph === undefined || options.graph === 'auto' ? null : options.graph;
     if (named && named !== 'plain' && options.device === 'webgpu' && options.checkGraph !== false) {
       options.onProgress?.({ status: 'building', name: model.spec, file: `checking the ${named} graph` });
       const wrong = await checkVariant(ort, model, options.device, probePrecision, named, embeddingType);
