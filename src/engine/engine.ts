@@ -19,6 +19,7 @@ import { checkBoolean } from '../util/options';
 import { type Calibration, calibrateCosts, targetStep } from './costs';
 import {
   type CostModel,
+  createDrafter,
   type Drafter,
   describeNeeds,
   type HeadsResource,
@@ -32,12 +33,11 @@ import {
 import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate, isGreedyRun } from './generate';
 import { keepResult } from './keep-result';
-import { type CausalLM, hasHiddenStates, isLayerSkipping } from './lm';
+import { hasHiddenStates, isLayerSkipping } from './lm';
 import { checkPromptShape } from './prompt';
 import { type SamplingParams, withDefaults } from './sampling';
 import { type KeyValueStore, MemoryStore, safeGet, safeSet } from './store';
 import { chainBias } from './tree';
-import { onTargetVocabulary } from './vocab-bridge';
 
 type Ort = Parameters<typeof openModels>[0];
 
@@ -159,8 +159,6 @@ export class SpecEngine {
   /** A cancel() under way: a generate() started meanwhile waits for it instead of finding the engine busy. */
   private cancelling: Promise<GenerationResult | null> | null = null;
   private costs: CostModel | null = null;
-  /** The draft model as the drafters read it: over the target's vocabulary (vocab-bridge.ts), null without one. */
-  private readonly draftLM: CausalLM | null;
   readonly timings: EngineTimings = { loadMs: 0, warmupMs: 0, calibrationMs: 0, calibration: 'none' };
 
   private constructor(
@@ -173,9 +171,7 @@ export class SpecEngine {
     readonly headsDevice: DeviceChoice | null,
     private readonly calibration: 'auto' | 'never',
     private readonly store: KeyValueStore,
-  ) {
-    this.draftLM = draft && onTargetVocabulary(draft, target.config.vocabSize);
-  }
+  ) {}
 
   static async load(ort: Ort, options: EngineLoadOptions): Promise<SpecEngine> {
     const {
@@ -295,9 +291,10 @@ export class SpecEngine {
   private drafterFor(spec: MethodSpec<Method>): Drafter {
     let d = this.drafters.get(spec.name);
     if (!d) {
-      d = spec.create({
+      // createDrafter reads a draft padded to another vocabulary size over the target's (vocab-bridge.ts).
+      d = createDrafter(spec.name, {
         target: this.target,
-        ...(uses(spec, 'draft-model') && this.draftLM ? { draft: this.draftLM } : {}),
+        ...(uses(spec, 'draft-model') && this.draft ? { draft: this.draft } : {}),
         ...(this.heads && (uses(spec, 'medusa-heads') || uses(spec, 'eagle-head'))
           ? { heads: this.headsResource(this.heads) }
           : {}),
