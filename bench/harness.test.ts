@@ -49,6 +49,12 @@ describe('benchmark harness', () => {
     const chain = report.cells[1];
     expect(Number.isFinite(chain?.speedup.median)).toBe(true);
     expect(chain?.matchesPlain).toBe(true);
+    // Where a round's time went: verification and drafting both took time, and the parts add up to the overhead share.
+    const ms = chain?.msPerRound;
+    expect(ms?.verify).toBeGreaterThan(0);
+    expect(ms?.draft).toBeGreaterThan(0);
+    if (ms) expect(ms.overhead / (ms.verify + ms.draft + ms.overhead)).toBeCloseTo(chain?.overheadShare ?? -1, 2);
+    expect(report.cells[0]?.msPerRound.draft).toBeLessThan(ms?.draft ?? 0);
     expect(Object.keys(report.categories)).toEqual(['x', 'y']);
     expect(report.categories.x?.[1]?.runs).toBe(1);
     expect(report.categories.x?.[0]?.speedup.median).toBe(1);

@@ -122,6 +122,11 @@ export interface CellReport {
   /** Tree plus auxiliary nodes per target call. */
   meanCallWidth: number;
   overheadShare: number;
+  /**
+   * Where a round's time went, in ms per round: the verification call, drafting (the drafter's model calls and its
+   * own work), and the engine's overhead around them (the table's overhead share is the last over their sum).
+   */
+  msPerRound: { verify: number; draft: number; overhead: number };
   /** Target weight bytes x target calls / decode time. */
   bandwidthGBs: number;
   /**
@@ -290,6 +295,7 @@ function summarise(
   const decodeMs = sum((r) => r.stats.draftMs + r.stats.verifyMs + r.stats.overheadMs);
   const perRound = (f: (r: GenerationResult) => number) =>
     rounds > 0 ? sum((r) => f(r) * r.stats.rounds) / rounds : 1;
+  const perRoundMs = (f: (r: GenerationResult) => number) => (rounds > 0 ? Number((sum(f) / rounds).toFixed(3)) : 0);
   const meanTreeSize = perRound((r) => r.stats.meanTreeSize);
   const meanCallWidth = perRound((r) => r.stats.meanCallWidth);
   const tau = rounds > 0 ? tokens / rounds : 0;
@@ -310,6 +316,11 @@ function summarise(
     meanTreeSize,
     meanCallWidth,
     overheadShare: decodeMs > 0 ? sum((r) => r.stats.overheadMs) / decodeMs : 0,
+    msPerRound: {
+      verify: perRoundMs((r) => r.stats.verifyMs),
+      draft: perRoundMs((r) => r.stats.draftMs),
+      overhead: perRoundMs((r) => r.stats.overheadMs),
+    },
     bandwidthGBs: decodeMs > 0 ? (targetBytes * rounds) / (decodeMs / 1000) / 1e9 : 0,
     ideal,
     measuredOverIdeal: ideal > 0 ? speed.median / ideal : 0,
