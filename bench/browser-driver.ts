@@ -12,7 +12,7 @@ import { METHOD_NAMES, type Method } from '../src/engine/drafters/index';
 import type { BrowserCold } from './cold';
 import type { ColdResult } from './cold-worker';
 import { exportForTransformers } from './export-peer';
-import type { BenchOptions, BenchPrompt, BenchReport } from './harness';
+import type { BenchOptions, BenchPrompt, BenchReport, TraceRow } from './harness';
 import { type BenchCli, plannedMethods, rememberedPaths, selectPrompts } from './options';
 import type { PeerRow } from './peer-worker';
 
@@ -106,6 +106,8 @@ export async function runBrowserBenches(
   backends: string[],
   allPrompts: BenchPrompt[],
   cli: BenchCli,
+  /** bench --trace: where each backend's rounds go (none: not traced). */
+  trace?: (backend: string) => (row: TraceRow) => void,
 ): Promise<{
   reports: Record<string, BenchReport | { error: string }>;
   peer: PeerReport | { error: string } | null;
@@ -141,6 +143,9 @@ export async function runBrowserBenches(
     page.on('console', (m) => {
       if (m.type() === 'log') console.log(`  [browser] ${m.text()}`);
     });
+    // bench --trace: the worker's rounds come back through the page, to the backend running now.
+    let traced: ((row: TraceRow) => void) | null = null;
+    if (trace) await page.exposeFunction('benchTrace', (row: TraceRow) => traced?.(row));
     await page.goto(url);
     for (const name of backends) {
       const plan = PLANS[name];
@@ -166,15 +171,22 @@ export async function runBrowserBenches(
           cli.promptsPerCategory ?? plan.perCategory,
         ),
       };
+      traced = trace ? trace(name) : null;
       try {
         reports[name] = await page.evaluate(
-          ([device, o]) =>
-            (
-              window as unknown as {
-                benchmark: (d: string, o: unknown, log: (l: string) => void) => Promise<BenchReport>;
-              }
-            ).benchmark(device, o, (l) => console.log(l)),
-          [plan.device, options] as const,
+          ([device, o, tracing]) => {
+            const w = window as unknown as {
+              benchmark: (
+                d: string,
+                o: unknown,
+                log: (l: string) => void,
+                onRound?: (row: unknown) => void,
+              ) => Promise<BenchReport>;
+              benchTrace?: (row: unknown) => void;
+            };
+            return w.benchmark(device, o, (l) => console.log(l), tracing ? (row) => w.benchTrace?.(row) : undefined);
+          },
+          [plan.device, options, traced !== null] as const,
         );
       } catch (e) {
         reports[name] = { error: (e as Error).message };

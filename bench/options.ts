@@ -66,8 +66,8 @@ category); writes bench/results/<date>-<N>cpu.json and bench/results/latest.md (
                        delete them to start over).
                        Without it every run starts from nothing, as a first session does. The first run fills the store;
                        the table says how many earlier runs it holds; "remembered" in the results files' names
-  --trace FILE         node-wasm and node-webgpu: every round of the timed generations as JSON lines (method,
-                       prompt, repeat, round, tokens, tree width, ms, the drafter's note): how auto spent its rounds
+  --trace FILE         every round of the timed generations as JSON lines (backend, method, prompt, repeat, round,
+                       tokens, tree width, ms, the drafter's note): how auto spent its rounds
   --no-peer            skip the transformers.js peer comparison in Chromium
   --quick              about a minute: node-wasm only (unless --backends), one prompt per category, 16 tokens,
                        a short curve; also BENCH_QUICK=1
@@ -98,7 +98,7 @@ export interface BenchCli {
   headsDevice?: Placement;
   /** Whether the engines keep what they learn in a store kept between bench runs (--remember). */
   remember: boolean;
-  /** A file for every round of the timed generations, as JSON lines (--trace; node-wasm and node-webgpu). */
+  /** A file for every round of the timed generations, as JSON lines (--trace; every backend). */
   trace?: string;
   /** Sampling settings for the harness runs (null: greedy). */
   sampling: SamplingParams | null;
@@ -138,7 +138,6 @@ function positive(name: string, raw: string | undefined): number | null {
 const FLAG_BACKENDS: Record<string, readonly Backend[]> = {
   '--precision': ['node-wasm'],
   '--exact': ['node-wasm'],
-  '--trace': ['node-wasm', 'node-webgpu'],
   '--draft-device': ['node-webgpu', 'chromium-webgpu'],
   '--heads-device': ['node-webgpu', 'chromium-webgpu'],
   '--temperature': ['node-wasm', 'node-webgpu'],
@@ -236,7 +235,6 @@ export function parseBenchArgs(argv: string[], env: Record<string, string | unde
   const given: [string, boolean][] = [
     ['--precision', precision !== null],
     ['--exact', Boolean(values.exact)],
-    ['--trace', typeof values.trace === 'string'],
     ['--draft-device', draftDevice !== undefined],
     ['--heads-device', headsDevice !== undefined],
     ['--temperature', values.temperature !== undefined],

@@ -2,7 +2,7 @@
 import { METHOD_NAMES } from '../src/engine/drafters/index';
 import { defaultOrtBase } from '../src/runtime/ort-base';
 import type { ColdMessage, ColdRequest, ColdResult } from './cold-worker';
-import { type BenchReport, markdown } from './harness';
+import { type BenchReport, markdown, type TraceRow } from './harness';
 import type { PeerMessage, PeerRequest, PeerRow } from './peer-worker';
 import prompts from './prompts.json';
 import type { BenchMessage, BenchRequest } from './worker';
@@ -13,12 +13,15 @@ export function runInWorker(
   device: 'wasm' | 'webgpu',
   options: Options,
   onLog: (line: string) => void,
+  /** Every round of the timed generations (bench --trace; none: not traced). */
+  onRound?: (row: TraceRow) => void,
 ): Promise<BenchReport> {
   const worker = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module' });
   return new Promise<BenchReport>((resolve, reject) => {
     worker.onmessage = (e: MessageEvent<BenchMessage>) => {
       const m = e.data;
       if (m.type === 'log') onLog(m.line);
+      else if (m.type === 'round') onRound?.(m.row);
       else if (m.type === 'report') resolve(m.report);
       else reject(new Error(m.error));
     };
@@ -31,6 +34,7 @@ export function runInWorker(
       draft: 'models/austen-draft/',
       heads: { medusa: 'models/austen-medusa/', eagle3: 'models/austen-eagle3/' },
       options,
+      ...(onRound ? { traceRounds: true } : {}),
     };
     worker.postMessage(request);
   }).finally(() => worker.terminate());
@@ -79,7 +83,8 @@ export function runCold(request: Omit<ColdRequest, 'ortBase' | 'base'>): Promise
 }
 
 Object.assign(window, {
-  benchmark: (device: 'wasm' | 'webgpu', options: Options, onLog = log) => runInWorker(device, options, onLog),
+  benchmark: (device: 'wasm' | 'webgpu', options: Options, onLog = log, onRound?: (row: TraceRow) => void) =>
+    runInWorker(device, options, onLog, onRound),
   peerBenchmark: runPeer,
   coldBenchmark: runCold,
 });

@@ -189,7 +189,8 @@ if (cli.sampling && browserBackends.length > 0)
   );
 if (browserBackends.length > 0) {
   const { runBrowserBenches } = await import('./browser-driver');
-  const browser = await runBrowserBenches(browserBackends, allPrompts, cli);
+  const browser = await runBrowserBenches(browserBackends, allPrompts, cli, trace?.rounds);
+  trace?.flush();
   for (const [name, r] of Object.entries(browser.reports)) {
     if ('cells' in r) publish(name, r, markdown(name.replace('chromium-', 'Chromium ').replace('webgpu', 'WebGPU'), r));
     else {

@@ -5,7 +5,7 @@ import { ortForWeb } from '../src/runtime/ort-web';
 import { IndexedDbStore } from '../src/runtime/store-web';
 import { describeThreads } from '../src/runtime/thread-probe';
 import { chooseWebWasmThreads } from '../src/runtime/thread-probe-web';
-import { type BenchOptions, type BenchReport, countRun, earlierRuns, runBench } from './harness';
+import { type BenchOptions, type BenchReport, countRun, earlierRuns, runBench, type TraceRow } from './harness';
 import { benchEngines, extrasOptions, type HeadsFolders } from './heads-engines';
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -20,11 +20,14 @@ export interface BenchRequest {
   draft: string;
   /** Heads for the methods that run on them (medusa, eagle); swift gets the target with layer switches. */
   heads?: HeadsFolders;
-  options: Omit<BenchOptions, 'log' | 'engineFor'>;
+  options: Omit<BenchOptions, 'log' | 'engineFor' | 'onRound'>;
+  /** Post every round of the timed generations back (bench --trace). */
+  traceRounds?: boolean;
 }
 
 export type BenchMessage =
   | { type: 'log'; line: string }
+  | { type: 'round'; row: TraceRow }
   | { type: 'report'; report: BenchReport }
   | { type: 'error'; error: string };
 
@@ -76,6 +79,7 @@ self.onmessage = async (event: MessageEvent<BenchRequest>) => {
         ...req.options,
         engineFor,
         log,
+        ...(req.traceRounds ? { onRound: (row: TraceRow) => post({ type: 'round', row }) } : {}),
         ...(runtime ? { runtime } : {}),
         ...(earlier !== undefined ? { earlierRuns: earlier } : {}),
       });
