@@ -5,8 +5,9 @@
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { jsonResult, statsLine } from '../cli/output';
+import { ModelRunner } from '../model/runner';
 import { randomModel, TINY_CONFIG } from '../model/testing/random-model';
 import { ortForNode } from '../runtime/ort-node';
 import type { Method } from './drafters/index';
@@ -289,6 +290,34 @@ describe('SpecEngine', () => {
       }
     } finally {
       await int8.release();
+    }
+  });
+
+  it("warms up the reads a round makes: each row's best token and top k, odd widths too, and the heads' hidden states", async () => {
+    // On WebGPU a read not warmed compiled its kernels in the first round that made it (SwiftShader: 1.7 s more on the
+    // first greedy verification of 17 nodes, after the warm-up and the calibration).
+    const argmax = vi.spyOn(ModelRunner.prototype, 'forwardArgmax');
+    const topK = vi.spyOn(ModelRunner.prototype, 'forwardTopK');
+    try {
+      const engine = await SpecEngine.load(ortForNode(), {
+        target: 'public/models/austen-target',
+        heads: 'public/models/austen-eagle3',
+        device: 'wasm',
+        store: new MemoryStore(),
+        calibration: 'never',
+      });
+      const wide = argmax.mock.calls.map(([input]) => input).filter((input) => input.rows.length >= 8);
+      expect(wide.length).toBeGreaterThan(0);
+      for (const input of wide) {
+        expect(Array.from(input.rows)).toEqual(Array.from(input.tokens, (_, i) => i));
+        expect(Array.from(input.hiddenRows ?? [])).toEqual(Array.from(input.rows));
+      }
+      expect(topK.mock.calls.some(([input]) => input.rows.length >= 8 && input.rows.length % 2 === 1)).toBe(true);
+      expect(argmax.mock.calls.some(([input]) => input.rows.length === 1)).toBe(true);
+      await engine.release();
+    } finally {
+      argmax.mockRestore();
+      topK.mockRestore();
     }
   });
 

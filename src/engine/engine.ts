@@ -33,7 +33,7 @@ import {
 import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate, isGreedyRun } from './generate';
 import { keepResult } from './keep-result';
-import { hasHiddenStates, isLayerSkipping } from './lm';
+import { type ForwardInput, hasHiddenStates, isLayerSkipping } from './lm';
 import { checkPromptShape } from './prompt';
 import { type SamplingParams, withDefaults } from './sampling';
 import { type KeyValueStore, MemoryStore, safeGet, safeSet } from './store';
@@ -134,6 +134,23 @@ const QUICK_CURVE = { qs: [1, 2, 4, 8, 16, 32], gpuQs: [1, 2, 4, 8, 16, 32, 64],
 /** Version of the remembered learning records (another version is ignored). */
 const LEARNED_VERSION = 1;
 
+/**
+ * The warm-up's calls per model: a prompt-sized chunk (first touch of the weights), then the reads a round makes:
+ * a verification or tree expansion reading every row's best token (and a heads engine's hidden states), a sampled
+ * round's top k, single tokens. A read not warmed here compiled its kernels in the first round that made it: on
+ * SwiftShader, after the warm-up and the calibration (which reads logits), the first greedy verification of 17 nodes
+ * took 3.96 s where the next took 2.29 (Dawn in Node), and in Chromium auto's chain measured 1.9 s on that round
+ * against 1.1, looked slower than the EAGLE head, and lost its first prompt to it (bench --trace).
+ */
+const WARMUP_CALLS: readonly { q: number; read: 'logits' | 'ids' | 'top' }[] = [
+  { q: 32, read: 'logits' },
+  { q: 16, read: 'ids' },
+  { q: 13, read: 'top' },
+  { q: 1, read: 'ids' },
+  { q: 1, read: 'logits' },
+  { q: 1, read: 'ids' },
+];
+
 const CALIBRATION_TEXT =
   'It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.';
 
@@ -214,11 +231,25 @@ export class SpecEngine {
     const started = performance.now();
     for (const lm of [this.target, this.draft]) {
       if (!lm) continue;
-      for (const q of [32, 8, 1, 1, 1]) {
+      for (const { q, read } of WARMUP_CALLS) {
         if (q + 1 > lm.config.maxPositions) continue;
         lm.reset();
         const tokens = Array.from({ length: q }, (_, i) => i % lm.config.vocabSize);
-        await lm.forward({ tokens, positions: tokens.map((_, i) => i), bias: chainBias(0, q), rows: [q - 1] });
+        const input: ForwardInput = {
+          tokens,
+          positions: tokens.map((_, i) => i),
+          bias: chainBias(0, q),
+          rows: [q - 1],
+        };
+        if (read === 'logits') {
+          await lm.forward(input);
+          continue;
+        }
+        // A round's reads: every node's row, and for heads every node's hidden state.
+        const rows = tokens.map((_, i) => i);
+        const wide = { ...input, rows, ...(lm === this.target && hasHiddenStates(lm) ? { hiddenRows: rows } : {}) };
+        if (read === 'ids') await (lm.forwardArgmax ? lm.forwardArgmax(wide) : lm.forward(wide));
+        else await (lm.forwardTopK ? lm.forwardTopK(wide, Math.min(4, lm.config.vocabSize)) : lm.forward(wide));
       }
       lm.reset();
     }
