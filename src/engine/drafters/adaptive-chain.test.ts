@@ -428,6 +428,34 @@ describe("the chain's rounds replayed over text it caught up on (auto judges an 
     expect(next.tokens).toBeGreaterThan(4);
   });
 
+  it('a catch-up too short for a whole round of its rule starts the replay of the next, where the text follows on', async () => {
+    const clock = { now: 0 };
+    const split = timedChain(clock);
+    const whole = timedChain(clock);
+    const texts = [split, whole].map(() => [...PROMPT]);
+    for (let r = 0; r < 10; r++) for (const [i, c] of [split, whole].entries()) await c.round(texts[i] as number[], 4);
+    const others = (text: number[], n: number) => {
+      for (let i = 0; i < n; i++) text.push(targetToken(text.length));
+    };
+    const [a, b] = texts as [number[], number[]];
+    // Set aside, `split` is refreshed after 4 tokens others drafted and again after 36 more; `whole` once after all 40.
+    others(a, 4);
+    await split.chain.refresh({ ...request([...a]), generatedFrom: PROMPT.length });
+    expect(split.chain.counterfactual()).toBeNull(); // no round of its rule fits in 4 tokens
+    others(a, 36);
+    await split.chain.refresh({ ...request([...a]), generatedFrom: PROMPT.length });
+    const second = split.chain.counterfactual() as { rounds: number; tokens: number; ms: number };
+    // Replayed again for the same catch-up (other positions skipped, as auto may), it starts from the same rows.
+    expect(split.chain.counterfactual()).toEqual(second);
+    others(b, 40);
+    await whole.chain.refresh({ ...request([...b]), generatedFrom: PROMPT.length });
+    const once = whole.chain.counterfactual() as { rounds: number; tokens: number; ms: number };
+    expect(once.tokens).toBeGreaterThan(25);
+    expect(second.tokens).toBe(once.tokens);
+    expect(second.rounds).toBe(once.rounds);
+    expect(second.ms).toBeCloseTo(once.ms, 6);
+  });
+
   it("replays only text others committed: not the target's token of its own last round, taken whole", async () => {
     const state = new DraftModelState(new ToyLM(V, draftFn));
     const committed = [...PROMPT];

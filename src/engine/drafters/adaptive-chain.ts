@@ -53,6 +53,13 @@ export class AdaptiveChainDrafter extends ChainDrafter {
   /** When the previous round of this text ended (its accept()); null at a new text. */
   private lastEnded: number | null = null;
   /**
+   * The replay's unspent end (counterfactual()): the judged rows after its last decided round, over the catch-up
+   * `judged` (DraftModelState.judged of that sync), and what the replay of the current catch-up starts with (the
+   * previous catch-up's unspent end, where the text follows on).
+   */
+  private replayTail: { judged: readonly JudgedRow[]; rows: JudgedRow[] } | null = null;
+  private carried: JudgedRow[] = [];
+  /**
    * Greedy acceptance by the draft's confidence in the token (buckets of 0.1): tokens offered and accepted, the
    * calibrated confidence counting as two more (acceptanceOf). The relation is far from linear: over the bench
    * prompts on wasm the bundled draft's tokens at confidence 0.0-0.1 were accepted 42% of the time, 0.1-0.2 58%,
@@ -167,17 +174,36 @@ export class AdaptiveChainDrafter extends ChainDrafter {
    * and each revisit on one or two rounds of whatever text came; on lavapipe with the EAGLE head loaded, auto's chain
    * rounds brought 3.2 tokens over 6 rounds where the chain alone brought 6.5, and the head (4.0 a round) drafted the
    * next 30 rounds.
+   *
+   * A round its rule had not decided when the text caught up on ended is not lost: it starts the replay of the next
+   * catch-up, where that text follows on. Auto refreshes a chain set aside every few rounds, and each catch-up was
+   * replayed alone: on SwiftShader, with the chain's acceptance learned high, 12-16 tokens of the EAGLE head's rounds
+   * held no whole round of the chain's rule, nothing was replayed, and the head kept 10 rounds of a prompt's opening
+   * at 3.5 tokens a round where the chain then brought 7.
    */
   counterfactual(skip: (position: number) => boolean = () => false): Counterfactual | null {
     if (!this.costs() || this.measured.measuredRounds === 0) return null;
-    const rows = this.state.judgedOthers.filter((r) => !skip(r.position));
+    const judged = this.state.judged;
+    // A new catch-up: the previous one's unspent end is carried into it (replayed once more for the same catch-up,
+    // e.g. with other positions skipped, it starts from the same rows).
+    if (this.replayTail && this.replayTail.judged !== judged) {
+      this.carried = this.replayTail.rows;
+      this.replayTail = null;
+    }
+    const fresh = this.state.judgedOthers.filter((r) => !skip(r.position));
+    const last = this.carried[this.carried.length - 1];
+    const rows = last && fresh[0]?.position === last.position + 1 ? [...this.carried, ...fresh] : fresh;
     const out: Counterfactual = { rounds: 0, tokens: 0, ms: 0 };
+    let tail: JudgedRow[] = [];
     for (let from = 0; from < rows.length; ) {
       let to = from + 1;
       while (to < rows.length && (rows[to] as JudgedRow).position === (rows[to - 1] as JudgedRow).position + 1) to++;
-      this.replayStretch(rows.slice(from, to), out);
+      const stretch = rows.slice(from, to);
+      const undecided = this.replayStretch(stretch, out);
+      if (to === rows.length) tail = stretch.slice(undecided);
       from = to;
     }
+    this.replayTail = { judged, rows: tail };
     return out.rounds > 0 ? out : null;
   }
 
@@ -191,8 +217,11 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     await this.state.sync(req.committed, judgeFrom(req));
   }
 
-  /** The chain's rounds over one stretch of consecutive judged positions (counterfactual), added to `out`. */
-  private replayStretch(rows: readonly JudgedRow[], out: Counterfactual): void {
+  /**
+   * The chain's rounds over one stretch of consecutive judged positions (counterfactual), added to `out`; returns
+   * where the first round its rule had not decided by the stretch's end starts.
+   */
+  private replayStretch(rows: readonly JudgedRow[], out: Counterfactual): number {
     const rule = (k: number) => this.measured.chainRoundMs(k);
     const between = this.measured.betweenMs();
     const max = this.adaptive.maxGamma;
@@ -209,11 +238,11 @@ export class AdaptiveChainDrafter extends ChainDrafter {
           break;
         }
       }
-      if (!decided) return;
+      if (!decided) return at;
       let kept = 0;
       while (kept < length && rows[at + kept]?.hit) kept++;
       // The target's own token (correction or bonus) must lie in the stretch too.
-      if (at + kept >= rows.length) return;
+      if (at + kept >= rows.length) return at;
       out.rounds++;
       out.tokens += kept + 1;
       out.ms += Math.max(0, rule(length) - between);
@@ -291,6 +320,8 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     super.reset();
     this.drafting = null;
     this.lastEnded = null;
+    this.replayTail = null;
+    this.carried = [];
     if (keepLearned) return;
     this.current = this.adaptive.initialGamma;
     this.accepted = 0;

@@ -67,12 +67,13 @@ describe('the draft model catching up', () => {
     const firstChoice = (context: number[]) => Array.from(fn(context)).reduce((b, v, i, a) => (v > a[b]! ? i : b), 0);
     for (let i = 0; i < 8; i++) text.push(i < 4 ? firstChoice(text) : (firstChoice(text) + 1) % V);
     await state.sync(text, prompt.length);
-    // Seven judged: each catch-up row predicts the next token; the last token is the root (run in the round's call).
-    expect(judged()).toBe(7);
-    expect(matched()).toBe(3);
+    // All eight judged: each catch-up row predicts the next token, and the first sync's root (the prompt's last token,
+    // run in the round's call) kept its guess of the first, which this catch-up judges.
+    expect(judged()).toBe(8);
+    expect(matched()).toBe(4);
     // Under sampling (no judgeFrom) nothing is judged.
     await state.sync([...text, ...[1, 2, 3, 4]]);
-    expect(judged()).toBe(7);
+    expect(judged()).toBe(8);
   });
 });
 

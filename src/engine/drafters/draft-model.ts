@@ -231,6 +231,12 @@ export class DraftModelState implements TreeDraftModel {
   private ownEnd = 0;
   /** ownEnd as it was when the last sync began: its judged rows from this position on are text others drafted. */
   private othersFrom = 0;
+  /**
+   * The draft's first choice after the last sync's root (the next position, not committed then), so that the next
+   * catch-up judges it too: judged only from the text after it, a catch-up left a hole at each refresh's root, and a
+   * round of the chain replayed over two catch-ups could not span it.
+   */
+  private rootGuess: { position: number; token: number; confidence: number } | null = null;
 
   get calls(): number {
     return this.lm.calls;
@@ -319,7 +325,8 @@ export class DraftModelState implements TreeDraftModel {
     this.caughtUpMs = 0;
     this.judgedRows = [];
     this.othersFrom = this.ownEnd;
-    if (missing.length > ORDINARY_SYNC) {
+    const catchUp = missing.length > ORDINARY_SYNC;
+    if (catchUp) {
       // Text committed while this draft did not run (a new prompt, rounds another of auto's arms drafted): fed in a
       // call of its own and timed apart, so that the round's own calls are an ordinary round's.
       const behind = missing.slice(0, -1);
@@ -336,6 +343,19 @@ export class DraftModelState implements TreeDraftModel {
         judgeFrom === undefined ? [] : Array.from(behind.keys()).filter((i) => common + i + 1 >= judgeFrom);
       if (judged.length === 0) await forwardDiscarding(this.lm, input);
       else this.judge(await this.lm.forward({ ...input, rows: judged }), judged, committed, common);
+      // The previous sync's guess after its root, where that root is still in the text and the text after it is
+      // others' (after a round of its own, that round judged it).
+      const guess = this.rootGuess;
+      if (judgeFrom !== undefined && guess && guess.position <= common && guess.position >= this.ownEnd) {
+        if (
+          guess.position >= judgeFrom &&
+          (this.judgedRows[0]?.position ?? guess.position + 1) === guess.position + 1
+        ) {
+          const hit = guess.token === committed[guess.position];
+          this.firstChoice.record(confidenceBucket(guess.confidence), hit);
+          this.judgedRows.unshift({ position: guess.position, confidence: guess.confidence, hit });
+        }
+      }
       this.caughtUpMs = performance.now() - started;
       missing = missing.slice(-1);
     }
@@ -348,6 +368,13 @@ export class DraftModelState implements TreeDraftModel {
       rows: [missing.length - 1],
     });
     checkLogits(logits, this.lm.config.vocabSize, 'the draft model');
+    this.rootGuess = null;
+    // After a catch-up only: a round of its own (an ordinary sync) judges its root's guess itself.
+    if (judgeFrom !== undefined && catchUp) {
+      const row = logits.subarray(logits.length - this.lm.config.vocabSize);
+      const token = argmax(row);
+      this.rootGuess = { position: committed.length, token, confidence: new DraftDist(row, GREEDY).prob(token) };
+    }
     this.cached = [...committed];
     this.roundBase = this.cached.length;
     this.slots = new Map([[0, this.roundBase - 1]]);
@@ -425,6 +452,7 @@ export class DraftModelState implements TreeDraftModel {
   reset(): void {
     this.lm.reset();
     this.judgedRows = [];
+    this.rootGuess = null;
     this.ownEnd = 0;
     this.othersFrom = 0;
     this.cached = [];
