@@ -182,9 +182,22 @@ export async function runBrowserBenches(
                 log: (l: string) => void,
                 onRound?: (row: unknown) => void,
               ) => Promise<BenchReport>;
-              benchTrace?: (row: unknown) => void;
+              benchTrace?: (row: unknown) => Promise<void>;
             };
-            return w.benchmark(device, o, (l) => console.log(l), tracing ? (row) => w.benchTrace?.(row) : undefined);
+            // Each row goes to Node through a binding that answers asynchronously: the report waits for them all, so
+            // that none lands under the next backend's name or after the trace's last flush.
+            const sent: unknown[] = [];
+            return w
+              .benchmark(
+                device,
+                o,
+                (l) => console.log(l),
+                tracing ? (row) => sent.push(w.benchTrace?.(row)) : undefined,
+              )
+              .then(async (report) => {
+                await Promise.all(sent);
+                return report;
+              });
           },
           [plan.device, options, traced !== null] as const,
         );

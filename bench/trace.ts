@@ -1,7 +1,8 @@
 /**
  * bench --trace FILE: every round of the timed generations as JSON lines, on every backend (Chromium's come back from
- * the bench worker through the page) and in the GPU kit. The report's totals say how many rounds each of auto's arms ran; the trace says when, what each brought, what
- * it cost, and why auto chose it (its note), which is what a wrong choice is diagnosed from.
+ * the bench worker through the page) and in the GPU kit. The report's totals say how many rounds each of auto's arms
+ * ran; the trace says when, what each brought, what it cost, and why auto chose it (its note), which is what a wrong
+ * choice is diagnosed from.
  */
 import { appendFileSync, writeFileSync } from 'node:fs';
 import type { TraceRow } from './harness';

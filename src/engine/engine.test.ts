@@ -298,14 +298,23 @@ describe('SpecEngine', () => {
     // first greedy verification of 17 nodes, after the warm-up and the calibration).
     const argmax = vi.spyOn(ModelRunner.prototype, 'forwardArgmax');
     const topK = vi.spyOn(ModelRunner.prototype, 'forwardTopK');
+    const logits = vi.spyOn(ModelRunner.prototype, 'forward');
     try {
       const engine = await SpecEngine.load(ortForNode(), {
         target: 'public/models/austen-target',
+        draft: 'public/models/austen-draft',
         heads: 'public/models/austen-eagle3',
         device: 'wasm',
         store: new MemoryStore(),
         calibration: 'never',
       });
+      // The draft's tree levels read whole logits rows: warmed so, and never by reads it does not make.
+      const draft = engine.draft;
+      expect(draft).not.toBeNull();
+      expect(
+        logits.mock.contexts.some((c, i) => c === draft && (logits.mock.calls[i]?.[0].rows.length ?? 0) >= 8),
+      ).toBe(true);
+      expect([...argmax.mock.contexts, ...topK.mock.contexts].every((c) => c === engine.target)).toBe(true);
       const wide = argmax.mock.calls.map(([input]) => input).filter((input) => input.rows.length >= 8);
       expect(wide.length).toBeGreaterThan(0);
       for (const input of wide) {
@@ -318,6 +327,7 @@ describe('SpecEngine', () => {
     } finally {
       argmax.mockRestore();
       topK.mockRestore();
+      logits.mockRestore();
     }
   });
 

@@ -136,8 +136,9 @@ const LEARNED_VERSION = 1;
 
 /**
  * The warm-up's calls per model: a prompt-sized chunk (first touch of the weights), then the reads a round makes:
- * a verification or tree expansion reading every row's best token (and a heads engine's hidden states), a sampled
- * round's top k, single tokens. A read not warmed here compiled its kernels in the first round that made it: on
+ * the target's verification reading every row's best token (and a heads engine's hidden states) or, sampled with a
+ * top k, each row's top k (4 here: the k a sampled run asks for is its own), the draft's tree levels reading whole
+ * logits rows, single tokens. A read not warmed here compiled its kernels in the first round that made it: on
  * SwiftShader, after the warm-up and the calibration (which reads logits), the first greedy verification of 17 nodes
  * took 3.96 s where the next took 2.29 (Dawn in Node), and in Chromium auto's chain measured 1.9 s on that round
  * against 1.1, looked slower than the EAGLE head, and lost its first prompt to it (bench --trace).
@@ -245,10 +246,12 @@ export class SpecEngine {
           await lm.forward(input);
           continue;
         }
-        // A round's reads: every node's row, and for heads every node's hidden state.
+        // A round's reads: every node's row, and for heads every node's hidden state. The draft model's trees read
+        // whole logits rows (DraftModelState.expand), never argmax or top k.
         const rows = tokens.map((_, i) => i);
         const wide = { ...input, rows, ...(lm === this.target && hasHiddenStates(lm) ? { hiddenRows: rows } : {}) };
-        if (read === 'ids') await (lm.forwardArgmax ? lm.forwardArgmax(wide) : lm.forward(wide));
+        if (lm !== this.target) await lm.forward(q > 1 ? wide : input);
+        else if (read === 'ids') await (lm.forwardArgmax ? lm.forwardArgmax(wide) : lm.forward(wide));
         else await (lm.forwardTopK ? lm.forwardTopK(wide, Math.min(4, lm.config.vocabSize)) : lm.forward(wide));
       }
       lm.reset();
