@@ -647,6 +647,44 @@ describe('auto between arms', () => {
     }
   });
 
+  it("no copy round where the arm's latest rounds bring more than the copy is predicted to: a chain on a run", async () => {
+    // T(1) = 20 ms whatever the width; the head drafts 16 tokens in 5 ms. On fresh text it brings 2 a round (1.6x
+    // plain decoding), then 14 in a round on a stretch it knows (11.2x): its record says 1.97x (lookup's copy, predicted
+    // at 2.80x, took the next round), its latest rounds far more.
+    const head = new Arm('head', 16, 1, { calls: 0 }, 5);
+    const auto = timedAuto(
+      [
+        { name: 'lookup', drafter: new LookupDrafter(() => GPU), copier: true },
+        { name: 'head', drafter: head },
+      ],
+      () => GPU,
+    );
+    const passage = Array.from({ length: 24 }, (_, i) => 100 + i);
+    let fresh = 1000;
+    const round = async (committed: number[], brings: number) => {
+      const tree = await auto.propose(requestAt(committed));
+      spend(20);
+      const note = auto.note();
+      const copy = note?.fields?.arm === 'lookup (copy)';
+      const path = [0];
+      for (let i = 1; i < tree.tokens.length && (copy || path.length < brings); i++)
+        if (tree.parents[i] === path.at(-1)) path.push(i);
+      auto.accept(tree, { path, token: 0, kind: 'bonus', status: [] }, OUTPUTS);
+      return note;
+    };
+    const text: number[] = [];
+    for (let r = 0; r < 60; r++) {
+      text.push(fresh++, fresh++);
+      await round(text, 2);
+    }
+    for (let i = 0; i < 14; i++) text.push(fresh++);
+    await round(text, 14);
+    // The text starts to copy an earlier passage (a 3-gram of it with 8 tokens after it): the head's latest rounds
+    // bring more than lookup's copy is predicted to, so the head drafts the round.
+    const note = await round([...passage, ...text, ...passage.slice(0, 6)], 14);
+    expect(note?.text).toMatch(/^auto: head \(best: /);
+  });
+
   it('a copier that takes copy rounds only is never an arm: its bursts make no record that holds auto on it', async () => {
     // With a draft model, prompt lookup was the floor arm, and its record, made of bursts (a text repeating itself)
     // and of rounds without a match that are plain rounds, held auto on it through tens of rounds after each burst.
