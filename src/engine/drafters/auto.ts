@@ -428,6 +428,11 @@ export class AutoDrafter implements Drafter {
     return arm.cost > 0 ? arm.tokens / arm.cost : Number.NaN;
   }
 
+  /** The same over its latest rounds only (Arm.recentTokens; NaN with none). */
+  private recentThroughput(arm: Arm): number {
+    return arm.recentCost > 0 ? arm.recentTokens / arm.recentCost : Number.NaN;
+  }
+
   private get unit(): string {
     return this.measure === 'model' ? 'tokens/call' : 'tok/s';
   }
@@ -572,8 +577,7 @@ export class AutoDrafter implements Drafter {
     // What the arm brings now: its record, or its latest rounds where they run ahead of it (a chain through a passage
     // it knows: on SwiftShader two copy rounds of 9 tokens took the place of the chain's 17, lookup predicted at 6.90x
     // and 7.84x plain decoding against the chain's record of 4.90x).
-    const latest = arm.recentCost > 0 ? arm.recentTokens / arm.recentCost : 0;
-    const armSpeedup = (Math.max(this.throughput(arm), latest) * t1) / 1000;
+    const armSpeedup = (Math.max(this.throughput(arm), this.recentThroughput(arm) || 0) * t1) / 1000;
     if (!(armSpeedup > 0) || arm.samples < WARMUP_SAMPLES) return null;
     const tree = await copier.drafter.propose(req);
     if (tree.tokens.length < 2 || !tree.values) return null;
@@ -665,7 +669,7 @@ export class AutoDrafter implements Drafter {
       arm.runs &&
       arm.samples >= SETTLED_SAMPLES &&
       arm.recentRounds >= RECENT_ROUNDS &&
-      (arm.recentTokens / arm.recentCost) * (1 + RUN_ENDED_MARGIN) < this.throughput(arm)
+      this.recentThroughput(arm) * (1 + RUN_ENDED_MARGIN) < this.throughput(arm)
     ) {
       arm.tokens = arm.recentTokens;
       arm.cost = arm.recentCost;

@@ -197,6 +197,19 @@ export class FirstChoiceCounts {
   }
 }
 
+/** The draft's first choice at a position: its token and the draft's probability of it. */
+interface FirstGuess {
+  position: number;
+  token: number;
+  confidence: number;
+}
+
+/** A logits row's first choice and its probability (greedy decoding). */
+function firstChoiceOf(row: Float32Array): { token: number; confidence: number } {
+  const token = argmax(row);
+  return { token, confidence: new DraftDist(row, GREEDY).prob(token) };
+}
+
 export class DraftModelState implements TreeDraftModel {
   /**
    * What greedy rounds showed of the draft's first choices, from every drafter drafting with this state, and from
@@ -236,7 +249,7 @@ export class DraftModelState implements TreeDraftModel {
    * catch-up judges it too: judged only from the text after it, a catch-up left a hole at each refresh's root, and a
    * round of the chain replayed over two catch-ups could not span it.
    */
-  private rootGuess: { position: number; token: number; confidence: number } | null = null;
+  private rootGuess: FirstGuess | null = null;
 
   get calls(): number {
     return this.lm.calls;
@@ -284,15 +297,19 @@ export class DraftModelState implements TreeDraftModel {
   private judge(logits: Float32Array, rows: readonly number[], committed: readonly number[], common: number): void {
     const vocab = this.lm.config.vocabSize;
     checkLogits(logits, vocab, 'the draft model');
-    this.judgedRows = rows.map((i, k) => {
-      const row = logits.subarray(k * vocab, (k + 1) * vocab);
-      const token = argmax(row);
-      const confidence = new DraftDist(row, GREEDY).prob(token);
-      const position = common + i + 1;
-      const hit = token === committed[position];
-      this.firstChoice.record(confidenceBucket(confidence), hit);
-      return { position, confidence, hit };
-    });
+    this.judgedRows = rows.map((i, k) =>
+      this.verdict(
+        { position: common + i + 1, ...firstChoiceOf(logits.subarray(k * vocab, (k + 1) * vocab)) },
+        committed,
+      ),
+    );
+  }
+
+  /** The draft's first choice at a position against the target's token there, counted in firstChoice. */
+  private verdict(guess: FirstGuess, committed: readonly number[]): JudgedRow {
+    const hit = guess.token === committed[guess.position];
+    this.firstChoice.record(confidenceBucket(guess.confidence), hit);
+    return { position: guess.position, confidence: guess.confidence, hit };
   }
 
   /** Whether the cache is further behind the committed text than an ordinary round's sync: the next sync catches up. */
@@ -346,16 +363,14 @@ export class DraftModelState implements TreeDraftModel {
       // The previous sync's guess after its root, where that root is still in the text and the text after it is
       // others' (after a round of its own, that round judged it).
       const guess = this.rootGuess;
-      if (judgeFrom !== undefined && guess && guess.position <= common && guess.position >= this.ownEnd) {
-        if (
-          guess.position >= judgeFrom &&
-          (this.judgedRows[0]?.position ?? guess.position + 1) === guess.position + 1
-        ) {
-          const hit = guess.token === committed[guess.position];
-          this.firstChoice.record(confidenceBucket(guess.confidence), hit);
-          this.judgedRows.unshift({ position: guess.position, confidence: guess.confidence, hit });
-        }
-      }
+      if (
+        judgeFrom !== undefined &&
+        guess &&
+        guess.position <= common &&
+        guess.position >= Math.max(this.ownEnd, judgeFrom) &&
+        (this.judgedRows[0]?.position ?? guess.position + 1) === guess.position + 1
+      )
+        this.judgedRows.unshift(this.verdict(guess, committed));
       this.caughtUpMs = performance.now() - started;
       missing = missing.slice(-1);
     }
@@ -370,11 +385,11 @@ export class DraftModelState implements TreeDraftModel {
     checkLogits(logits, this.lm.config.vocabSize, 'the draft model');
     this.rootGuess = null;
     // After a catch-up only: a round of its own (an ordinary sync) judges its root's guess itself.
-    if (judgeFrom !== undefined && catchUp) {
-      const row = logits.subarray(logits.length - this.lm.config.vocabSize);
-      const token = argmax(row);
-      this.rootGuess = { position: committed.length, token, confidence: new DraftDist(row, GREEDY).prob(token) };
-    }
+    if (judgeFrom !== undefined && catchUp)
+      this.rootGuess = {
+        position: committed.length,
+        ...firstChoiceOf(logits.subarray(logits.length - this.lm.config.vocabSize)),
+      };
     this.cached = [...committed];
     this.roundBase = this.cached.length;
     this.slots = new Map([[0, this.roundBase - 1]]);
