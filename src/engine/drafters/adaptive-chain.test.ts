@@ -428,7 +428,7 @@ describe("the chain's rounds replayed over text it caught up on (auto judges an 
     expect(next.tokens).toBeGreaterThan(4);
   });
 
-  it('a catch-up too short for a whole round of its rule starts the replay of the next, where the text follows on', async () => {
+  it('a catch-up too short for a whole round of its rule credits what it shows of it, and the next, where the text follows on, adds the rest', async () => {
     const clock = { now: 0 };
     const split = timedChain(clock);
     const whole = timedChain(clock);
@@ -441,7 +441,13 @@ describe("the chain's rounds replayed over text it caught up on (auto judges an 
     // Set aside, `split` is refreshed after 4 tokens others drafted and again after 36 more; `whole` once after all 40.
     others(a, 4);
     await split.chain.refresh({ ...request([...a]), generatedFrom: PROMPT.length });
-    expect(split.chain.counterfactual()).toBeNull(); // no round of its rule fits in 4 tokens
+    // No round of its rule fits in 4 tokens: the one it began is credited with the tokens the text confirms so far
+    // (every guess but the unsure one at every sixth position is right here), at the cost of the chain drafted so far.
+    const first = split.chain.counterfactual() as { rounds: number; tokens: number; ms: number };
+    expect(first.rounds).toBe(1);
+    expect(first.tokens).toBeGreaterThanOrEqual(1);
+    expect(first.tokens).toBeLessThanOrEqual(4);
+    expect(first.ms).toBeGreaterThan(0);
     others(a, 36);
     await split.chain.refresh({ ...request([...a]), generatedFrom: PROMPT.length });
     const second = split.chain.counterfactual() as { rounds: number; tokens: number; ms: number };
@@ -451,9 +457,41 @@ describe("the chain's rounds replayed over text it caught up on (auto judges an 
     await whole.chain.refresh({ ...request([...b]), generatedFrom: PROMPT.length });
     const once = whole.chain.counterfactual() as { rounds: number; tokens: number; ms: number };
     expect(once.tokens).toBeGreaterThan(25);
-    expect(second.tokens).toBe(once.tokens);
-    expect(second.rounds).toBe(once.rounds);
-    expect(second.ms).toBeCloseTo(once.ms, 6);
+    // The two parts add up to the whole.
+    expect(first.tokens + second.tokens).toBe(once.tokens);
+    expect(first.rounds + second.rounds).toBe(once.rounds);
+    expect(first.ms + second.ms).toBeCloseTo(once.ms, 6);
+  });
+
+  it('caught up on in many short parts, its replays add up to the replay of the whole text caught up on at once', async () => {
+    const clock = { now: 0 };
+    const parts = timedChain(clock);
+    const whole = timedChain(clock);
+    const texts = [parts, whole].map(() => [...PROMPT]);
+    for (let r = 0; r < 10; r++) for (const [i, c] of [parts, whole].entries()) await c.round(texts[i] as number[], 4);
+    const [a, b] = texts as [number[], number[]];
+    const others = (text: number[], n: number) => {
+      for (let i = 0; i < n; i++) text.push(targetToken(text.length));
+    };
+    const sum = { rounds: 0, tokens: 0, ms: 0 };
+    for (const n of [3, 1, 5, 2, 7, 4, 6, 3, 9, 4]) {
+      others(a, n);
+      const calls = parts.chain.calls;
+      await parts.chain.refresh({ ...request([...a]), generatedFrom: PROMPT.length });
+      // A refresh within an ordinary round's sync of the text catches up on nothing (auto refreshes after 4 rounds).
+      if (parts.chain.calls === calls) continue;
+      const r = parts.chain.counterfactual();
+      if (!r) continue;
+      sum.rounds += r.rounds;
+      sum.tokens += r.tokens;
+      sum.ms += r.ms;
+    }
+    others(b, 44);
+    await whole.chain.refresh({ ...request([...b]), generatedFrom: PROMPT.length });
+    const once = whole.chain.counterfactual() as { rounds: number; tokens: number; ms: number };
+    expect(sum.tokens).toBe(once.tokens);
+    expect(sum.rounds).toBe(once.rounds);
+    expect(sum.ms).toBeCloseTo(once.ms, 6);
   });
 
   it("replays only text others committed: not the target's token of its own last round, taken whole", async () => {

@@ -37,6 +37,12 @@ export interface AdaptiveChainOptions {
   confidence: number;
 }
 
+/** What a replayed round not yet decided is credited with so far (AdaptiveChainDrafter.counterfactual). */
+interface Credit {
+  tokens: number;
+  ms: number;
+}
+
 export const ADAPTIVE_DEFAULTS: AdaptiveChainOptions = { initialGamma: 5, maxGamma: 16, confidence: 0.4 };
 
 export class AdaptiveChainDrafter extends ChainDrafter {
@@ -57,8 +63,10 @@ export class AdaptiveChainDrafter extends ChainDrafter {
    * `judged` (DraftModelState.judged of that sync), and what the replay of the current catch-up starts with (the
    * previous catch-up's unspent end, where the text follows on).
    */
-  private replayTail: { judged: readonly JudgedRow[]; rows: JudgedRow[] } | null = null;
+  private replayTail: { judged: readonly JudgedRow[]; rows: JudgedRow[]; credit: Credit | null } | null = null;
   private carried: JudgedRow[] = [];
+  /** What the carried round was already credited with (counterfactual(): a round not yet decided, its lower bound). */
+  private carriedCredit: Credit | null = null;
   /**
    * Greedy acceptance by the draft's confidence in the token (buckets of 0.1): tokens offered and accepted, the
    * calibrated confidence counting as two more (acceptanceOf). The relation is far from linear: over the bench
@@ -179,7 +187,9 @@ export class AdaptiveChainDrafter extends ChainDrafter {
    * catch-up, where that text follows on. Auto refreshes a chain set aside every few rounds, and each catch-up was
    * replayed alone: on SwiftShader, with the chain's acceptance learned high, 12-16 tokens of the EAGLE head's rounds
    * held no whole round of the chain's rule, nothing was replayed, and the head kept 10 rounds of a prompt's opening
-   * at 3.5 tokens a round where the chain then brought 7.
+   * at 3.5 tokens a round where the chain then brought 7. Meanwhile it is credited with what the text shows of it
+   * (replayStretch), and the replay that decides it adds only the rest: the replays of a text caught up on in parts
+   * add up to the replay of it caught up on at once.
    */
   counterfactual(skip: (position: number) => boolean = () => false): Counterfactual | null {
     if (!this.costs() || this.measured.measuredRounds === 0) return null;
@@ -188,23 +198,35 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     // e.g. with other positions skipped, it starts from the same rows).
     if (this.replayTail && this.replayTail.judged !== judged) {
       this.carried = this.replayTail.rows;
+      this.carriedCredit = this.replayTail.credit;
       this.replayTail = null;
     }
     const fresh = this.state.judgedOthers.filter((r) => !skip(r.position));
     const last = this.carried[this.carried.length - 1];
-    const rows = last && fresh[0]?.position === last.position + 1 ? [...this.carried, ...fresh] : fresh;
+    const follows = last !== undefined && fresh[0]?.position === last.position + 1;
+    const rows = follows ? [...this.carried, ...fresh] : fresh;
     const out: Counterfactual = { rounds: 0, tokens: 0, ms: 0 };
+    // The carried round was credited with what was known of it then: now it counts for what it adds to that.
+    if (follows && this.carriedCredit) {
+      out.rounds -= 1;
+      out.tokens -= this.carriedCredit.tokens;
+      out.ms -= this.carriedCredit.ms;
+    }
     let tail: JudgedRow[] = [];
+    let credit: Credit | null = null;
     for (let from = 0; from < rows.length; ) {
       let to = from + 1;
       while (to < rows.length && (rows[to] as JudgedRow).position === (rows[to - 1] as JudgedRow).position + 1) to++;
       const stretch = rows.slice(from, to);
-      const undecided = this.replayStretch(stretch, out);
-      if (to === rows.length) tail = stretch.slice(undecided);
+      const open = this.replayStretch(stretch, out);
+      if (to === rows.length && open) {
+        tail = stretch.slice(open.at);
+        credit = open.credit;
+      }
       from = to;
     }
-    this.replayTail = { judged, rows: tail };
-    return out.rounds > 0 ? out : null;
+    this.replayTail = { judged, rows: tail, credit };
+    return out.rounds > 0 || out.tokens > 0 ? out : null;
   }
 
   /**
@@ -218,10 +240,16 @@ export class AdaptiveChainDrafter extends ChainDrafter {
   }
 
   /**
-   * The chain's rounds over one stretch of consecutive judged positions (counterfactual), added to `out`; returns
-   * where the first round its rule had not decided by the stretch's end starts.
+   * The chain's rounds over one stretch of consecutive judged positions (counterfactual), added to `out`, and the
+   * round its rule had not decided by the stretch's end: where it starts, and what it is credited with meanwhile
+   * (added to `out` too), what is known of it so far: the leading guesses the text confirms (and the target's
+   * correction where one is wrong), at the cost of the chain drafted so far. Both only grow as the text goes on, so
+   * the credit is a lower bound on the round's tokens and its cost; the replay that decides it adds the rest. On
+   * SwiftShader, with the chain's acceptance learned high (rounds of 17), a refresh over the EAGLE head's 13 tokens
+   * of trial rounds credited nothing, and the head kept four more rounds at half the chain's tokens before the
+   * next refresh decided one.
    */
-  private replayStretch(rows: readonly JudgedRow[], out: Counterfactual): number {
+  private replayStretch(rows: readonly JudgedRow[], out: Counterfactual): { at: number; credit: Credit } | null {
     const rule = (k: number) => this.measured.chainRoundMs(k);
     const between = this.measured.betweenMs();
     const max = this.adaptive.maxGamma;
@@ -238,11 +266,17 @@ export class AdaptiveChainDrafter extends ChainDrafter {
           break;
         }
       }
-      if (!decided) return at;
       let kept = 0;
       while (kept < length && rows[at + kept]?.hit) kept++;
-      // The target's own token (correction or bonus) must lie in the stretch too.
-      if (at + kept >= rows.length) return at;
+      // Undecided: the rule would draft past the stretch, or the target's own token (correction or bonus) lies past it.
+      if (!decided || at + kept >= rows.length) {
+        if (length === 0) return null;
+        const credit = { tokens: kept + (kept < length ? 1 : 0), ms: Math.max(0, rule(length) - between) };
+        out.rounds++;
+        out.tokens += credit.tokens;
+        out.ms += credit.ms;
+        return { at, credit };
+      }
       out.rounds++;
       out.tokens += kept + 1;
       out.ms += Math.max(0, rule(length) - between);
@@ -322,6 +356,7 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     this.lastEnded = null;
     this.replayTail = null;
     this.carried = [];
+    this.carriedCredit = null;
     if (keepLearned) return;
     this.current = this.adaptive.initialGamma;
     this.accepted = 0;

@@ -483,7 +483,7 @@ describe('auto between arms', () => {
       return r;
     };
     const judged = await withReplay(true);
-    expect(judged.why.some((w) => /replayed on the \d+ tokens others drafted/.test(w))).toBe(true);
+    expect(judged.why.some((w) => /replayed over text others drafted: \d+ tokens/.test(w))).toBe(true);
     expect(judged.chosen.get('chain')).toBeGreaterThan(40);
     const own = await withReplay(false);
     expect(own.chosen.get('chain')).toBeLessThan(15);
@@ -514,17 +514,19 @@ describe('auto between arms', () => {
         this.pending = this.round - this.seenAt;
         this.seenAt = this.round;
       }
+      /** Each replay adds to a round credited before (AdaptiveChainDrafter): tokens and time, no round more. */
+      corrections = false;
       counterfactual() {
         const n = this.pending;
         this.pending = 0;
-        return n > 0 ? { rounds: n, tokens: 6 * n, ms: 10 * n } : null;
+        return n > 0 ? { rounds: this.corrections ? 0 : n, tokens: 6 * n, ms: 10 * n } : null;
       }
     }
-    const firstChainRound = async (refreshing: boolean) => {
+    const firstChainRound = async (refreshing: boolean, corrections = false) => {
       const shared = { calls: 0 };
       const head = new Arm('head', 8, 3, shared, 10);
       const chain: Refreshing = new Refreshing('chain', 8, (): number => (chain.own <= 4 ? 0 : 5), shared, 10);
-      Object.assign(chain, { refreshing, model: shared });
+      Object.assign(chain, { refreshing, model: shared, corrections });
       const arms = [head, chain];
       const auto = timedAuto(arms.map((a) => ({ name: a.name, drafter: a })));
       const { why } = await run(auto, arms, 40, GREEDY);
@@ -536,11 +538,15 @@ describe('auto between arms', () => {
     };
     const refreshed = await firstChainRound(true);
     expect(refreshed.refreshes).toBeGreaterThan(0);
-    expect(refreshed.why.some((w) => /chain replayed on the \d+ tokens others drafted/.test(w))).toBe(true);
+    expect(refreshed.why.some((w) => /chain replayed over text others drafted: \d+ tokens/.test(w))).toBe(true);
     expect(refreshed.wait).toBeGreaterThan(0);
     expect(refreshed.wait).toBeLessThanOrEqual(5);
     const revisited = await firstChainRound(false);
     expect(revisited.wait).toBeGreaterThanOrEqual(10);
+    // Replays that only add to rounds credited before count as well.
+    const corrected = await firstChainRound(true, true);
+    expect(corrected.wait).toBeGreaterThan(0);
+    expect(corrected.wait).toBeLessThanOrEqual(5);
   });
 
   it("leaves copy rounds' text out of a returning arm's replay: prompt lookup's best stretches are in no record", async () => {

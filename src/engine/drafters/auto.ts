@@ -693,11 +693,12 @@ export class AutoDrafter implements Drafter {
     if (this.measure !== 'time') return null;
     const spans = this.copySpans;
     const r = arm.drafter.counterfactual?.((p) => spans.some(([from, to]) => p >= from && p < to));
-    if (!r || !(r.rounds > 0 && r.tokens > 0 && r.ms > 0 && Number.isFinite(r.ms))) return null;
+    // What a replay adds may be a round credited before and decided now: no round more, only tokens and time.
+    if (!r || !Number.isFinite(r.tokens) || !Number.isFinite(r.ms) || (r.tokens === 0 && r.ms === 0)) return null;
     // Into the record, not into the rounds measured: an arm is settled (revisited by how far behind it is, not every
     // REVISIT_MIN rounds) on rounds of its own.
-    arm.tokens += r.tokens;
-    arm.cost += r.ms / 1000;
+    arm.tokens = Math.max(0, arm.tokens + r.tokens);
+    arm.cost = Math.max(0, arm.cost + r.ms / 1000);
     return r;
   }
 
@@ -715,6 +716,8 @@ export class AutoDrafter implements Drafter {
       // The refreshed arm's own calls, as a round counts them (arms may share one draft model: counted once).
       const before = arm.drafter.calls;
       await arm.drafter.refresh(req);
+      // Caught up on nothing (no call): its replay is the last one's, already in the record.
+      if (arm.drafter.calls === before) continue;
       this.draftCalls += arm.drafter.calls - before;
       const r = this.replay(arm);
       if (r) this.refreshed.push({ name: arm.name, ...r });
@@ -788,7 +791,7 @@ export class AutoDrafter implements Drafter {
         ]
           .map(
             (r) =>
-              `; ${r.name}replayed on the ${r.tokens} tokens others drafted: ${r.rounds} rounds of ${(r.tokens / r.rounds).toFixed(1)}`,
+              `; ${r.name}replayed over text others drafted: ${r.tokens} tokens in ${r.rounds} rounds, ${Math.round(r.ms)} ms`,
           )
           .join('');
         return `auto: ${name} (${why()})${replay}${inner ? `; ${inner.text}` : ''}`;
