@@ -226,7 +226,7 @@ export class AdaptiveChainDrafter extends ChainDrafter {
       from = to;
     }
     this.replayTail = { judged, rows: tail, credit };
-    return out.rounds > 0 || out.tokens > 0 ? out : null;
+    return out.rounds !== 0 || out.tokens !== 0 || out.ms !== 0 ? out : null;
   }
 
   /**

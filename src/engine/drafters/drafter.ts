@@ -169,7 +169,8 @@ export interface Drafter {
    * What this drafter's own rounds would have brought over the text its last proposal caught up on (text another of
    * auto's arms drafted), replayed from the catch-up (greedy decoding only), leaving out the positions `skip` names
    * (positions in the committed text); null when it has no such estimate. Auto adds it to the arm's record, so an arm
-   * is judged on the same text as the arm that ran, not only on its revisits.
+   * is judged on the same text as the arm that ran, not only on its revisits. What it adds may also complete a round
+   * an earlier replay credited (its text ran out before the round was decided): tokens and time, no round more.
    */
   counterfactual?(skip?: (position: number) => boolean): Counterfactual | null;
   /**
