@@ -78,6 +78,15 @@ describe('SpecEngine', () => {
       /method "chain" needs a draft model, and this engine was loaded without a draft model \(load one\)/,
     );
     expect((await finish(targetOnly, 'She was', 'lookup', GREEDY, 4)).tokens).toHaveLength(4);
+    // A method that is not one (JavaScript passes anything; a missing one read "undefined") names the methods.
+    for (const [bad, shown] of [
+      ['no-such', '"no-such"'],
+      [undefined, 'undefined'],
+    ] as const)
+      await expect(finish(targetOnly, 'She was', bad as unknown as Method, GREEDY, 4)).rejects.toThrow(
+        `unknown method ${shown} (the methods: auto, ar, `,
+      );
+    expect((await finish(targetOnly, 'She was', 'lookup', GREEDY, 4)).tokens).toHaveLength(4);
   });
 
   it('two engines on one onnxruntime load and generate at the same time, each as it would alone', async () => {

@@ -23,6 +23,7 @@ import {
   type Drafter,
   describeNeeds,
   type HeadsResource,
+  METHOD_NAMES,
   type Method,
   type MethodSpec,
   methodSpec,
@@ -290,7 +291,10 @@ export class SpecEngine {
 
   private spec(method: Method): MethodSpec<Method> {
     const spec = methodSpec(method);
-    if (!spec) throw new MethodUnavailableError(`unknown method "${method}"`);
+    if (!spec)
+      throw new MethodUnavailableError(
+        `unknown method ${JSON.stringify(method) ?? String(method)} (the methods: ${METHOD_NAMES.join(', ')})`,
+      );
     const missing = spec.needs.filter((n) => !this.resources.has(n));
     if (missing.length > 0) {
       const without: Record<Requirement, string> = {

@@ -407,6 +407,11 @@ describe('engine behaviour', () => {
     await expect(run([1, 2], { sampling: { ...GREEDY, temprature: 1 } })).rejects.toThrow(
       'sampling has no setting "temprature" (its settings: temperature, topK, topP, seed)',
     );
+    // A sampling value that is not an object of settings (a bare temperature) decoded greedily.
+    for (const bad of [0.8, true, '0.8', [0.8]])
+      await expect(run([1, 2], { sampling: bad })).rejects.toThrow(
+        /^sampling must be an object \{ temperature, topK, topP, seed \} or left out \(greedy\); got /,
+      );
     expect((await run([1, 2], { stopTokens: [49] })).tokens.length).toBeGreaterThan(0);
     // A typed array of ids is taken as prompts are (it was refused as {"0":49}), and its ids are checked the same.
     const typed = await run([1, 2], { stopTokens: new Int32Array([49]) });

@@ -64,6 +64,12 @@ describe('sampling', () => {
     expect(check({ temperature: 0.8, topK: undefined, topP: undefined, seed: undefined })).toBe('ok');
     expect(withDefaults({ temperature: 0.8, topK: undefined })).toEqual({ ...GREEDY, temperature: 0.8 });
     expect(withDefaults(undefined)).toEqual(GREEDY);
+    // Not an object of settings (a bare temperature): refused, where 0.8 and true decoded greedily.
+    expect(check(0.8 as never)).toBe(
+      'sampling must be an object { temperature, topK, topP, seed } or left out (greedy); got 0.8',
+    );
+    expect(check(true as never)).toMatch(/^sampling must be an object .* got true$/);
+    expect(check([1] as never)).toMatch(/^sampling must be an object .* got \[1\]$/);
     expect(check({ temperature: '0.8' as unknown as number })).toBe('temperature must be a number; got "0.8"');
     expect(check({ topK: null as unknown as number })).toBe('top-k must be a number; got null');
     expect(check({ seed: 2 ** 53 })).toBe('seed 9007199254740992 must be an integer of at most 2^53 - 1 in size');

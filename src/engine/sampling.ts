@@ -19,7 +19,19 @@ export function isGreedy(params: SamplingParams): boolean {
   return params.temperature <= 0;
 }
 
+/**
+ * Anything but an object of settings is refused: a number (0.8, meant as a temperature) or true had no settings and
+ * decoded greedily without a word, and an array or a string was refused as having a setting "0".
+ */
+function checkSamplingShape(sampling: unknown): void {
+  if (typeof sampling !== 'object' || sampling === null || Array.isArray(sampling))
+    throw new TypeError(
+      `sampling must be an object { temperature, topK, topP, seed } or left out (greedy); got ${JSON.stringify(sampling) ?? String(sampling)}`,
+    );
+}
+
 export function checkSampling(p: SamplingParams): void {
+  checkSamplingShape(p);
   // A misspelt setting ({ temprature: 1 }) decoded greedily without a word.
   const unknown = Object.keys(p).find((k) => !(k in GREEDY));
   if (unknown !== undefined)
@@ -45,6 +57,7 @@ export function checkSampling(p: SamplingParams): void {
  * ({ temperature: 0.8 } alone samples from the whole vocabulary; { topK: undefined } is no top-k).
  */
 export function withDefaults(sampling: Partial<SamplingParams> | undefined): SamplingParams {
+  if (sampling !== undefined && sampling !== null) checkSamplingShape(sampling);
   const given = Object.entries(sampling ?? {}).filter(([, v]) => v !== undefined);
   return { ...GREEDY, ...Object.fromEntries(given) };
 }
