@@ -99,6 +99,8 @@ export class EngineClient {
   private running: Running | null = null;
   /** The last load() asked for: the next one waits for it (two at once broke the first with an onnxruntime error). */
   private loading: Promise<unknown> = Promise.resolve();
+  /** load() calls not yet settled: a generate() meanwhile waits for them and runs on what they load. */
+  private loadsUnderWay = 0;
 
   constructor(private readonly makeWorker: () => Worker = defaultWorker) {}
 
@@ -158,7 +160,30 @@ export class EngineClient {
 
   private send(msg: ToWorker, pending: Pending): void {
     this.pending.set(msg.id, pending);
-    this.ensureWorker().postMessage(msg);
+    try {
+      this.ensureWorker().postMessage(msg);
+    } catch (e) {
+      this.pending.delete(msg.id);
+      throw e;
+    }
+  }
+
+  /**
+   * send(), a request that cannot be sent (it does not survive structured cloning: a reactive proxy, a function)
+   * failing in one line through `failed` instead of throwing where nobody catches it: a generate() whose messages were
+   * a Vue reactive array left its result pending and the client refusing every later generate() and load().
+   */
+  private sendOrFail(what: string, msg: ToWorker, pending: Pending, failed: (error: Error) => void): void {
+    try {
+      this.send(msg, pending);
+    } catch (e) {
+      const cause = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+      failed(
+        new TypeError(
+          `${what}: the request could not be sent to the engine worker (${cause}); pass plain data (plain objects and arrays, not proxies or functions)`,
+        ),
+      );
+    }
   }
 
   /**
@@ -173,7 +198,8 @@ export class EngineClient {
     running?.cancel();
     const previous = this.loading;
     const next = Promise.all([previous.catch(() => undefined), running?.settled]).then(() => this.loadNow(options));
-    this.loading = next.catch(() => undefined);
+    this.loadsUnderWay++;
+    this.loading = next.catch(() => undefined).finally(() => this.loadsUnderWay--);
     return next;
   }
 
@@ -276,7 +302,8 @@ export class EngineClient {
       end(error);
       settle.reject(error);
     };
-    if (!this.loaded) refuse(new Error('no models loaded: call load() first'));
+    const loadFirst = this.loadsUnderWay > 0;
+    if (!this.loaded && !loadFirst) refuse(new Error('no models loaded: call load() first'));
     else if (previous && !previous.cancelled)
       refuse(
         new Error(
@@ -296,8 +323,10 @@ export class EngineClient {
           : 'messages' in prompt
             ? { prompt: '', messages: prompt.messages, ...rest }
             : { prompt: Array.from(prompt), ...rest };
-      // Right after a stop, the stopped run may still be ending in the worker: this one waits for it.
-      void (previous?.settled ?? Promise.resolve()).then(() => {
+      // Right after a stop, the stopped run may still be ending in the worker: this one waits for it. Right after a
+      // load() not awaited, it waits for that load and runs on its models (sent first, it reached the worker before
+      // the load, which then released the engine under it).
+      void Promise.all([previous?.settled, loadFirst ? this.loading : undefined]).then(() => {
         if (finished) return;
         started = true;
         if (running.cancelled) {
@@ -305,7 +334,12 @@ export class EngineClient {
           end(null);
           return;
         }
-        this.send(
+        if (!this.loaded) {
+          refuse(new Error('no models loaded: the load() before this generate() did not succeed'));
+          return;
+        }
+        this.sendOrFail(
+          'generate',
           { type: 'generate', id, request },
           {
             onMessage: (msg) => {
@@ -325,6 +359,10 @@ export class EngineClient {
               settle.reject(error);
               end(error);
             },
+          },
+          (error) => {
+            settle.reject(error);
+            end(error);
           },
         );
       });

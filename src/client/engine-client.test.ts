@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import type { FromWorker, ToWorker } from '../worker/protocol';
+import { EngineClient } from './engine-client';
+
+/**
+ * A worker in the same process: clones what it is sent (as postMessage does, so what cannot cross a worker boundary
+ * throws here too), logs each request, and answers a load after 10 ms and a generation after 30 ms. It says which
+ * load a generation ran on.
+ */
+class FakeWorker {
+  onmessage: ((event: MessageEvent<FromWorker>) => void) | null = null;
+  onerror: unknown = null;
+  onmessageerror: unknown = null;
+  readonly log: string[] = [];
+  private model = 'none';
+
+  postMessage(msg: ToWorker): void {
+    structuredClone(msg);
+    const reply = (data: unknown, ms: number) =>
+      setTimeout(() => this.onmessage?.({ data } as MessageEvent<FromWorker>), ms);
+    if (msg.type === 'load') {
+      this.log.push(`load ${msg.request.target}`);
+      const target = msg.request.target;
+      setTimeout(() => {
+        this.model = target;
+      }, 10);
+      reply({ type: 'loaded', id: msg.id, info: { device: 'wasm', compute: 'fp32', target: {} } }, 10);
+    } else if (msg.type === 'generate') {
+      this.log.push(`generate on ${this.model}`);
+      const text = `from ${this.model}`;
+      reply({ type: 'done', id: msg.id, result: { tokens: [1], text, stopReason: 'max-tokens', stats: {} } }, 30);
+    }
+  }
+  terminate(): void {}
+}
+
+const LOAD = { base: 'http://localhost/', device: 'wasm' } as const;
+const settledWithin = <T>(p: Promise<T>, ms = 1000) =>
+  Promise.race([
+    p.then(
+      () => 'resolved',
+      (e: Error) => `rejected: ${e.message}`,
+    ),
+    new Promise<string>((r) => setTimeout(() => r('still pending'), ms)),
+  ]);
+
+describe('EngineClient', () => {
+  it('a generate() right after a load() not awaited runs on what that load loads, after it', async () => {
+    const worker = new FakeWorker();
+    const client = new EngineClient(() => worker as unknown as Worker);
+    await client.load({ ...LOAD, target: 'first/' });
+    const next = client.load({ ...LOAD, target: 'second/' });
+    const run = client.generate('hi', { method: 'ar', maxNewTokens: 4 });
+    expect((await run.result).text).toBe('from second/');
+    await next;
+    // The first generation ever, right after the first load() (not awaited), waits for it too.
+    const fresh = new EngineClient(() => new FakeWorker() as unknown as Worker);
+    const loading = fresh.load({ ...LOAD, target: 'only/' });
+    expect((await fresh.generate('hi', { method: 'ar', maxNewTokens: 4 }).result).text).toBe('from only/');
+    await loading;
+    expect(worker.log).toEqual(['load first/', 'load second/', 'generate on second/']);
+  });
+
+  it('a request that cannot reach the worker fails in one line and leaves the client usable', async () => {
+    const worker = new FakeWorker();
+    const client = new EngineClient(() => worker as unknown as Worker);
+    await client.load({ ...LOAD, target: 'm/' });
+    // What a reactive framework hands over: a proxy, which structured cloning refuses.
+    const messages = new Proxy([{ role: 'user' as const, content: 'hi' }], {});
+    const run = client.generate({ messages }, { method: 'ar', maxNewTokens: 4 });
+    expect(await settledWithin(run.result)).toMatch(
+      /^rejected: generate: the request could not be sent to the engine worker \(DataCloneError: .*\); pass plain data/,
+    );
+    expect(await settledWithin(client.generate('hi', { method: 'ar', maxNewTokens: 4 }).result)).toBe('resolved');
+    expect(await settledWithin(client.load({ ...LOAD, target: 'n/' }))).toBe('resolved');
+  });
+});
