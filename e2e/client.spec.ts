@@ -127,6 +127,31 @@ test('an aborted signal never reaches the worker; a stream is iterated once; tok
         () => 'loaded',
         (e: Error) => e.message,
       ),
+      // Refused in the worker before it lets go of its engine: the models loaded before still generate.
+      badLoads: await (async () => {
+        const seen: unknown[] = [];
+        for (const bad of [{ precision: 'fp64' }, { device: 'gpu' }, { draftDevice: 'gpu' }]) {
+          const refused = await client
+            .load({
+              target: '../models/austen-target/',
+              draft: '../models/austen-draft/',
+              device: 'wasm',
+              ortBase: `${location.origin}/lib/ort/`,
+              threads: 1,
+              ...bad,
+            })
+            .then(
+              () => 'loaded',
+              (e: Error) => e.message,
+            );
+          const after = await client.generate('She was', { method: 'chain', maxNewTokens: 3 }).result.then(
+            (r: { tokens: number[] }) => r.tokens.length,
+            (e: Error) => e.message,
+          );
+          seen.push([refused, after]);
+        }
+        return seen;
+      })(),
     };
   });
   expect(r.early).toEqual(['cancelled', 0]);
@@ -139,6 +164,11 @@ test('an aborted signal never reaches the worker; a stream is iterated once; tok
   expect(r.noOptions).toBe('generate() needs options: { method, maxNewTokens, … }');
   expect(r.badSignal).toBe('options.signal must be an AbortSignal');
   expect(r.threads).toBe("threads must be 'auto' or a whole number from 1 to 64; got abc");
+  expect(r.badLoads).toEqual([
+    ['precision "fp64" is not one of fp32, fp16, int4, int8, auto', 3],
+    ['device "gpu" is not one of auto, wasm, webgpu', 3],
+    ['draftDevice "gpu" (the draft model\'s device) is not one of auto, wasm, webgpu', 3],
+  ]);
 });
 
 test('an onProgress that throws is reported once, and the load goes on', async () => {

@@ -20,6 +20,12 @@ class FakeWorker {
       setTimeout(() => this.onmessage?.({ data } as MessageEvent<FromWorker>), ms);
     if (msg.type === 'load') {
       this.log.push(`load ${msg.request.target}`);
+      if (msg.request.precision === ('fp64' as never)) {
+        // As the worker refuses a bad option: before it lets go of the engine it holds.
+        const error = { name: 'RangeError', message: 'precision "fp64" is not one of …', kept: this.model !== 'none' };
+        reply({ type: 'error', id: msg.id, error }, 1);
+        return;
+      }
       const target = msg.request.target;
       setTimeout(() => {
         this.model = target;
@@ -73,5 +79,30 @@ describe('EngineClient', () => {
     );
     expect(await settledWithin(client.generate('hi', { method: 'ar', maxNewTokens: 4 }).result)).toBe('resolved');
     expect(await settledWithin(client.load({ ...LOAD, target: 'n/' }))).toBe('resolved');
+  });
+
+  it('a load the worker refuses before letting go of its engine leaves the models loaded before in use', async () => {
+    const worker = new FakeWorker();
+    const client = new EngineClient(() => worker as unknown as Worker);
+    await client.load({ ...LOAD, target: 'm/' });
+    const refused = client.load({ ...LOAD, target: 'x/', precision: 'fp64' as never });
+    expect(await settledWithin(refused)).toMatch(/^rejected: precision "fp64" is not one of/);
+    expect(client.info).not.toBeNull();
+    expect((await client.generate('hi', { method: 'ar', maxNewTokens: 4 }).result).text).toBe('from m/');
+  });
+
+  it("another wasm folder for onnxruntime gets a fresh worker (onnxruntime is set up once, from a worker's first load)", async () => {
+    const workers: FakeWorker[] = [];
+    const client = new EngineClient(() => {
+      const w = new FakeWorker();
+      workers.push(w);
+      return w as unknown as Worker;
+    });
+    await client.load({ ...LOAD, target: 'm/', ortBase: 'http://localhost/wrong/' });
+    await client.load({ ...LOAD, target: 'm/', ortBase: 'http://localhost/wrong/' });
+    expect(workers).toHaveLength(1);
+    await client.load({ ...LOAD, target: 'm/', ortBase: 'http://localhost/ort/' });
+    expect(workers).toHaveLength(2);
+    expect((await client.generate('hi', { method: 'ar', maxNewTokens: 4 }).result).text).toBe('from m/');
   });
 });

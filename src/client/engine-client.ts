@@ -99,6 +99,8 @@ export class EngineClient {
   private running: Running | null = null;
   /** The last load() asked for: the next one waits for it (two at once broke the first with an onnxruntime error). */
   private loading: Promise<unknown> = Promise.resolve();
+  /** The wasm folder the current worker's onnxruntime was set up from (its first load's ortBase). */
+  private workerOrtBase: string | undefined;
   /** load() calls not yet settled: a generate() meanwhile waits for them and runs on what they load. */
   private loadsUnderWay = 0;
 
@@ -223,7 +225,15 @@ export class EngineClient {
       ...(options.headsDevice ? { headsDevice: options.headsDevice } : {}),
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
     };
+    const before = this.loaded;
     this.loaded = null;
+    // onnxruntime is set up once per worker, from the first load's wasm folder: another folder (a first load given a
+    // wrong one, then the right one) gets a fresh worker; a load releases the engine before it anyway.
+    if (this.worker && this.workerOrtBase !== request.ortBase) {
+      this.worker.terminate();
+      this.worker = null;
+    }
+    this.workerOrtBase = request.ortBase;
     let progressFailed = false;
     return new Promise<LoadInfo>((resolve, reject) => {
       this.send(
@@ -244,6 +254,8 @@ export class EngineClient {
               resolve(msg.info);
             } else if (msg.type === 'error') {
               this.pending.delete(id);
+              // Refused before the worker let go of its engine (a bad option): the models loaded before still serve.
+              if (msg.error.kept) this.loaded = before;
               reject(new EngineError(msg.error));
             }
           },

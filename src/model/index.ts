@@ -72,6 +72,14 @@ function checkDeviceAndGraph(
     );
   if (o.graph !== undefined && o.graph !== 'auto' && !(GRAPH_VARIANTS as readonly unknown[]).includes(o.graph))
     throw new RangeError(`graph "${String(o.graph)}" is not one of ${GRAPH_VARIANTS.join(', ')}, auto`);
+  checkModelOptions(o);
+}
+
+/**
+ * Refuses a precision, compute type or flag that is not one, naming the option. The worker calls it before it
+ * releases the engine it holds, so that a load refused for a bad option leaves the models loaded before.
+ */
+export function checkModelOptions(o: Pick<OpenOptions, 'precision' | 'compute' | 'exact' | 'layerSwitches'>): void {
   // An option, not the model: refused before the model's name could be put on it.
   if (o.precision !== undefined && !(PRECISIONS as readonly unknown[]).includes(o.precision))
     throw new RangeError(`precision "${String(o.precision)}" is not one of ${PRECISIONS.join(', ')}`);

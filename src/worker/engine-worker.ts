@@ -5,10 +5,10 @@
  */
 import { SpecEngine } from '../engine/engine';
 import { GenerationError } from '../engine/events';
-import { checkPlacement, placementNotes } from '../model/index';
+import { checkModelOptions, checkPlacement, placementNotes } from '../model/index';
 import { type ModelRunner, SessionCreateError } from '../model/runner';
 import type { ProgressInfo } from '../model/source';
-import { chooseDevice } from '../runtime/device';
+import { chooseDevice, isDeviceRequest } from '../runtime/device';
 import { ortForWeb } from '../runtime/ort-web';
 import { IndexedDbStore } from '../runtime/store-web';
 import type { ThreadChoice } from '../runtime/thread-probe';
@@ -123,9 +123,17 @@ async function wasmThreads(ort: ReturnType<typeof ortForWeb>, req: LoadRequest):
 
 async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
   const ort = ortForWeb(req.ortBase);
+  // Options that are not ones are refused before the engine held is released: such a load leaves it usable.
+  checkPlacement(req);
+  if (!isDeviceRequest(req.device)) throw new RangeError(`device "${String(req.device)}" is not one of auto, wasm, webgpu`);
+  checkModelOptions({
+    ...(req.precision !== undefined ? { precision: req.precision } : {}),
+    ...(req.compute !== undefined ? { compute: req.compute } : {}),
+    ...(req.exact !== undefined ? { exact: req.exact } : {}),
+    ...(req.layerSwitches !== undefined ? { layerSwitches: req.layerSwitches } : {}),
+  });
   await engine?.release();
   engine = null;
-  checkPlacement(req);
   const choice = chooseDevice(req.device, req.device === 'wasm' ? null : await probeWebGpu(self.navigator.gpu));
   let { device, fallback } = choice;
   const { adapter, warning, calibration } = choice;
@@ -238,6 +246,7 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
     else if (msg.type === 'cancel') running.get(msg.id)?.abort();
   } catch (e) {
     if (await deviceWasLost()) return; // the device-lost message fails this request with a readable error
-    post({ type: 'error', id: msg.id, error: toError(e) });
+    const error = toError(e);
+    post({ type: 'error', id: msg.id, error: msg.type === 'load' && engine ? { ...error, kept: true } : error });
   }
 };

@@ -115,6 +115,8 @@ export interface WorkerError {
   message: string;
   /** A generation that failed part-way: what it had made (GenerationError.partial). */
   partial?: GenerationResult;
+  /** A load refused before it released the engine loaded before (a bad option): that engine is still there. */
+  kept?: boolean;
 }
 
 export type ToWorker =
