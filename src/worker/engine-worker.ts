@@ -125,7 +125,8 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
   const ort = ortForWeb(req.ortBase);
   // Options that are not ones are refused before the engine held is released: such a load leaves it usable.
   checkPlacement(req);
-  if (!isDeviceRequest(req.device)) throw new RangeError(`device "${String(req.device)}" is not one of auto, wasm, webgpu`);
+  if (!isDeviceRequest(req.device))
+    throw new RangeError(`device "${String(req.device)}" is not one of auto, wasm, webgpu`);
   checkModelOptions({
     ...(req.precision !== undefined ? { precision: req.precision } : {}),
     ...(req.compute !== undefined ? { compute: req.compute } : {}),
