@@ -456,3 +456,89 @@ test('forced colours (dark): the accepted path reads HighlightText on Highlight,
     await page.emulateMedia({ forcedColors: 'none', colorScheme: null });
   }
 });
+
+test('a prompt set as a property runs at once; the chat view shows rounds as the element does and keeps a reply that failed part-way', async () => {
+  const r = await page.evaluate(async (original) => {
+    const el = document.querySelector('spec-decoder') as El & { prompt: string; hideRejected: boolean };
+    el.maxNewTokens = 6;
+    await el.updateComplete;
+    // Set and run in one task: the box still shows the text before (it re-renders a microtask later).
+    el.prompt = 'Mr. Darcy said';
+    const now = await el.generate();
+    await el.updateComplete;
+    const later = await el.generate();
+    const box = el.shadowRoot?.querySelector('textarea') as HTMLTextAreaElement;
+    const shown = box.value;
+    // Typing in the box sets the property too.
+    box.value = original;
+    box.dispatchEvent(new Event('input'));
+    const typed = el.prompt;
+
+    // The chat view on its own: rounds shown as the element's own stream shows them, and a failure part-way.
+    type Chat = HTMLElement & {
+      hideRejected: boolean;
+      groupRounds: boolean;
+      updateComplete: Promise<boolean>;
+      send(text: string): void;
+      addRound(e: unknown): void;
+      failReply(): void;
+      readonly messages: { role: string; content: string }[];
+    };
+    const chat = document.createElement('sd-chat') as Chat;
+    document.body.append(chat);
+    Object.assign(chat, { hideRejected: true, groupRounds: true });
+    const piece = (id: number, text: string) => ({ id, text });
+    const round = (n: number) => ({
+      round: n,
+      accepted: [piece(10 + n, 'Yes')],
+      rejected: [piece(20 + n, ' no')],
+      target: [piece(30 + n, ',')],
+      targetKind: 'correction',
+      tree: { tokens: [], texts: [], parents: [], status: [] },
+      counts: { targetCalls: n + 1, draftCalls: 0, tokens: 2, targetBytes: 0 },
+      timings: { draftMs: 0, verifyMs: 0, overheadMs: 0, totalMs: 0 },
+    });
+    chat.send('Is it?');
+    chat.addRound(round(0));
+    chat.addRound(round(1));
+    chat.failReply();
+    await chat.updateComplete;
+    const stream = chat.shadowRoot?.querySelector('sd-token-stream') as Chat | null;
+    await stream?.updateComplete;
+    const kinds = [...(stream?.shadowRoot?.querySelectorAll('[data-kind]') ?? [])].map((t) =>
+      t.getAttribute('data-kind'),
+    );
+    const rounds = stream?.shadowRoot?.querySelectorAll('[part="round"]').length ?? 0;
+    const kept = chat.messages;
+    // A failure before the first token: the question goes back to the box.
+    chat.send('And then?');
+    chat.failReply();
+    await chat.updateComplete;
+    const after = chat.messages.length;
+    const input = (chat.shadowRoot?.querySelector('textarea') as HTMLTextAreaElement).value;
+    chat.remove();
+    el.prompt = original;
+    await el.updateComplete;
+    return {
+      same: JSON.stringify(now?.tokens) === JSON.stringify(later?.tokens),
+      shown,
+      typed: typed === original,
+      kinds,
+      rounds,
+      kept,
+      after,
+      input,
+    };
+  }, PROMPT);
+  expect(r.same).toBe(true);
+  expect(r.shown).toBe('Mr. Darcy said');
+  expect(r.typed).toBe(true);
+  expect(r.kinds).toEqual(['accepted', 'target', 'accepted', 'target']);
+  expect(r.rounds).toBe(2);
+  expect(r.kept).toEqual([
+    { role: 'user', content: 'Is it?' },
+    { role: 'assistant', content: 'Yes,Yes,' },
+  ]);
+  expect(r.after).toBe(2);
+  expect(r.input).toBe('And then?');
+});

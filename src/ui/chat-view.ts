@@ -70,6 +70,9 @@ export class ChatView extends LitElement {
   @property({ type: Boolean }) busy = false;
   /** Tokens that end a turn (not shown). */
   @property({ attribute: false }) stopTokens: number[] = [];
+  /** As the token stream's (the element passes its own): each round in a box of its own; rejected drafts not shown. */
+  @property({ type: Boolean, attribute: 'group-rounds' }) groupRounds = false;
+  @property({ type: Boolean, attribute: 'hide-rejected' }) hideRejected = false;
 
   @state() private turns: Turn[] = [];
   @query('textarea.message') private box!: HTMLTextAreaElement;
@@ -126,8 +129,15 @@ export class ChatView extends LitElement {
     this.turns = [...this.turns];
   }
 
-  /** The reply failed: drop it and its question, and put the question back in the box. */
+  /**
+   * The reply failed. Before its first token: drop it and its question, and put the question back in the box. Part-way:
+   * what it made stays in the conversation (nothing generated is lost; the host shows the error).
+   */
   failReply(): void {
+    if ((this.reply?.rounds?.length ?? 0) > 0) {
+      this.turns = [...this.turns];
+      return;
+    }
     const question = this.turns.at(-2);
     this.turns = this.turns.slice(0, -2);
     if (question && this.box) this.box.value = question.content;
@@ -150,6 +160,8 @@ export class ChatView extends LitElement {
               <sd-token-stream
                 .rounds=${t.rounds ?? []}
                 ?busy=${this.busy && i === this.turns.length - 1}
+                ?group-rounds=${this.groupRounds}
+                ?hide-rejected=${this.hideRejected}
               ></sd-token-stream>
             </div>`,
       )}

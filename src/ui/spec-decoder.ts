@@ -25,7 +25,7 @@
  * @cssproperty --sd-accepted, --sd-rejected, --sd-target (and their -bg variants), --sd-muted: see theme.ts
  */
 import { css, html, LitElement, nothing } from 'lit';
-import { property, query, state } from 'lit/decorators.js';
+import { property, state } from 'lit/decorators.js';
 import type { ClientLoadOptions } from '../client/engine-client';
 import { type EngineLease, sharedEngines } from '../client/shared-engines';
 import {
@@ -207,6 +207,8 @@ export class SpecDecoder extends LitElement {
   /** Where the draft heads (medusa, eagle, auto's EAGLE head) run beside a WebGPU target, as draft-device. */
   @property({ attribute: 'heads-device' }) headsDevice: Placement = 'auto';
   @property() prompt = '';
+  /** The prompt as the box last rendered it (updated()): a property set since then is newer than the box. */
+  private promptShown: string | null = null;
   @property({ type: Boolean, attribute: 'group-rounds' }) groupRounds = false;
   /** Leave rejected draft tokens out of the text (they are kept, struck through, by default). */
   @property({ type: Boolean, attribute: 'hide-rejected' }) hideRejected = false;
@@ -250,8 +252,6 @@ export class SpecDecoder extends LitElement {
   private racing = false;
   /** Every drafter named in this run's trees (merged drafting), in order of appearance. */
   private sources: string[] = [];
-
-  @query('textarea') private promptBox!: HTMLTextAreaElement;
 
   /** This element's hold on its engine, shared with the elements that load the same (see shared-engines.ts). */
   private client: EngineLease<LoadMeta> | null = null;
@@ -558,7 +558,10 @@ export class SpecDecoder extends LitElement {
   }
 
   private currentPrompt(): string {
-    const text = this.promptBox?.value ?? this.prompt;
+    // The box's text (typing also sets the property), unless the property was set since the box last showed it:
+    // `el.prompt = 'X'; el.generate()` in one task ran the text the box still showed (re-rendered a microtask later).
+    const box = this.shadowRoot?.querySelector<HTMLTextAreaElement>('textarea#prompt');
+    const text = box && this.prompt === this.promptShown ? box.value : this.prompt;
     return text.trim() ? text : '';
   }
 
@@ -867,6 +870,10 @@ export class SpecDecoder extends LitElement {
     if (!this.busy) this.shownMode = this.mode === 'chat' ? 'chat' : 'text';
   }
 
+  override updated(): void {
+    this.promptShown = this.shownMode === 'text' ? this.prompt : null;
+  }
+
   override render() {
     const busy = this.busy;
     const lossy = this.verify === 'typical' && this.temperature > 0;
@@ -878,10 +885,20 @@ export class SpecDecoder extends LitElement {
           ? html`<sd-chat
               part="chat"
               ?busy=${busy}
+              ?group-rounds=${this.groupRounds}
+              ?hide-rejected=${this.hideRejected}
               @sd-chat-send=${(e: CustomEvent<{ messages: ChatMessage[] }>) => void this.chat(e.detail.messages, e.target as ChatView)}
             ></sd-chat>`
           : html`<label for="prompt"><strong>Prompt</strong></label>
-              <textarea id="prompt" part="prompt-input" .value=${this.prompt} ?disabled=${busy}></textarea>`
+              <textarea
+                id="prompt"
+                part="prompt-input"
+                .value=${this.prompt}
+                @input=${(e: Event) => {
+                  this.prompt = (e.target as HTMLTextAreaElement).value;
+                }}
+                ?disabled=${busy}
+              ></textarea>`
       }
       <div class="bar" part="controls">
         <label
