@@ -515,7 +515,7 @@ test('a prompt set as a property runs at once; the chat view shows rounds as the
     chat.failReply();
     await chat.updateComplete;
     const after = chat.messages.length;
-    const input = (chat.shadowRoot?.querySelector('textarea') as HTMLTextAreaElement).value;
+    const input = chat.shadowRoot?.querySelector('textarea')?.value;
     chat.remove();
     el.prompt = original;
     await el.updateComplete;
