@@ -218,3 +218,27 @@ test('a worker whose script is not served is named as such', async () => {
     "the engine worker failed to start or crashed without a message: check that its script (the library's engine-worker file) is served, then load the models again",
   );
 });
+
+test('a client loads again after a load on WebGPU (a fresh worker: onnxruntime destroys its device on release)', async () => {
+  test.setTimeout(300_000);
+  const r = await page.evaluate(async () => {
+    const { EngineClient } = await import(`${location.origin}/lib/spec-decoder.js`);
+    const client = new EngineClient();
+    const options = { target: '../models/austen-target/', device: 'webgpu', ortBase: `${location.origin}/lib/ort/` };
+    const run = () =>
+      client.generate('She was', { method: 'ar', maxNewTokens: 2 }).result.then(
+        (x: { tokens: number[] }) => x.tokens.length,
+        (e: Error) => e.message,
+      );
+    const load = () =>
+      client.load(options).then(
+        (i: { device: string }) => i.device,
+        (e: Error) => e.message,
+      );
+    const seen = [await load(), await run(), await load(), await run()];
+    client.terminate();
+    return seen;
+  });
+  // Before: the second load failed with "the GPU device was lost (Device was destroyed.)".
+  expect(r).toEqual(['webgpu', 2, 'webgpu', 2]);
+});

@@ -13,6 +13,8 @@ class FakeWorker {
   onmessageerror: unknown = null;
   readonly log: string[] = [];
   private model = 'none';
+  /** As the worker after a load on WebGPU: it hands any later load back for a fresh worker. */
+  terminated = false;
 
   postMessage(msg: ToWorker): void {
     structuredClone(msg);
@@ -20,6 +22,10 @@ class FakeWorker {
       setTimeout(() => this.onmessage?.({ data } as MessageEvent<FromWorker>), ms);
     if (msg.type === 'load') {
       this.log.push(`load ${msg.request.target}`);
+      if (this.model !== 'none' && msg.request.device === 'webgpu') {
+        reply({ type: 'restart', id: msg.id }, 1);
+        return;
+      }
       if (msg.request.precision === ('fp64' as never)) {
         // As the worker refuses a bad option: before it lets go of the engine it holds.
         const error = { name: 'RangeError', message: 'precision "fp64" is not one of …', kept: this.model !== 'none' };
@@ -37,7 +43,9 @@ class FakeWorker {
       reply({ type: 'done', id: msg.id, result: { tokens: [1], text, stopReason: 'max-tokens', stats: {} } }, 30);
     }
   }
-  terminate(): void {}
+  terminate(): void {
+    this.terminated = true;
+  }
 }
 
 const LOAD = { base: 'http://localhost/', device: 'wasm' } as const;
@@ -89,6 +97,22 @@ describe('EngineClient', () => {
     expect(await settledWithin(refused)).toMatch(/^rejected: precision "fp64" is not one of/);
     expect(client.info).not.toBeNull();
     expect((await client.generate('hi', { method: 'ar', maxNewTokens: 4 }).result).text).toBe('from m/');
+  });
+
+  it('a load a worker hands back (it ran on WebGPU) goes to a fresh worker, and the client goes on there', async () => {
+    const workers: FakeWorker[] = [];
+    const client = new EngineClient(() => {
+      const w = new FakeWorker();
+      workers.push(w);
+      return w as unknown as Worker;
+    });
+    await client.load({ ...LOAD, device: 'webgpu', target: 'm/' });
+    expect(await settledWithin(client.load({ ...LOAD, device: 'webgpu', target: 'n/' }))).toBe('resolved');
+    expect(workers.map((w) => [w.log, w.terminated])).toEqual([
+      [['load m/', 'load n/'], true],
+      [['load n/'], false],
+    ]);
+    expect((await client.generate('hi', { method: 'ar', maxNewTokens: 4 }).result).text).toBe('from n/');
   });
 
   it("another wasm folder for onnxruntime gets a fresh worker (onnxruntime is set up once, from a worker's first load)", async () => {

@@ -236,32 +236,35 @@ export class EngineClient {
     this.workerOrtBase = request.ortBase;
     let progressFailed = false;
     return new Promise<LoadInfo>((resolve, reject) => {
-      this.send(
-        { type: 'load', id, request },
-        {
-          onMessage: (msg) => {
-            if (msg.type === 'progress') {
-              try {
-                options.onProgress?.(msg.info);
-              } catch (e) {
-                // The page's callback failing is the page's: said once, and the load goes on.
-                if (!progressFailed) console.error(`spec-decoder: onProgress threw: ${(e as Error).message}`);
-                progressFailed = true;
-              }
-            } else if (msg.type === 'loaded') {
-              this.pending.delete(id);
-              this.loaded = msg.info;
-              resolve(msg.info);
-            } else if (msg.type === 'error') {
-              this.pending.delete(id);
-              // Refused before the worker let go of its engine (a bad option): the models loaded before still serve.
-              if (msg.error.kept) this.loaded = before;
-              reject(new EngineError(msg.error));
+      const pending: Pending = {
+        onMessage: (msg) => {
+          if (msg.type === 'restart') {
+            // The worker cannot load again (it ran on WebGPU): the same load goes to a fresh worker.
+            this.worker?.terminate();
+            this.worker = null;
+            this.send({ type: 'load', id, request }, pending);
+          } else if (msg.type === 'progress') {
+            try {
+              options.onProgress?.(msg.info);
+            } catch (e) {
+              // The page's callback failing is the page's: said once, and the load goes on.
+              if (!progressFailed) console.error(`spec-decoder: onProgress threw: ${(e as Error).message}`);
+              progressFailed = true;
             }
-          },
-          onFailure: reject,
+          } else if (msg.type === 'loaded') {
+            this.pending.delete(id);
+            this.loaded = msg.info;
+            resolve(msg.info);
+          } else if (msg.type === 'error') {
+            this.pending.delete(id);
+            // Refused before the worker let go of its engine (a bad option): the models loaded before still serve.
+            if (msg.error.kept) this.loaded = before;
+            reject(new EngineError(msg.error));
+          }
         },
-      );
+        onFailure: reject,
+      };
+      this.send({ type: 'load', id, request }, pending);
     });
   }
 

@@ -19,6 +19,15 @@ import type { FromWorker, LoadInfo, LoadRequest, ModelInfo, ToWorker, WorkerErro
 declare const self: DedicatedWorkerGlobalScope;
 
 let engine: SpecEngine | null = null;
+/**
+ * A load here chose WebGPU: releasing onnxruntime's last WebGPU session destroys its device, so a later load in this
+ * worker would start on a lost device (measured in Chromium: "the GPU device was lost (Device was destroyed.)" on an
+ * EngineClient's second load). Such a load is handed back (a 'restart' message) for a fresh worker to make.
+ */
+let usedWebGpu = false;
+
+/** load(): this worker cannot load again; the client sends the request to a fresh worker. */
+class FreshWorkerNeeded extends Error {}
 const running = new Map<number, AbortController>();
 
 const post = (msg: FromWorker) => self.postMessage(msg);
@@ -133,6 +142,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     ...(req.exact !== undefined ? { exact: req.exact } : {}),
     ...(req.layerSwitches !== undefined ? { layerSwitches: req.layerSwitches } : {}),
   });
+  if (usedWebGpu) throw new FreshWorkerNeeded();
   await engine?.release();
   engine = null;
   const choice = chooseDevice(req.device, req.device === 'wasm' ? null : await probeWebGpu(self.navigator.gpu));
@@ -174,6 +184,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     for (const message of notes) post({ type: 'progress', id, info: { status: 'warning', name: req.target, message } });
   };
   noteIfWasm(device);
+  if (device === 'webgpu') usedWebGpu = true;
   try {
     engine = await SpecEngine.load(ort, { ...options, ...extrasOn(device), device });
   } catch (e) {
@@ -246,6 +257,10 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
     else if (msg.type === 'generate') await generate(msg.id, msg.request);
     else if (msg.type === 'cancel') running.get(msg.id)?.abort();
   } catch (e) {
+    if (e instanceof FreshWorkerNeeded) {
+      post({ type: 'restart', id: msg.id });
+      return;
+    }
     if (await deviceWasLost()) return; // the device-lost message fails this request with a readable error
     const error = toError(e);
     post({ type: 'error', id: msg.id, error: msg.type === 'load' && engine ? { ...error, kept: true } : error });

@@ -127,6 +127,12 @@ export type ToWorker =
 export type FromWorker =
   | { type: 'progress'; id: number; info: ProgressInfo }
   | { type: 'loaded'; id: number; info: LoadInfo }
+  /**
+   * This worker cannot load again (onnxruntime on WebGPU destroys its device when the last session is released, so
+   * an engine reloaded here would start on a lost device): send the same load to a fresh worker. Sent once the
+   * request's options were checked, before the engine held is released.
+   */
+  | { type: 'restart'; id: number }
   | { type: 'round'; id: number; event: RoundEvent }
   | { type: 'done'; id: number; result: GenerationResult }
   | { type: 'error'; id: number; error: WorkerError }
