@@ -127,6 +127,13 @@ test('an aborted signal never reaches the worker; a stream is iterated once; tok
         () => 'loaded',
         (e: Error) => e.message,
       ),
+      // Stop tokens reach the engine (the worker passed method, length, sampling and verify rule only).
+      stops: await (async () => {
+        const all = (await client.generate('She was', { method: 'chain', maxNewTokens: 8 }).result).tokens;
+        const stopped = await client.generate('She was', { method: 'chain', maxNewTokens: 8, stopTokens: [all[2]] })
+          .result;
+        return [stopped.tokens.length <= 3, stopped.stopReason, stopped.tokens.at(-1) === all[2]];
+      })(),
       // Refused in the worker before it lets go of its engine: the models loaded before still generate.
       badLoads: await (async () => {
         const seen: unknown[] = [];
@@ -164,6 +171,7 @@ test('an aborted signal never reaches the worker; a stream is iterated once; tok
   expect(r.noOptions).toBe('generate() needs options: { method, maxNewTokens, … }');
   expect(r.badSignal).toBe('options.signal must be an AbortSignal');
   expect(r.threads).toBe("threads must be 'auto' or a whole number from 1 to 64; got abc");
+  expect(r.stops).toEqual([true, 'eos', true]);
   expect(r.badLoads).toEqual([
     ['precision "fp64" is not one of fp32, fp16, int4, int8, auto', 3],
     ['device "gpu" is not one of auto, wasm, webgpu', 3],

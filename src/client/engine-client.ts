@@ -52,7 +52,7 @@ export interface ClientLoadOptions
   onProgress?: (info: ProgressInfo) => void;
 }
 
-export interface ClientGenerateOptions extends Omit<GenerateRequest, 'prompt'> {
+export interface ClientGenerateOptions extends Omit<GenerateRequest, 'prompt' | 'messages'> {
   signal?: AbortSignal;
 }
 
@@ -332,12 +332,13 @@ export class EngineClient {
     } else {
       this.running = running;
       signal?.addEventListener('abort', onAbort, { once: true });
+      // The prompt given wins over a `messages` among the options (JavaScript callers): it overrode a text prompt.
       const request: GenerateRequest =
         typeof prompt === 'string'
-          ? { prompt, ...rest }
+          ? { ...rest, prompt, messages: undefined }
           : 'messages' in prompt
-            ? { prompt: '', messages: prompt.messages, ...rest }
-            : { prompt: Array.from(prompt), ...rest };
+            ? { ...rest, prompt: '', messages: prompt.messages }
+            : { ...rest, prompt: Array.from(prompt), messages: undefined };
       // Right after a stop, the stopped run may still be ending in the worker: this one waits for it. Right after a
       // load() not awaited, it waits for that load and runs on its models (sent first, it reached the worker before
       // the load, which then released the engine under it).

@@ -235,6 +235,9 @@ async function generate(id: number, req: Extract<ToWorker, { type: 'generate' }>
       maxNewTokens: req.maxNewTokens,
       ...(req.sampling ? { sampling: req.sampling } : {}),
       ...(req.verifyRule ? { verifyRule: req.verifyRule } : {}),
+      // Passed as given: the engine refuses what is not a list of token ids or a boolean, in one line.
+      ...(req.stopTokens !== undefined ? { stopTokens: req.stopTokens } : {}),
+      ...(req.stopAtEos !== undefined ? { stopAtEos: req.stopAtEos } : {}),
       signal: controller.signal,
     });
     for (;;) {

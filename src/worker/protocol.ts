@@ -108,6 +108,10 @@ export interface GenerateRequest {
   /** Default greedy; settings left out (or undefined) take greedy decoding's. */
   sampling?: Partial<SamplingParams>;
   verifyRule?: VerifyRule;
+  /** Token ids that end the generation too (SpecEngine's option). */
+  stopTokens?: number[];
+  /** Stop at the model's end of sequence, and a chat at its end of turn (default true). */
+  stopAtEos?: boolean;
 }
 
 export interface WorkerError {
