@@ -95,12 +95,13 @@ test('a removed numeric attribute takes its default; a value an attribute does n
       await run({ mode: 'bogus' }),
       await run({ 'heads-device': 'gpu' }),
       await run({ verify: 'bogus' }),
+      await run({ precision: 'fp64' }),
     ];
     el.setAttribute('device', 'wasm');
     return { defaults, refused, errors };
   });
   expect(r.defaults).toBe(64);
-  expect(r.refused).toEqual([null, null, null, null, null, null]);
+  expect(r.refused).toEqual([null, null, null, null, null, null, null]);
   expect(r.errors).toEqual([
     'temperature must be a number; got "warm"',
     'device must be auto, wasm or webgpu; got "gpu"',
@@ -108,6 +109,7 @@ test('a removed numeric attribute takes its default; a value an attribute does n
     'mode must be text or chat; got "bogus"',
     'heads-device must be auto, wasm or webgpu; got "gpu"',
     'verify must be rejection or typical; got "bogus"',
+    'precision must be one of fp32, fp16, int4, int8, auto; got "fp64"',
   ]);
 });
 

@@ -43,6 +43,7 @@ import type { GenerationResult, GenerationStats, RoundEvent } from '../engine/ev
 import { statsFromEvents } from '../engine/stats';
 import type { Placement } from '../model/device-choice';
 import { type CachedRepo, clearCachedModels, listCachedModels } from '../model/hub/cache-admin';
+import { PRECISIONS } from '../model/precision';
 import type { ProgressInfo } from '../model/source';
 import type { ChatMessage } from '../model/tokenizer';
 import { type DeviceRequest, isDeviceRequest } from '../runtime/device';
@@ -550,6 +551,9 @@ export class SpecDecoder extends LitElement {
       if (!isDeviceRequest(v)) return `${name} must be auto, wasm or webgpu; got "${v}"`;
     if (this.verify !== 'rejection' && this.verify !== 'typical')
       return `verify must be rejection or typical; got "${this.verify}"`;
+    // Here too, before the element lets go of the engine it holds for a load the worker would refuse.
+    if (!(PRECISIONS as readonly string[]).includes(this.precision))
+      return `precision must be one of ${PRECISIONS.join(', ')}; got "${this.precision}"`;
     const t = this.threads;
     if (t !== '' && t !== 'auto' && !(/^[0-9]+$/.test(t) && isThreadCount(Number(t))))
       return `threads must be "auto" or a whole number from 1 to 64; got "${t}"`;
