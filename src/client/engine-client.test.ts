@@ -58,6 +58,17 @@ const settledWithin = <T>(p: Promise<T>, ms = 1000) =>
     new Promise<string>((r) => setTimeout(() => r('still pending'), ms)),
   ]);
 
+/** A client, and every worker it has made, in order. */
+function clientOfWorkers(): { client: EngineClient; workers: FakeWorker[] } {
+  const workers: FakeWorker[] = [];
+  const client = new EngineClient(() => {
+    const w = new FakeWorker();
+    workers.push(w);
+    return w as unknown as Worker;
+  });
+  return { client, workers };
+}
+
 describe('EngineClient', () => {
   it('a generate() right after a load() not awaited runs on what that load loads, after it', async () => {
     const worker = new FakeWorker();
@@ -100,12 +111,7 @@ describe('EngineClient', () => {
   });
 
   it('a load a worker hands back (it ran on WebGPU) goes to a fresh worker, and the client goes on there', async () => {
-    const workers: FakeWorker[] = [];
-    const client = new EngineClient(() => {
-      const w = new FakeWorker();
-      workers.push(w);
-      return w as unknown as Worker;
-    });
+    const { client, workers } = clientOfWorkers();
     await client.load({ ...LOAD, device: 'webgpu', target: 'm/' });
     expect(await settledWithin(client.load({ ...LOAD, device: 'webgpu', target: 'n/' }))).toBe('resolved');
     expect(workers.map((w) => [w.log, w.terminated])).toEqual([
@@ -116,12 +122,7 @@ describe('EngineClient', () => {
   });
 
   it("another wasm folder for onnxruntime gets a fresh worker (onnxruntime is set up once, from a worker's first load)", async () => {
-    const workers: FakeWorker[] = [];
-    const client = new EngineClient(() => {
-      const w = new FakeWorker();
-      workers.push(w);
-      return w as unknown as Worker;
-    });
+    const { client, workers } = clientOfWorkers();
     await client.load({ ...LOAD, target: 'm/', ortBase: 'http://localhost/wrong/' });
     await client.load({ ...LOAD, target: 'm/', ortBase: 'http://localhost/wrong/' });
     expect(workers).toHaveLength(1);
