@@ -1,6 +1,6 @@
 /** The terminal front end: strict flags with one-line errors, colours only on a terminal, nothing lost at limits. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -338,6 +338,37 @@ describe('CLI runs (bundled models)', () => {
     const piped = await cli(['--max-new-tokens', '1000'], (child) => child.stdout?.destroy());
     expect(piped.err).not.toMatch(/EPIPE|Error/);
     expect(piped.code).toBe(0);
+    // stderr into the same closed pipe (`2>&1 | head`) too.
+    const both = await cli(['--max-new-tokens', '1000'], (child) => {
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+    });
+    expect(both.code).toBe(0);
+  }, 60_000);
+
+  it('as a process: stdout that cannot be written (a full disk) is one error line and exit 1, text or JSON', async () => {
+    const full = (extra: string[]) =>
+      new Promise<{ code: number | null; err: string }>((resolve) => {
+        const child = spawn(
+          'node_modules/.bin/tsx',
+          ['src/cli.ts', '--prompt', 'She was', '--method', 'ar', '--threads', '1', '--max-new-tokens', '5', ...extra],
+          {
+            env: { ...process.env, SPEC_DECODER_CACHE: mkdtempSync(join(tmpdir(), 'cli-full-')) },
+            stdio: ['ignore', openSync('/dev/full', 'w'), 'pipe'],
+          },
+        );
+        let err = '';
+        child.stderr?.on('data', (d) => {
+          err += d;
+        });
+        child.on('close', (code) => resolve({ code, err }));
+      });
+    // Before: the JSON run exited 0 with its object lost and nothing said; the text run crashed with a stack trace.
+    for (const run of [await full(['--json']), await full([])]) {
+      expect(run.code).toBe(1);
+      expect(run.err).toMatch(/^error: cannot write the output \(ENOSPC: no space left on device, write\)$/m);
+      expect(run.err).not.toMatch(/\n\s+at /);
+    }
   }, 60_000);
 
   it('a prompt near the context limit with the adaptive tree stops cleanly with everything generated', async () => {

@@ -30,15 +30,23 @@ export interface CliIO {
   signal?: AbortSignal;
 }
 
-/** The process's streams, with Ctrl-C and a closed pipe turned into a stop (a second Ctrl-C exits at once). */
-function processIO(): CliIO {
+/**
+ * The process's streams, with Ctrl-C and a closed pipe turned into a stop (a second Ctrl-C exits at once), and any
+ * other failure to write stdout (a full disk: ENOSPC) into a stop too, said in one line by settle().
+ */
+function processIO(): CliIO & { settle(code: number): Promise<number> } {
   const stop = new AbortController();
   let closed = false;
+  let writeError: Error | null = null;
   process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-    if (e.code !== 'EPIPE') throw e;
     closed = true;
-    stop.abort('closed');
+    // Thrown from the event, a full disk crashed a text run with a stack trace, and a JSON run exited 0 before the
+    // error came, its object lost without a word.
+    if (e.code !== 'EPIPE') writeError ??= e;
+    stop.abort(e.code === 'EPIPE' ? 'closed' : 'write-failed');
   });
+  // stderr into the same closed pipe (`2>&1 | head`): nowhere left to say anything, and no crash for it either.
+  process.stderr.on('error', () => {});
   const on = (signal: NodeJS.Signals, reason: 'interrupted' | 'terminated') =>
     process.on(signal, () => {
       if (stop.signal.aborted) process.exit(EXIT_STATUS[reason]);
@@ -53,6 +61,14 @@ function processIO(): CliIO {
     err: (t) => process.stderr.write(t),
     colour: wantColour(process.env, process.stdout.isTTY),
     signal: stop.signal,
+    /** The exit status once stdout has taken (or failed to take) everything written: a failed write is an error. */
+    async settle(code: number): Promise<number> {
+      if (!closed) await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
+      await new Promise((resolve) => setImmediate(resolve));
+      if (!writeError) return code;
+      process.stderr.write(`error: cannot write the output (${writeError.message})\n`);
+      return code === 0 ? 1 : code;
+    },
   };
 }
 
@@ -240,8 +256,17 @@ function placed(choice: DeviceChoice): { device: string; how: string; timings?: 
 }
 
 // Run when executed directly (tsx src/cli.ts …), not when imported by tests.
+/**
+ * The CLI as a process runs it (this file run directly, and `npm run generate` through tools/bootstrap.mjs): its
+ * exit status once stdout has taken everything (a failed write is an error of its own).
+ */
+export async function runProcess(argv: string[]): Promise<number> {
+  const io = processIO();
+  return io.settle(await main(argv, io));
+}
+
 if (process.argv[1] && /cli\.[cm]?[jt]s$/.test(process.argv[1])) {
-  main(process.argv.slice(2)).then(
+  runProcess(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (e) => {
       console.error(`error: ${(e as Error).stack ?? e}`);

@@ -188,8 +188,8 @@ async function generate() {
       if (join(folder, old) !== file && /^cli-[0-9a-f]+\.mjs$/.test(old)) rmSync(join(folder, old), { force: true });
     }
   }
-  const { main } = await import(pathToFileURL(file).href);
-  main(args).then(
+  const { runProcess } = await import(pathToFileURL(file).href);
+  runProcess(args).then(
     (status) => process.exit(status),
     (e) => {
       console.error(`error: ${e?.stack ?? e}`);
