@@ -169,6 +169,12 @@ describe('CLI chat flags', () => {
       '--verify typical changes nothing under greedy decoding (it applies with --temperature > 0)',
     ]);
     expect(unused('--verify', 'typical', '--temperature', '0.8')).toEqual([]);
+    // Plain decoding verifies no drafts: typical acceptance is not used (the run said it was LOSSY).
+    expect(unused('--method', 'ar', '--verify', 'typical', '--temperature', '0.8')).toEqual([
+      "--verify typical is not used: method ar verifies no drafts (its output is the target's own)",
+    ]);
+    expect(parseCli(['--prompt', 'x']).threadsAsked).toBe(false);
+    expect(parseCli(['--prompt', 'x', '--threads', '2']).threadsAsked).toBe(true);
     // Sampling settings under greedy decoding, and devices for models the run does not load.
     expect(unused('--top-k', '5')).toEqual([
       '--top-k changes nothing under greedy decoding (it applies with --temperature > 0)',
@@ -192,6 +198,18 @@ describe('CLI chat flags', () => {
     // auto runs a draft model and heads when it has them.
     expect(unused('--draft', 'public/models/austen-draft', '--heads', 'public/models/austen-eagle3')).toEqual([]);
     expect(unused()).toEqual([]);
+  });
+
+  it('a flag given twice is refused in one line (the last one won without a word)', () => {
+    for (const argv of [
+      ['--prompt', 'x', '--prompt', 'y'],
+      ['--prompt', 'x', '--json', '--json'],
+      ['--prompt=x', '--prompt', 'y'],
+    ])
+      expect(() => parseCli(argv)).toThrow(
+        new RegExp(`^--${argv.includes('--json') ? 'json' : 'prompt'} is given more than once$`),
+      );
+    expect(parseCli(['--prompt', 'x', '--system', 'x', '--chat']).prompt).toBe('x');
   });
 
   it('parses --chat and --system, and refuses --system alone', () => {

@@ -141,6 +141,9 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     stopped,
   ]);
   if (runtime === ABORTED) return stoppedWhileLoading();
+  // Once WebGPU has started (a fallback to wasm uses the count).
+  if (runtime.device === 'webgpu' && options.threadsAsked)
+    io.err("note: --threads is not used: the target runs on WebGPU (onnxruntime's wasm threads stay its default)\n");
   // A draft model or heads asked for on WebGPU beside a target on wasm (asked, or no adapter) run on wasm: say so.
   if (runtime.device === 'wasm')
     for (const line of placementNotes(
@@ -227,7 +230,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       echo();
       io.out('\n');
       io.err(`\n${paint.dim(statsLine(result, options.method))}\n`);
-      if (options.verify === 'typical' && options.sampling.temperature > 0) {
+      if (options.verify === 'typical' && options.sampling.temperature > 0 && options.method !== 'ar') {
         io.err(
           `${paint.dim("note: typical acceptance is LOSSY: the output is not exactly the target's distribution")}\n`,
         );

@@ -75,6 +75,8 @@ export interface CliOptions {
   headsDevice?: Placement;
   /** onnxruntime's wasm threads (wasm only): a number, or 'auto' (the default): measured once per machine and model. */
   threads: number | 'auto';
+  /** --threads was given (a note says it is not used when the target runs on WebGPU). */
+  threadsAsked: boolean;
   precision: Precision;
   /** Exact decoding (EngineLoadOptions.exact). */
   exact: boolean;
@@ -116,8 +118,10 @@ const number = (name: string, raw: string | undefined, fallback: number, integer
 
 export function parseCli(argv: string[]): CliOptions {
   let values: Record<string, string | boolean | undefined>;
+  let given: { kind: string; name?: string }[];
   try {
-    ({ values } = parseArgs({
+    ({ values, tokens: given } = parseArgs({
+      tokens: true,
       args: joinNegativeValues(
         argv,
         new Set(VALUE_FLAGS.map((f) => `--${f}`)),
@@ -133,6 +137,13 @@ export function parseCli(argv: string[]): CliOptions {
     }));
   } catch (e) {
     throw new UsageError(firstLine((e as Error).message));
+  }
+  // A flag given twice: the last one won without a word (`--prompt x --prompt y` generated from "y").
+  const seen = new Set<string>();
+  for (const t of given) {
+    if (t.kind !== 'option' || t.name === undefined) continue;
+    if (seen.has(t.name)) throw new UsageError(`--${t.name} is given more than once`);
+    seen.add(t.name);
   }
   const str = (k: (typeof VALUE_FLAGS)[number]) => values[k] as string | undefined;
   const help = Boolean(values.help);
@@ -191,6 +202,8 @@ export function parseCli(argv: string[]): CliOptions {
     unused.push(`--heads-device is not used: method ${method} runs no draft heads${runsHeads ? ' here' : ''}`);
   if (verify === 'typical' && sampling.temperature === 0)
     unused.push('--verify typical changes nothing under greedy decoding (it applies with --temperature > 0)');
+  else if (verify === 'typical' && spec.name === 'ar')
+    unused.push(`--verify typical is not used: method ${method} verifies no drafts (its output is the target's own)`);
   const samplingOnly = (['top-k', 'top-p', 'seed'] as const).filter((f) => str(f) !== undefined);
   if (samplingOnly.length > 0 && sampling.temperature === 0)
     unused.push(
@@ -209,6 +222,7 @@ export function parseCli(argv: string[]): CliOptions {
     ...(draftDevice !== undefined ? { draftDevice: draftDevice as Placement } : {}),
     ...(headsDevice !== undefined ? { headsDevice: headsDevice as Placement } : {}),
     threads,
+    threadsAsked: str('threads') !== undefined,
     precision: precision as Precision,
     exact: Boolean(values.exact),
     verify,
