@@ -188,8 +188,8 @@ export class AdaptiveChainDrafter extends ChainDrafter {
    * replayed alone: on SwiftShader, with the chain's acceptance learned high, 12-16 tokens of the EAGLE head's rounds
    * held no whole round of the chain's rule, nothing was replayed, and the head kept 10 rounds of a prompt's opening
    * at 3.5 tokens a round where the chain then brought 7. Meanwhile it is credited with what the text shows of it
-   * (replayStretch), and the replay that decides it adds only the rest: the replays of a text caught up on in parts
-   * add up to the replay of it caught up on at once.
+   * (replayStretch), and the replay that decides it takes the credit back: the replays of a text caught up on in
+   * parts, less what they take back, add up to the replay of it caught up on at once.
    */
   counterfactual(skip: (position: number) => boolean = () => false): Counterfactual | null {
     if (!this.costs() || this.measured.measuredRounds === 0) return null;
@@ -206,12 +206,9 @@ export class AdaptiveChainDrafter extends ChainDrafter {
     const follows = last !== undefined && fresh[0]?.position === last.position + 1;
     const rows = follows ? [...this.carried, ...fresh] : fresh;
     const out: Counterfactual = { rounds: 0, tokens: 0, ms: 0 };
-    // The carried round was credited with what was known of it then: now it counts for what it adds to that.
-    if (follows && this.carriedCredit) {
-      out.rounds -= 1;
-      out.tokens -= this.carriedCredit.tokens;
-      out.ms -= this.carriedCredit.ms;
-    }
+    // The carried round was credited with what was known of it then: it is replayed again in full, and that credit
+    // is named for the record to take out.
+    if (follows && this.carriedCredit) out.retract = { rounds: 1, ...this.carriedCredit };
     let tail: JudgedRow[] = [];
     let credit: Credit | null = null;
     for (let from = 0; from < rows.length; ) {
@@ -226,7 +223,8 @@ export class AdaptiveChainDrafter extends ChainDrafter {
       from = to;
     }
     this.replayTail = { judged, rows: tail, credit };
-    return out.rounds !== 0 || out.tokens !== 0 || out.ms !== 0 ? out : null;
+    if (credit) out.credits = true;
+    return out.rounds > 0 || out.retract ? out : null;
   }
 
   /**
@@ -243,8 +241,9 @@ export class AdaptiveChainDrafter extends ChainDrafter {
    * The chain's rounds over one stretch of consecutive judged positions (counterfactual), added to `out`, and the
    * round its rule had not decided by the stretch's end: where it starts, and what it is credited with meanwhile
    * (added to `out` too), what is known of it so far: the leading guesses the text confirms (and the target's
-   * correction where one is wrong), at the cost of the chain drafted so far. Both only grow as the text goes on, so
-   * the credit is a lower bound on the round's tokens and its cost; the replay that decides it adds the rest. On
+   * correction where one is wrong), at the cost of the chain drafted so far. The replay that decides it counts it in
+   * full and takes the credit back (Counterfactual.retract); the acceptance the rule drafts by may have moved in
+   * between, so the round then decided can be shorter or longer than the part credited. On
    * SwiftShader, with the chain's acceptance learned high (rounds of 17), a refresh over the EAGLE head's 13 tokens
    * of trial rounds credited nothing, and the head kept four more rounds at half the chain's tokens before the
    * next refresh decided one.

@@ -9,7 +9,7 @@ import { hashedLogits, ToyLM } from '../testing/toy-lm';
 import type { VerifyResult } from '../verify';
 import { AutoDrafter, revisitAfter } from './auto';
 import { autoArms, lookaheadRound, plainRound } from './auto-arms';
-import type { AuxNodes, Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
+import type { AuxNodes, Counterfactual, Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
 import { LookupDrafter } from './lookup';
 import type { CostModel } from './method';
 
@@ -547,6 +547,40 @@ describe('auto between arms', () => {
     const corrected = await firstChainRound(true, true);
     expect(corrected.wait).toBeGreaterThan(0);
     expect(corrected.wait).toBeLessThanOrEqual(5);
+  });
+
+  it("takes a credited round's credit back at what the record has faded it to, as the replay that decides it counts it in full", () => {
+    class Replaying extends Arm {
+      next: Counterfactual | null = null;
+      counterfactual() {
+        return this.next;
+      }
+    }
+    const chain = new Replaying('chain', 4, 2, { calls: 0 });
+    const auto = timedAuto([{ name: 'chain', drafter: chain }]);
+    type Record = { tokens: number; cost: number };
+    const inside = auto as unknown as { arms: Record[]; round: number; replay(arm: Record): Counterfactual | null };
+    const arm = inside.arms[0] as Record;
+    Object.assign(arm, { tokens: 10, cost: 1 });
+    inside.round = 5;
+    chain.next = { rounds: 1, tokens: 2, ms: 100, credits: true };
+    inside.replay(arm);
+    expect([arm.tokens, arm.cost]).toEqual([12, 1.1]);
+    // Four rounds fade the record (as accept() does), then the replay that decides the credited round.
+    const fade = 0.97 ** 4;
+    Object.assign(arm, { tokens: arm.tokens * fade, cost: arm.cost * fade });
+    inside.round = 9;
+    chain.next = { rounds: 2, tokens: 6, ms: 300, retract: { rounds: 1, tokens: 2, ms: 100 } };
+    const added = inside.replay(arm) as Counterfactual;
+    // The credit faded with the rest: taking it back whole (2 tokens, 0.1 s) took out more than it left.
+    expect(arm.tokens).toBeCloseTo(10 * fade + 6, 9);
+    expect(arm.cost).toBeCloseTo(fade + 0.3, 9);
+    expect(added.rounds).toBe(1);
+    // A retraction with no credit standing (its record was replaced since) takes nothing out.
+    chain.next = { rounds: 1, tokens: 3, ms: 50, retract: { rounds: 1, tokens: 2, ms: 100 } };
+    const before = arm.tokens;
+    inside.replay(arm);
+    expect(arm.tokens).toBeCloseTo(before + 3, 9);
   });
 
   it("leaves copy rounds' text out of a returning arm's replay: prompt lookup's best stretches are in no record", async () => {

@@ -74,6 +74,8 @@ interface Arm extends ArmSpec {
   lastRound: number;
   /** Round index this arm was last refreshed in while set aside (refreshSetAside()). */
   refreshedAt: number;
+  /** Round index when a replay last credited a round not yet decided (Counterfactual.credits); -1: none standing. */
+  creditedAt: number;
   /** Cost of its latest round (for the weight of a remembered estimate). */
   roundCost: number;
   /** Whether its estimate comes from memory only (no round of its own measured by this drafter yet). */
@@ -250,6 +252,7 @@ const UNMEASURED = {
   recalled: 0,
   lastRound: -1,
   refreshedAt: -1,
+  creditedAt: -1,
   roundCost: 0,
   remembered: false,
   staleSessions: 0,
@@ -509,6 +512,7 @@ export class AutoDrafter implements Drafter {
           remembered: false,
           recalled: 0,
           staleSessions: 0,
+          creditedAt: -1,
         });
       this.incumbent = null;
       this.visit = null;
@@ -673,6 +677,7 @@ export class AutoDrafter implements Drafter {
     ) {
       arm.tokens = arm.recentTokens;
       arm.cost = arm.recentCost;
+      arm.creditedAt = -1; // a replay's credit is not in these
       arm.samples = Math.floor(arm.recentRounds);
       this.ended = arm.name;
     }
@@ -693,13 +698,19 @@ export class AutoDrafter implements Drafter {
     if (this.measure !== 'time') return null;
     const spans = this.copySpans;
     const r = arm.drafter.counterfactual?.((p) => spans.some(([from, to]) => p >= from && p < to));
-    // What a replay adds may be a round credited before and decided now: no round more, only tokens and time.
-    if (!r || !Number.isFinite(r.tokens) || !Number.isFinite(r.ms) || (r.tokens === 0 && r.ms === 0)) return null;
+    if (!r || !Number.isFinite(r.tokens) || !Number.isFinite(r.ms)) return null;
+    // A round credited before it was decided is in the record already, faded by DECAY a round since it went in: that
+    // much comes out, as the replay now counts the round in full.
+    const retract = r.retract && arm.creditedAt >= 0 ? r.retract : null;
+    const faded = retract ? DECAY ** (this.round - arm.creditedAt) : 0;
+    const tokens = r.tokens - (retract ? retract.tokens * faded : 0);
+    const ms = r.ms - (retract ? retract.ms * faded : 0);
+    arm.creditedAt = r.credits ? this.round : -1;
     // Into the record, not into the rounds measured: an arm is settled (revisited by how far behind it is, not every
     // REVISIT_MIN rounds) on rounds of its own.
-    arm.tokens = Math.max(0, arm.tokens + r.tokens);
-    arm.cost = Math.max(0, arm.cost + r.ms / 1000);
-    return r;
+    arm.tokens = Math.max(0, arm.tokens + tokens);
+    arm.cost = Math.max(0, arm.cost + ms / 1000);
+    return { rounds: r.rounds - (retract ? retract.rounds : 0), tokens, ms };
   }
 
   /**

@@ -169,8 +169,9 @@ export interface Drafter {
    * What this drafter's own rounds would have brought over the text its last proposal caught up on (text another of
    * auto's arms drafted), replayed from the catch-up (greedy decoding only), leaving out the positions `skip` names
    * (positions in the committed text); null when it has no such estimate. Auto adds it to the arm's record, so an arm
-   * is judged on the same text as the arm that ran, not only on its revisits. What it adds may also complete a round
-   * an earlier replay credited (its text ran out before the round was decided): tokens and time, no round more.
+   * is judged on the same text as the arm that ran, not only on its revisits. A round not yet decided when the text
+   * ran out may be credited with what was known of it then (`credits`); the replay that decides it counts it in full
+   * and names the earlier credit (`retract`).
    */
   counterfactual?(skip?: (position: number) => boolean): Counterfactual | null;
   /**
@@ -190,6 +191,14 @@ export interface Counterfactual {
   rounds: number;
   tokens: number;
   ms: number;
+  /**
+   * A round an earlier replay credited before it was decided (its text ran out), now replayed again in full and
+   * counted in the figures above: what that credit was, to take out of the record (scaled by what the record has
+   * faded since it went in).
+   */
+  retract?: { rounds: number; tokens: number; ms: number };
+  /** These figures end with such a credit of a round not yet decided (its retraction comes with a later replay). */
+  credits?: boolean;
 }
 
 export const rootOnly = (committed: readonly number[]): DraftTree => ({
