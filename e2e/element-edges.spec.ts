@@ -522,7 +522,7 @@ test('a prompt set as a property runs at once; the chat view shows rounds as the
     el.prompt = original;
     await el.updateComplete;
     return {
-      same: JSON.stringify(now?.tokens) === JSON.stringify(later?.tokens),
+      same: now !== null && later !== null && JSON.stringify(now.tokens) === JSON.stringify(later.tokens),
       shown,
       typed: typed === original,
       kinds,

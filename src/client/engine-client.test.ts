@@ -13,8 +13,9 @@ class FakeWorker {
   onmessageerror: unknown = null;
   readonly log: string[] = [];
   private model = 'none';
-  /** As the worker after a load on WebGPU: it hands any later load back for a fresh worker. */
   terminated = false;
+  /** The wasm folder its onnxruntime was set up from (its first load's). */
+  private ortBase: string | undefined;
 
   postMessage(msg: ToWorker): void {
     structuredClone(msg);
@@ -22,9 +23,14 @@ class FakeWorker {
       setTimeout(() => this.onmessage?.({ data } as MessageEvent<FromWorker>), ms);
     if (msg.type === 'load') {
       this.log.push(`load ${msg.request.target}`);
-      if (this.model !== 'none' && msg.request.device === 'webgpu') {
-        reply({ type: 'restart', id: msg.id }, 1);
-        return;
+      // As the worker: options checked first, then a load it cannot make here handed back.
+      if (msg.request.precision !== ('fp64' as never)) {
+        const base = msg.request.ortBase;
+        if ((this.model !== 'none' && msg.request.device === 'webgpu') || (this.ortBase && this.ortBase !== base)) {
+          reply({ type: 'restart', id: msg.id }, 1);
+          return;
+        }
+        this.ortBase ??= base;
       }
       if (msg.request.precision === ('fp64' as never)) {
         // As the worker refuses a bad option: before it lets go of the engine it holds.
@@ -86,6 +92,20 @@ describe('EngineClient', () => {
     expect(worker.log).toEqual(['load first/', 'load second/', 'generate on second/']);
   });
 
+  it('a hand-back whose fresh worker cannot start rejects the load in one line; the client is not left waiting', async () => {
+    let made = 0;
+    const client = new EngineClient(() => {
+      if (made++ > 0) throw new Error('no workers here');
+      return new FakeWorker() as unknown as Worker;
+    });
+    await client.load({ ...LOAD, device: 'webgpu', target: 'm/' });
+    expect(await settledWithin(client.load({ ...LOAD, device: 'webgpu', target: 'n/' }))).toBe(
+      'rejected: load: the request could not be sent to the engine worker (Error: no workers here)',
+    );
+    // Not stuck behind it: the next call is answered (refused: no models, and no worker to make).
+    expect(await settledWithin(client.generate('hi', { method: 'ar', maxNewTokens: 4 }).result)).toMatch(/^rejected: /);
+  });
+
   it('a request that cannot reach the worker fails in one line and leaves the client usable', async () => {
     const worker = new FakeWorker();
     const client = new EngineClient(() => worker as unknown as Worker);
@@ -97,6 +117,12 @@ describe('EngineClient', () => {
       /^rejected: generate: the request could not be sent to the engine worker \(DataCloneError: .*\); pass plain data/,
     );
     expect(await settledWithin(client.generate('hi', { method: 'ar', maxNewTokens: 4 }).result)).toBe('resolved');
+    // A load that cannot be sent leaves the models loaded before in use.
+    const unsendable = client.load({ ...LOAD, target: 'n/', onProgress: undefined, hub: (() => 0) as never });
+    expect(await settledWithin(unsendable)).toMatch(
+      /^rejected: load: the request could not be sent to the engine worker/,
+    );
+    expect((await client.generate('hi', { method: 'ar', maxNewTokens: 4 }).result).text).toBe('from m/');
     expect(await settledWithin(client.load({ ...LOAD, target: 'n/' }))).toBe('resolved');
   });
 
@@ -126,8 +152,18 @@ describe('EngineClient', () => {
     await client.load({ ...LOAD, target: 'm/', ortBase: 'http://localhost/wrong/' });
     await client.load({ ...LOAD, target: 'm/', ortBase: 'http://localhost/wrong/' });
     expect(workers).toHaveLength(1);
-    await client.load({ ...LOAD, target: 'm/', ortBase: 'http://localhost/ort/' });
-    expect(workers).toHaveLength(2);
+    // Refused for a bad option before it is handed back: the models loaded before stay, in the same worker.
+    const refused = client.load({
+      ...LOAD,
+      target: 'x/',
+      ortBase: 'http://localhost/ort/',
+      precision: 'fp64' as never,
+    });
+    expect(await settledWithin(refused)).toMatch(/^rejected: precision "fp64"/);
+    expect(workers).toHaveLength(1);
     expect((await client.generate('hi', { method: 'ar', maxNewTokens: 4 }).result).text).toBe('from m/');
+    await client.load({ ...LOAD, target: 'n/', ortBase: 'http://localhost/ort/' });
+    expect(workers).toHaveLength(2);
+    expect((await client.generate('hi', { method: 'ar', maxNewTokens: 4 }).result).text).toBe('from n/');
   });
 });

@@ -99,8 +99,6 @@ export class EngineClient {
   private running: Running | null = null;
   /** The last load() asked for: the next one waits for it (two at once broke the first with an onnxruntime error). */
   private loading: Promise<unknown> = Promise.resolve();
-  /** The wasm folder the current worker's onnxruntime was set up from (its first load's ortBase). */
-  private workerOrtBase: string | undefined;
   /** load() calls not yet settled: a generate() meanwhile waits for them and runs on what they load. */
   private loadsUnderWay = 0;
 
@@ -180,11 +178,11 @@ export class EngineClient {
       this.send(msg, pending);
     } catch (e) {
       const cause = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
-      failed(
-        new TypeError(
-          `${what}: the request could not be sent to the engine worker (${cause}); pass plain data (plain objects and arrays, not proxies or functions)`,
-        ),
-      );
+      const hint =
+        e instanceof Error && e.name === 'DataCloneError'
+          ? '; pass plain data (plain objects and arrays, not proxies or functions)'
+          : '';
+      failed(new TypeError(`${what}: the request could not be sent to the engine worker (${cause})${hint}`));
     }
   }
 
@@ -227,22 +225,16 @@ export class EngineClient {
     };
     const before = this.loaded;
     this.loaded = null;
-    // onnxruntime is set up once per worker, from the first load's wasm folder: another folder (a first load given a
-    // wrong one, then the right one) gets a fresh worker; a load releases the engine before it anyway.
-    if (this.worker && this.workerOrtBase !== request.ortBase) {
-      this.worker.terminate();
-      this.worker = null;
-    }
-    this.workerOrtBase = request.ortBase;
     let progressFailed = false;
     return new Promise<LoadInfo>((resolve, reject) => {
       const pending: Pending = {
         onMessage: (msg) => {
           if (msg.type === 'restart') {
-            // The worker cannot load again (it ran on WebGPU): the same load goes to a fresh worker.
+            // The worker cannot load again (it ran on WebGPU, or its onnxruntime came from another wasm folder): the
+            // same load goes to a fresh worker.
             this.worker?.terminate();
             this.worker = null;
-            this.send({ type: 'load', id, request }, pending);
+            this.sendOrFail('load', { type: 'load', id, request }, pending, reject);
           } else if (msg.type === 'progress') {
             try {
               options.onProgress?.(msg.info);
@@ -264,7 +256,11 @@ export class EngineClient {
         },
         onFailure: reject,
       };
-      this.send({ type: 'load', id, request }, pending);
+      // Not sent (it does not survive structured cloning): the worker still holds the models loaded before.
+      this.sendOrFail('load', { type: 'load', id, request }, pending, (error) => {
+        this.loaded = before;
+        reject(error);
+      });
     });
   }
 

@@ -134,7 +134,8 @@ export class ChatView extends LitElement {
    * what it made stays in the conversation (nothing generated is lost; the host shows the error).
    */
   failReply(): void {
-    if ((this.reply?.rounds?.length ?? 0) > 0) {
+    // Something shown (not only end-of-turn tokens, which are dropped from view).
+    if (this.reply?.content) {
       this.turns = [...this.turns];
       return;
     }

@@ -9,7 +9,7 @@ import { checkModelOptions, checkPlacement, placementNotes } from '../model/inde
 import { type ModelRunner, SessionCreateError } from '../model/runner';
 import type { ProgressInfo } from '../model/source';
 import { chooseDevice, isDeviceRequest } from '../runtime/device';
-import { ortForWeb } from '../runtime/ort-web';
+import { ortForWeb, ortServes } from '../runtime/ort-web';
 import { IndexedDbStore } from '../runtime/store-web';
 import type { ThreadChoice } from '../runtime/thread-probe';
 import { chooseWebWasmThreads, ortDefaultThreads } from '../runtime/thread-probe-web';
@@ -22,7 +22,8 @@ let engine: SpecEngine | null = null;
 /**
  * A load here chose WebGPU: releasing onnxruntime's last WebGPU session destroys its device, so a later load in this
  * worker would start on a lost device (measured in Chromium: "the GPU device was lost (Device was destroyed.)" on an
- * EngineClient's second load). Such a load is handed back (a 'restart' message) for a fresh worker to make.
+ * EngineClient's second load). Such a load is handed back (a 'restart' message) for a fresh worker to make, as is one
+ * asking for onnxruntime from another wasm folder than this worker's was set up from.
  */
 let usedWebGpu = false;
 
@@ -131,7 +132,6 @@ async function wasmThreads(ort: ReturnType<typeof ortForWeb>, req: LoadRequest):
 }
 
 async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
-  const ort = ortForWeb(req.ortBase);
   // Options that are not ones are refused before the engine held is released: such a load leaves it usable.
   checkPlacement(req);
   if (!isDeviceRequest(req.device))
@@ -142,9 +142,14 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     ...(req.exact !== undefined ? { exact: req.exact } : {}),
     ...(req.layerSwitches !== undefined ? { layerSwitches: req.layerSwitches } : {}),
   });
-  if (usedWebGpu) throw new FreshWorkerNeeded();
-  await engine?.release();
+  // onnxruntime here was set up from another wasm folder (a first load given a wrong one), or on WebGPU: a fresh
+  // worker loads this one.
+  if (usedWebGpu || !ortServes(req.ortBase)) throw new FreshWorkerNeeded();
+  const ort = ortForWeb(req.ortBase);
+  // Let go of first: a release that fails leaves no engine said to be kept.
+  const old = engine;
   engine = null;
+  await old?.release();
   const choice = chooseDevice(req.device, req.device === 'wasm' ? null : await probeWebGpu(self.navigator.gpu));
   let { device, fallback } = choice;
   const { adapter, warning, calibration } = choice;
