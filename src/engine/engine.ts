@@ -15,7 +15,7 @@ import {
 } from '../model/index';
 import type { Device } from '../model/runner';
 import type { ChatMessage, TextTokenizer } from '../model/tokenizer';
-import { checkBoolean } from '../util/options';
+import { checkBoolean, shown } from '../util/options';
 import { type Calibration, calibrateCosts, targetStep } from './costs';
 import {
   type CostModel,
@@ -292,9 +292,7 @@ export class SpecEngine {
   private spec(method: Method): MethodSpec<Method> {
     const spec = methodSpec(method);
     if (!spec)
-      throw new MethodUnavailableError(
-        `unknown method ${JSON.stringify(method) ?? String(method)} (the methods: ${METHOD_NAMES.join(', ')})`,
-      );
+      throw new MethodUnavailableError(`unknown method ${shown(method)} (the methods: ${METHOD_NAMES.join(', ')})`);
     const missing = spec.needs.filter((n) => !this.resources.has(n));
     if (missing.length > 0) {
       const without: Record<Requirement, string> = {

@@ -5,7 +5,7 @@
  * root-only tree.
  */
 import type { TextTokenizer } from '../model/tokenizer';
-import { checkBoolean } from '../util/options';
+import { checkBoolean, shown } from '../util/options';
 import { IncrementalDecoder } from './decode';
 import type { Drafter, DraftTree } from './drafters';
 import { GenerationError, type GenerationResult, type RoundEvent, type StopReason, type TokenPiece } from './events';
@@ -96,9 +96,7 @@ export async function* generate(
     !Array.isArray(stopList) &&
     !(ArrayBuffer.isView(stopList) && !(stopList instanceof DataView))
   )
-    throw new TypeError(
-      `stop tokens must be an array of token ids; got ${JSON.stringify(stopList) ?? String(stopList)}`,
-    );
+    throw new TypeError(`stop tokens must be an array of token ids; got ${shown(stopList)}`);
   if (prompt.length === 0) throw new RangeError('the prompt is empty: nothing to continue');
   // Token ids the target cannot embed are refused here, naming where they are (the model call would only say "token
   // id 5000 is not in [0, 4096)").

@@ -2,6 +2,8 @@
  * What a generation takes as its prompt: text, token ids (an array, or a typed array), or { messages } for the
  * target's chat template. Checked by the engine and, before anything is posted to its worker, by the browser client.
  */
+import { shown } from '../util/options';
+
 export function checkPromptShape(prompt: unknown): void {
   const messages = typeof prompt === 'object' && prompt !== null && 'messages' in prompt;
   const ok =
@@ -28,14 +30,12 @@ export function checkPromptShape(prompt: unknown): void {
 function checkMessages(messages: unknown): void {
   if (!Array.isArray(messages) || messages.length === 0)
     throw new TypeError(
-      `messages must be a non-empty array of { role, content }; got ${Array.isArray(messages) ? 'an empty array' : (JSON.stringify(messages) ?? String(messages))}`,
+      `messages must be a non-empty array of { role, content }; got ${Array.isArray(messages) ? 'an empty array' : shown(messages)}`,
     );
   messages.forEach((m, i) => {
     const role = (m as { role?: unknown } | null)?.role;
     const content = (m as { content?: unknown } | null)?.content;
     if (typeof role !== 'string' || role === '' || typeof content !== 'string')
-      throw new TypeError(
-        `message ${i} must be { role, content } with text in both; got ${JSON.stringify(m) ?? String(m)}`,
-      );
+      throw new TypeError(`message ${i} must be { role, content } with text in both; got ${shown(m)}`);
   });
 }

@@ -70,6 +70,8 @@ describe('sampling', () => {
     );
     expect(check(true as never)).toMatch(/^sampling must be an object .* got true$/);
     expect(check([1] as never)).toMatch(/^sampling must be an object .* got \[1\]$/);
+    // A value JSON cannot write (a BigInt) is shown as String() shows it, not replaced by JSON's own error.
+    expect(check({ temperature: 1n as unknown as number })).toBe('temperature must be a number; got 1');
     expect(check({ temperature: '0.8' as unknown as number })).toBe('temperature must be a number; got "0.8"');
     expect(check({ topK: null as unknown as number })).toBe('top-k must be a number; got null');
     expect(check({ seed: 2 ** 53 })).toBe('seed 9007199254740992 must be an integer of at most 2^53 - 1 in size');

@@ -2,6 +2,7 @@
  * Logits to probabilities, the same way for draft and target (temperature, top-k, top-p, all in fp32), plus a
  * seeded RNG so a run is reproducible: same seed, same output.
  */
+import { shown } from '../util/options';
 
 export interface SamplingParams {
   /** 0 means greedy (argmax); otherwise logits are divided by it. */
@@ -26,7 +27,7 @@ export function isGreedy(params: SamplingParams): boolean {
 function checkSamplingShape(sampling: unknown): void {
   if (typeof sampling !== 'object' || sampling === null || Array.isArray(sampling))
     throw new TypeError(
-      `sampling must be an object { temperature, topK, topP, seed } or left out (greedy); got ${JSON.stringify(sampling) ?? String(sampling)}`,
+      `sampling must be an object { temperature, topK, topP, seed } or left out (greedy); got ${shown(sampling)}`,
     );
 }
 
@@ -42,7 +43,7 @@ export function checkSampling(p: SamplingParams): void {
     ['top-p', p.topP],
     ['seed', p.seed],
   ] as const)
-    if (typeof v !== 'number') throw new TypeError(`${name} must be a number; got ${JSON.stringify(v) ?? String(v)}`);
+    if (typeof v !== 'number') throw new TypeError(`${name} must be a number; got ${shown(v)}`);
   if (!(p.temperature >= 0) || !Number.isFinite(p.temperature))
     throw new RangeError(`temperature ${p.temperature} must be >= 0`);
   if (!Number.isInteger(p.topK) || p.topK < 0) throw new RangeError(`top-k ${p.topK} must be a non-negative integer`);
