@@ -3,7 +3,7 @@
  * accepted, red struck-through rejected, blue target tokens) and a stats line, or one JSON object with --json.
  * It is also the contract the benchmarks and checks use. Flags: src/cli/args.ts; output: src/cli/output.ts.
  */
-import { type CliOptions, enginePrompt, parseCli, USAGE, UsageError } from './cli/args';
+import { type CliOptions, enginePrompt, parseCli, USAGE, UsageError, verifiesDrafts } from './cli/args';
 import { jsonResult, painter, type RoundIds, roundIds, statsLine, wantColour } from './cli/output';
 import { methodSpec, uses } from './engine/drafters/index';
 import { SpecEngine } from './engine/engine';
@@ -230,7 +230,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       echo();
       io.out('\n');
       io.err(`\n${paint.dim(statsLine(result, options.method))}\n`);
-      if (options.verify === 'typical' && options.sampling.temperature > 0 && options.method !== 'ar') {
+      if (options.verify === 'typical' && options.sampling.temperature > 0 && verifiesDrafts(options.method)) {
         io.err(
           `${paint.dim("note: typical acceptance is LOSSY: the output is not exactly the target's distribution")}\n`,
         );
@@ -258,7 +258,6 @@ function placed(choice: DeviceChoice): { device: string; how: string; timings?: 
   };
 }
 
-// Run when executed directly (tsx src/cli.ts …), not when imported by tests.
 /**
  * The CLI as a process runs it (this file run directly, and `npm run generate` through tools/bootstrap.mjs): its
  * exit status once stdout has taken everything (a failed write is an error of its own).
@@ -268,6 +267,7 @@ export async function runProcess(argv: string[]): Promise<number> {
   return io.settle(await main(argv, io));
 }
 
+// Run when executed directly (tsx src/cli.ts …), not when imported by tests.
 if (process.argv[1] && /cli\.[cm]?[jt]s$/.test(process.argv[1])) {
   runProcess(process.argv.slice(2)).then(
     (code) => process.exit(code),

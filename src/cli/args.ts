@@ -116,6 +116,11 @@ const BOOLEAN_FLAGS = ['json', 'exact', 'chat', 'help'] as const;
 const number = (name: string, raw: string | undefined, fallback: number, integer = false): number =>
   numberFlag(name, raw, fallback, integer, (message) => new UsageError(message));
 
+/** Whether a method's rounds verify drafts at all: plain decoding's do not, so its output is the target's own. */
+export function verifiesDrafts(method: Method): boolean {
+  return method !== 'ar';
+}
+
 export function parseCli(argv: string[]): CliOptions {
   let values: Record<string, string | boolean | undefined>;
   let given: { kind: string; name?: string }[];
@@ -202,7 +207,7 @@ export function parseCli(argv: string[]): CliOptions {
     unused.push(`--heads-device is not used: method ${method} runs no draft heads${runsHeads ? ' here' : ''}`);
   if (verify === 'typical' && sampling.temperature === 0)
     unused.push('--verify typical changes nothing under greedy decoding (it applies with --temperature > 0)');
-  else if (verify === 'typical' && spec.name === 'ar')
+  else if (verify === 'typical' && !verifiesDrafts(method))
     unused.push(`--verify typical is not used: method ${method} verifies no drafts (its output is the target's own)`);
   const samplingOnly = (['top-k', 'top-p', 'seed'] as const).filter((f) => str(f) !== undefined);
   if (samplingOnly.length > 0 && sampling.temperature === 0)

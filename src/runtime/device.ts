@@ -23,11 +23,15 @@ export interface DeviceDecision {
   calibration: 'auto' | 'never';
 }
 
-/** Decide from the request and the adapter probe (null when the request is wasm and nothing was probed). */
-export function chooseDevice(requested: DeviceRequest, probe: WebGpuProbe | null): DeviceDecision {
-  // Anything else used to mean WebGPU ("gpu", "WASM" ran on a software adapter).
+/** Refuses a device request that is not one (anything else used to mean WebGPU: "gpu", "WASM" ran on a software adapter). */
+export function checkDeviceRequest(requested: unknown): asserts requested is DeviceRequest {
   if (!isDeviceRequest(requested))
     throw new RangeError(`device "${String(requested)}" is not one of auto, wasm, webgpu`);
+}
+
+/** Decide from the request and the adapter probe (null when the request is wasm and nothing was probed). */
+export function chooseDevice(requested: DeviceRequest, probe: WebGpuProbe | null): DeviceDecision {
+  checkDeviceRequest(requested);
   if (requested === 'wasm' || !probe) return { device: 'wasm', calibration: 'auto' };
   if (!probe.ok) {
     return {

@@ -8,17 +8,17 @@ export type Ort = typeof ort;
 
 let configuredBase: string | undefined;
 
-/**
- * @param wasmBase absolute URL of the folder holding ort-wasm-simd-threaded.asyncify.{mjs,wasm}
- *   (the build puts them in `ort/` beside index.html).
- */
 /** Whether ortForWeb(wasmBase) can serve here: onnxruntime is set up once, from the first folder asked for. */
 export function ortServes(wasmBase: string): boolean {
   return configuredBase === undefined || configuredBase === wasmBase;
 }
 
+/**
+ * @param wasmBase absolute URL of the folder holding ort-wasm-simd-threaded.asyncify.{mjs,wasm}
+ *   (the build puts them in `ort/` beside index.html).
+ */
 export function ortForWeb(wasmBase: string): Ort {
-  if (configuredBase !== undefined && configuredBase !== wasmBase) {
+  if (!ortServes(wasmBase)) {
     throw new Error(`onnxruntime-web is already configured with wasm files from ${configuredBase}`);
   }
   if (configuredBase === undefined) {

@@ -8,7 +8,7 @@ import { GenerationError } from '../engine/events';
 import { checkModelOptions, checkPlacement, placementNotes } from '../model/index';
 import { type ModelRunner, SessionCreateError } from '../model/runner';
 import type { ProgressInfo } from '../model/source';
-import { chooseDevice, isDeviceRequest } from '../runtime/device';
+import { checkDeviceRequest, chooseDevice } from '../runtime/device';
 import { ortForWeb, ortServes } from '../runtime/ort-web';
 import { IndexedDbStore } from '../runtime/store-web';
 import type { ThreadChoice } from '../runtime/thread-probe';
@@ -134,8 +134,7 @@ async function wasmThreads(ort: ReturnType<typeof ortForWeb>, req: LoadRequest):
 async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
   // Options that are not ones are refused before the engine held is released: such a load leaves it usable.
   checkPlacement(req);
-  if (!isDeviceRequest(req.device))
-    throw new RangeError(`device "${String(req.device)}" is not one of auto, wasm, webgpu`);
+  checkDeviceRequest(req.device);
   checkModelOptions({
     ...(req.precision !== undefined ? { precision: req.precision } : {}),
     ...(req.compute !== undefined ? { compute: req.compute } : {}),

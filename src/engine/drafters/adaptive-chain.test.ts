@@ -359,6 +359,22 @@ describe("the chain's rounds replayed over text it caught up on (auto judges an 
     return { chain, round };
   }
 
+  /** Others (another of auto's arms) commit the target's next `n` tokens of a text. */
+  const others = (text: number[], n: number) => {
+    for (let i = 0; i < n; i++) text.push(targetToken(text.length));
+  };
+
+  /** Two chains on one clock, each with its text after 10 rounds of its own (their measured costs alike). */
+  async function twoChains() {
+    const clock = { now: 0 };
+    const runs = [0, 1].map(() => ({ chain: timedChain(clock), text: [...PROMPT] }));
+    for (let r = 0; r < 10; r++) for (const { chain, text } of runs) await chain.round(text, 4);
+    return runs.map(({ chain, text }) => [chain, text] as const) as [
+      readonly [ReturnType<typeof timedChain>, number[]],
+      readonly [ReturnType<typeof timedChain>, number[]],
+    ];
+  }
+
   it('drafts and brings, round by round, what the chain does when it drafts that text itself', async () => {
     const clock = { now: 0 };
     const real = timedChain(clock);
@@ -431,15 +447,7 @@ describe("the chain's rounds replayed over text it caught up on (auto judges an 
   });
 
   it('a catch-up too short for a whole round of its rule credits what it shows of it, and the next, where the text follows on, adds the rest', async () => {
-    const clock = { now: 0 };
-    const split = timedChain(clock);
-    const whole = timedChain(clock);
-    const texts = [split, whole].map(() => [...PROMPT]);
-    for (let r = 0; r < 10; r++) for (const [i, c] of [split, whole].entries()) await c.round(texts[i] as number[], 4);
-    const others = (text: number[], n: number) => {
-      for (let i = 0; i < n; i++) text.push(targetToken(text.length));
-    };
-    const [a, b] = texts as [number[], number[]];
+    const [[split, a], [whole, b]] = await twoChains();
     // Set aside, `split` is refreshed after 4 tokens others drafted and again after 36 more; `whole` once after all 40.
     others(a, 4);
     await split.chain.refresh({ ...request([...a]), generatedFrom: PROMPT.length });
@@ -469,15 +477,7 @@ describe("the chain's rounds replayed over text it caught up on (auto judges an 
   });
 
   it('caught up on in many short parts, its replays add up to the replay of the whole text caught up on at once', async () => {
-    const clock = { now: 0 };
-    const parts = timedChain(clock);
-    const whole = timedChain(clock);
-    const texts = [parts, whole].map(() => [...PROMPT]);
-    for (let r = 0; r < 10; r++) for (const [i, c] of [parts, whole].entries()) await c.round(texts[i] as number[], 4);
-    const [a, b] = texts as [number[], number[]];
-    const others = (text: number[], n: number) => {
-      for (let i = 0; i < n; i++) text.push(targetToken(text.length));
-    };
+    const [[parts, a], [whole, b]] = await twoChains();
     const sum = { rounds: 0, tokens: 0, ms: 0 };
     for (const n of [3, 1, 5, 2, 7, 4, 6, 3, 9, 4]) {
       others(a, n);

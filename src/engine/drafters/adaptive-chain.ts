@@ -65,7 +65,7 @@ export class AdaptiveChainDrafter extends ChainDrafter {
    */
   private replayTail: { judged: readonly JudgedRow[]; rows: JudgedRow[]; credit: Credit | null } | null = null;
   private carried: JudgedRow[] = [];
-  /** What the carried round was already credited with (counterfactual(): a round not yet decided, its lower bound). */
+  /** What the carried round was credited with (counterfactual(): a round not yet decided, as far as its text went). */
   private carriedCredit: Credit | null = null;
   /**
    * Greedy acceptance by the draft's confidence in the token (buckets of 0.1): tokens offered and accepted, the
