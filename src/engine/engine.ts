@@ -35,6 +35,7 @@ import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate, isGreedyRun } from './generate';
 import { keepResult } from './keep-result';
 import { type ForwardInput, hasHiddenStates, isLayerSkipping } from './lm';
+import { type AcceptancePrior, identityOf, PRIOR_KEY, readPrior } from './priors';
 import { checkPromptShape } from './prompt';
 import { type SamplingParams, withDefaults } from './sampling';
 import { type KeyValueStore, MemoryStore, safeGet, safeSet } from './store';
@@ -178,6 +179,8 @@ export class SpecEngine {
   /** A cancel() under way: a generate() started meanwhile waits for it instead of finding the engine busy. */
   private cancelling: Promise<GenerationResult | null> | null = null;
   private costs: CostModel | null = null;
+  /** Acceptance priors that apply to the loaded drafters (readPriors()). */
+  private priors: { draft?: AcceptancePrior; heads?: AcceptancePrior } = {};
   readonly timings: EngineTimings = { loadMs: 0, warmupMs: 0, calibrationMs: 0, calibration: 'none' };
 
   private constructor(
@@ -220,6 +223,7 @@ export class SpecEngine {
       store,
     );
     engine.timings.loadMs = performance.now() - started;
+    for (const warning of engine.readPriors()) options.onProgress?.({ status: 'warning', ...warning });
     if (warmup) await engine.warmup();
     return engine;
   }
@@ -336,10 +340,31 @@ export class SpecEngine {
           : {}),
         costs: () => this.costs,
         store: this.store,
+        priors: this.priors,
       });
       this.drafters.set(spec.name, d);
     }
     return d;
+  }
+
+  /**
+   * The acceptance priors shipped in the draft model's and the heads' config.json (priors.ts) that were measured with
+   * these models; each one that is not used is returned as a warning naming its model.
+   */
+  private readPriors(): { name: string; message: string }[] {
+    const target = identityOf(this.target.model);
+    const warnings: { name: string; message: string }[] = [];
+    const read = (role: string, name: string, raw: unknown, weightBytes: number): AcceptancePrior | undefined => {
+      const r = readPrior(raw, target, weightBytes);
+      if (r && 'ignored' in r)
+        warnings.push({ name, message: `${role} ${name}: ${r.ignored}; auto measures it instead` });
+      return r && 'prior' in r ? r.prior : undefined;
+    };
+    const { draft: d, heads: h } = this;
+    const draft = d && read('draft model', d.model.spec, d.model.acceptancePrior, d.model.weightBytes);
+    const heads = h && read('heads', h.loaded.spec, h.loaded.config[PRIOR_KEY], h.loaded.weightBytes);
+    this.priors = { ...(draft ? { draft } : {}), ...(heads ? { heads } : {}) };
+    return warnings;
   }
 
   /**

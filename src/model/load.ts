@@ -33,6 +33,8 @@ export interface LoadedModel {
   vocab: Record<string, number>;
   /** Bytes of all weight files. */
   weightBytes: number;
+  /** config.json's acceptance_prior, as written (engine/priors.ts reads it; undefined: none). */
+  acceptancePrior?: unknown;
 }
 
 export interface LoadOptions {
@@ -131,7 +133,18 @@ export async function loadModel(spec: string, options: LoadOptions = {}): Promis
     string,
     number
   >;
-  return { spec, source, config, generationConfig, weights, files, tokenizer, vocab, weightBytes };
+  return {
+    spec,
+    source,
+    config,
+    generationConfig,
+    weights,
+    files,
+    tokenizer,
+    vocab,
+    weightBytes,
+    ...(rawConfig.acceptance_prior !== undefined ? { acceptancePrior: rawConfig.acceptance_prior } : {}),
+  };
 }
 
 /** A draft must speak the target's vocabulary token for token; otherwise its proposals mean nothing. */

@@ -5,6 +5,7 @@
  */
 import { relativeCost, singleCallMs } from '../calibrate';
 import { hasHiddenStates, isLayerSkipping } from '../lm';
+import { type AcceptancePrior, chainRound } from '../priors';
 import { isGreedy } from '../sampling';
 import { AdaptiveChainDrafter } from './adaptive-chain';
 import { DraftModelState } from './draft-model';
@@ -43,6 +44,11 @@ export interface ArmSpec {
    * cost model), so that it need not be tried before its first measured round: plain decoding (null: no prediction).
    */
   prior?: (costs: CostModel, measure: 'model' | 'time') => { tokens: number; cost: number } | null;
+  /**
+   * The prior is an estimate from text measured elsewhere (a drafter's acceptance prior, priors.ts), not the
+   * calculation plain decoding's is: a remembered record resting on few rounds is not settled by it (auto.ts restore).
+   */
+  estimated?: true;
   /**
    * Where the arm may run (ArmSpec.when), its drafter's auxiliary nodes ride along in the other arms' rounds
    * (Drafter.ride), so that state it builds from the target's outputs is ready when it is chosen. Lookahead's pool
@@ -87,6 +93,23 @@ export function lookaheadRound(costs: CostModel, measure: 'model' | 'time'): { t
   if (measure === 'model') return { tokens: LOOKAHEAD_PRIOR_TOKENS, cost: relative };
   const ms = singleCallMs(costs.curve);
   return ms > 0 ? { tokens: LOOKAHEAD_PRIOR_TOKENS, cost: (ms * relative) / 1000 } : null;
+}
+
+/**
+ * An arm's prior from its drafter's shipped acceptance (priors.ts): the chain that pays best on the measured costs,
+ * one drafter call a token. Under greedy decoding only (real time is auto's measure there): the prior is greedy
+ * acceptance, and a sampled token matches a guess less often. Without one the arm is tried in its first rounds.
+ */
+function priorArm(
+  prior: AcceptancePrior | undefined,
+  callRelative: (costs: CostModel) => number,
+): Pick<ArmSpec, 'prior' | 'estimated'> {
+  if (!prior) return {};
+  return {
+    prior: (costs, measure) =>
+      measure === 'time' ? chainRound(prior, costs.curve, callRelative(costs), measure) : null,
+    estimated: true,
+  };
 }
 
 /**
@@ -147,7 +170,12 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
     // flat curve it drafts long chains through confident text with width-1 draft calls, where the tree's calls are
     // wider (Chromium's WebGPU on SwiftShader, greedy, 2 prompts: the adaptive chain 2.69x, tau 3.88, against auto
     // without it 2.07x).
-    arms.push({ name: 'chain', drafter: new AdaptiveChainDrafter(draft, r.costs), when: draftFits });
+    arms.push({
+      name: 'chain',
+      drafter: new AdaptiveChainDrafter(draft, r.costs),
+      when: draftFits,
+      ...priorArm(r.priors?.draft, (costs) => costs.draftRelative),
+    });
     arms.push({
       name: 'tree',
       copies: true,
@@ -187,7 +215,12 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
   if (isLayerSkipping(r.target)) arms.push({ name: 'swift', drafter: new SwiftDrafter(r.target, r.costs, r.store) });
   if (r.heads?.eagle3 && hasHiddenStates(r.target)) {
     const state = new Eagle3State(r.heads.eagle3, r.target.config.vocabSize, r.heads.relativeCost);
-    arms.push({ name: 'eagle', drafter: new EagleDrafter(state, EAGLE_DEFAULTS, r.costs) });
+    const heads = r.heads;
+    arms.push({
+      name: 'eagle',
+      drafter: new EagleDrafter(state, EAGLE_DEFAULTS, r.costs),
+      ...priorArm(r.priors?.heads, () => heads.relativeCost()),
+    });
   }
   if (r.heads?.medusa && hasHiddenStates(r.target))
     arms.push({ name: 'medusa', drafter: new MedusaDrafter(r.heads.medusa, r.heads.relativeCost, r.costs) });

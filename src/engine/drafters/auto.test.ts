@@ -3,6 +3,7 @@
  * shrinks with how far behind they are, and counts model calls once when arms share one draft model.
  */
 import { describe, expect, it } from 'vitest';
+import { chainRound } from '../priors';
 import { GREEDY, Rng, type SamplingParams } from '../sampling';
 import { MemoryStore } from '../store';
 import { hashedLogits, ToyLM } from '../testing/toy-lm';
@@ -819,6 +820,50 @@ describe('auto between arms', () => {
     expect((await run(sampled.auto, sampled.arms, 1)).why[0]).toContain('trying good');
   });
 
+  it('a first session starts on the arm its acceptance priors predict best and does not try one they put far behind; a prior that errs is measured', async () => {
+    // Chromium's WebGPU on SwiftShader, a first session: the draft model's chain brought about 7 tokens a round, the
+    // EAGLE head 4, each round about 1 s. Trying the head (3 rounds), then revisiting it every 12 rounds until it had
+    // 6 measured, cost auto a fifth of a 3-prompt run against the chain alone. Here the chain's guesses are taken
+    // 0.85 of the time by its prior, the head's 0.6, on a flat curve (T(1) = 20 ms).
+    const make = (priors: boolean, chainAccepts: number) => {
+      const plain = new Arm('plain', 0, 0, { calls: 0 }, 20);
+      const chain = new Arm('chain', 16, chainAccepts, { calls: 0 }, 22);
+      const eagle = new Arm('eagle', 8, 3, { calls: 0 }, 21);
+      const prior = (a: number) =>
+        priors
+          ? {
+              prior: (costs: CostModel, measure: 'model' | 'time') =>
+                chainRound({ depths: Array.from({ length: 16 }, () => a) }, costs.curve, 0.005, measure),
+              estimated: true as const,
+            }
+          : {};
+      const auto = timedAuto(
+        [
+          { name: 'plain', drafter: plain, prior: plainRound },
+          { name: 'chain', drafter: chain, ...prior(0.85) },
+          { name: 'eagle', drafter: eagle, ...prior(0.6) },
+        ],
+        () => GPU,
+      );
+      return { auto, arms: [plain, chain, eagle] };
+    };
+    const primed = make(true, 6);
+    const ran = await run(primed.auto, primed.arms, 40, GREEDY);
+    expect(ran.why[0]).toMatch(/^auto: chain \(best: /);
+    expect(ran.chosen.get('chain')).toBe(40);
+    // Without priors every arm with no prediction is tried first, the head included, and revisited until settled.
+    const bare = make(false, 6);
+    const tried = await run(bare.auto, bare.arms, 40, GREEDY);
+    expect(tried.why.some((w) => w.includes('trying eagle'))).toBe(true);
+    expect(tried.chosen.get('eagle')).toBeGreaterThanOrEqual(4);
+    // A prior that errs: the chain's rounds bring 1 token where its prior promised 6. Its measured rounds outweigh the
+    // prior within a few rounds, and the head takes over on its prior and is measured from then on.
+    const wrong = make(true, 0);
+    const corrected = await run(wrong.auto, wrong.arms, 40, GREEDY);
+    expect(corrected.chosen.get('chain')).toBeLessThan(12);
+    expect(corrected.chosen.get('eagle')).toBeGreaterThan(28);
+  });
+
   it('lookahead decoding is tried where its predicted round would lead, not where it would trail: its one call as wide as its widest round', async () => {
     const curve = (ms: number, at32: number): CostModel => ({
       ...FLAT,
@@ -1084,29 +1129,33 @@ describe('auto between arms', () => {
   it('a remembered estimate that rests on two rounds is not settled: the next session measures the arm again', async () => {
     // Seen on SwiftShader: the draft model's chain, tried in a generation's first rounds, brought 1 token in each of
     // its two measured rounds (3.7 later), and the next generation, taking that record as settled, never revisited it.
-    const store = new MemoryStore();
-    const memory = { store, key: 'auto:test' };
-    const make = (chain: Arm, tree: Arm) =>
-      timedAuto(
-        [
-          { name: 'chain', drafter: chain },
-          { name: 'tree', drafter: tree },
-        ],
-        () => FLAT,
-        memory,
-      );
-    let trial = true;
-    const chain = () => new Arm('chain', 4, () => (trial ? 0 : 3), { calls: 0 }, 10);
-    const tree = () => new Arm('tree', 8, 2, { calls: 0 }, 10);
-    const first = [chain(), tree()];
-    const firstAuto = make(first[0] as Arm, first[1] as Arm);
-    const opened = await run(firstAuto, first, 6, GREEDY);
-    expect(opened.chosen.get('chain')).toBe(3);
-    await firstAuto.finish();
-    trial = false;
-    const next = [chain(), tree()];
-    const { chosen } = await run(make(next[0] as Arm, next[1] as Arm), next, 40, GREEDY);
-    expect(chosen.get('chain')).toBeGreaterThan(15);
+    // The same with an acceptance prior on the chain (an estimate, not a calculation): it does not settle the record.
+    const prior = { prior: () => ({ tokens: 2, cost: 0.001 }), estimated: true as const };
+    for (const primed of [false, true]) {
+      const store = new MemoryStore();
+      const memory = { store, key: 'auto:test' };
+      const make = (chain: Arm, tree: Arm) =>
+        timedAuto(
+          [
+            { name: 'chain', drafter: chain, ...(primed ? prior : {}) },
+            { name: 'tree', drafter: tree },
+          ],
+          () => FLAT,
+          memory,
+        );
+      let trial = true;
+      const chain = () => new Arm('chain', 4, () => (trial ? 0 : 3), { calls: 0 }, 10);
+      const tree = () => new Arm('tree', 8, 2, { calls: 0 }, 10);
+      const first = [chain(), tree()];
+      const firstAuto = make(first[0] as Arm, first[1] as Arm);
+      const opened = await run(firstAuto, first, 6, GREEDY);
+      expect(opened.chosen.get('chain')).toBe(primed ? 2 : 3);
+      await firstAuto.finish();
+      trial = false;
+      const next = [chain(), tree()];
+      const { chosen } = await run(make(next[0] as Arm, next[1] as Arm), next, 40, GREEDY);
+      expect(chosen.get('chain'), primed ? 'with a prior' : 'without').toBeGreaterThan(15);
+    }
   });
 
   it("a remembered arm's first rounds in a new session (cold code) cannot lower its record; later rounds count as they come", async () => {

@@ -82,6 +82,11 @@ interface Arm extends ArmSpec {
   remembered: boolean;
   /** Sessions (drafters) since its last measured round, this one counted; 0 once it has one here. */
   staleSessions: number;
+  /**
+   * Of its samples, how many an estimated prior stands for (ArmSpec.estimated): they settle it in this session, but
+   * what is remembered for the next rests on its measured rounds alone.
+   */
+  priorSamples: number;
 }
 
 /**
@@ -256,6 +261,7 @@ const UNMEASURED = {
   roundCost: 0,
   remembered: false,
   staleSessions: 0,
+  priorSamples: 0,
 } as const;
 
 export class AutoDrafter implements Drafter {
@@ -349,7 +355,8 @@ export class AutoDrafter implements Drafter {
         // next generation never revisited it (auto 1.88-2.28x where the adaptive chain made 2.46-2.68x).
         const measured =
           typeof samples === 'number' && Number.isFinite(samples) ? Math.round(samples) : SETTLED_SAMPLES;
-        arm.samples = arm.prior ? SETTLED_SAMPLES : Math.min(SETTLED_SAMPLES, Math.max(WARMUP_SAMPLES, measured));
+        arm.samples =
+          arm.prior && !arm.estimated ? SETTLED_SAMPLES : Math.min(SETTLED_SAMPLES, Math.max(WARMUP_SAMPLES, measured));
         arm.roundCost = roundCost;
         arm.remembered = true;
         arm.recalled = throughput;
@@ -373,13 +380,15 @@ export class AutoDrafter implements Drafter {
     const arms: AutoRecord['arms'] = {};
     for (const a of this.arms) {
       const throughput = this.throughput(a);
-      if (a.samples >= WARMUP_SAMPLES && Number.isFinite(throughput))
+      // An arm known from its estimated prior alone is not remembered: the next session predicts it again.
+      const samples = a.samples - a.priorSamples;
+      if (a.samples >= WARMUP_SAMPLES && samples > 0 && Number.isFinite(throughput))
         arms[a.name] = {
           throughput,
           roundCost: a.roundCost,
           idle: this.round - a.lastRound,
           sessions: a.staleSessions,
-          samples: Math.min(a.samples, SETTLED_SAMPLES),
+          samples: Math.min(samples, SETTLED_SAMPLES),
         };
     }
     this.saving = safeSet(memory.store, memory.key, { version: 1, arms } satisfies AutoRecord).finally(() => {
@@ -417,6 +426,7 @@ export class AutoDrafter implements Drafter {
       arm.cost = REMEMBERED_ROUNDS * round.cost;
       arm.tokens = REMEMBERED_ROUNDS * round.tokens;
       arm.samples = SETTLED_SAMPLES;
+      arm.priorSamples = arm.estimated ? SETTLED_SAMPLES : 0;
       arm.roundCost = round.cost;
     }
   }
@@ -513,6 +523,7 @@ export class AutoDrafter implements Drafter {
           recalled: 0,
           staleSessions: 0,
           creditedAt: -1,
+          priorSamples: 0,
         });
       this.incumbent = null;
       this.visit = null;
@@ -679,6 +690,7 @@ export class AutoDrafter implements Drafter {
       arm.cost = arm.recentCost;
       arm.creditedAt = -1; // a replay's credit is not in these
       arm.samples = Math.floor(arm.recentRounds);
+      arm.priorSamples = 0;
       this.ended = arm.name;
     }
     arm.roundCost = cost;
@@ -787,7 +799,7 @@ export class AutoDrafter implements Drafter {
     const replayed = this.copying ? null : this.replayed;
     if (replayed) {
       fields['replayed rounds'] = replayed.rounds;
-      fields['replayed tokens'] = replayed.tokens;
+      fields['replayed tokens'] = Math.round(replayed.tokens * 10) / 10;
     }
     const refreshed = this.refreshed;
     const unit = this.unit;
@@ -802,7 +814,7 @@ export class AutoDrafter implements Drafter {
         ]
           .map(
             (r) =>
-              `; ${r.name}replayed over text others drafted: ${r.tokens} tokens in ${r.rounds} rounds, ${Math.round(r.ms)} ms`,
+              `; ${r.name}replayed over text others drafted: ${Math.round(r.tokens * 10) / 10} tokens in ${r.rounds} rounds, ${Math.round(r.ms)} ms`,
           )
           .join('');
         return `auto: ${name} (${why()})${replay}${inner ? `; ${inner.text}` : ''}`;

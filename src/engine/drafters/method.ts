@@ -5,6 +5,7 @@
  */
 import { type CostCurve, relativeCost } from '../calibrate';
 import type { CausalLM, Eagle3Head, MedusaHeads } from '../lm';
+import type { AcceptancePrior } from '../priors';
 import type { KeyValueStore } from '../store';
 import type { Drafter } from './drafter';
 
@@ -65,6 +66,11 @@ export interface DrafterResources {
   store?: KeyValueStore;
   /** Present when the method needs heads: the loaded draft heads and their cost per call. */
   heads?: HeadsResource;
+  /**
+   * Acceptance measured on held-out text with the loaded draft model and heads (priors.ts), where they ship one
+   * measured with these models: auto predicts an arm's round from it before measuring any.
+   */
+  priors?: { draft?: AcceptancePrior; heads?: AcceptancePrior };
 }
 
 /** Draft heads loaded next to the target (Medusa's K heads or an EAGLE-3 head). */

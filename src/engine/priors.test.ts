@@ -1,0 +1,91 @@
+/**
+ * Acceptance priors: which ones apply to the loaded models, and the round they predict on a measured curve.
+ */
+import { describe, expect, it } from 'vitest';
+import type { CostCurve } from './calibrate';
+import { chainRound, readPrior } from './priors';
+
+const TARGET = { weightBytes: 1000, layers: 4, hidden: 64, vocab: 256 };
+const entry = (over: Record<string, unknown> = {}) => ({
+  version: 1,
+  about: 'test',
+  target: TARGET,
+  drafter: { weightBytes: 50 },
+  depths: [0.8, 0.9, 0.7],
+  offered: [100, 80, 10],
+  measured: {},
+  ...over,
+});
+
+/** A curve from (q, T(q)/T(1)) pairs, T(1) = 10 ms. */
+const curve = (points: [number, number][]): CostCurve => ({
+  context: 64,
+  points: points.map(([q, relative]) => ({ q, ms: 10 * relative, relative })),
+});
+const STEEP = curve([
+  [1, 1],
+  [2, 1.3],
+  [4, 2],
+  [8, 3.5],
+  [16, 6.5],
+]);
+const FLAT = curve([
+  [1, 1],
+  [8, 1.05],
+  [17, 1.1],
+]);
+
+describe('acceptance priors', () => {
+  it('applies only to the models it was measured with, and leaves out depths resting on too few rounds', () => {
+    expect(readPrior(undefined, TARGET, 50)).toBeNull();
+    expect(readPrior(entry(), TARGET, 50)).toEqual({ prior: { depths: [0.8, 0.9] } });
+    expect(readPrior(entry(), { ...TARGET, weightBytes: 1001 }, 50)).toEqual({
+      ignored: 'acceptance_prior was measured with another target',
+    });
+    expect(readPrior(entry(), { ...TARGET, layers: 5 }, 50)).toMatchObject({
+      ignored: expect.stringMatching(/target/),
+    });
+    expect(readPrior(entry(), TARGET, 51)).toEqual({
+      ignored: 'acceptance_prior was measured with other weights of this drafter',
+    });
+  });
+
+  it('names a damaged prior in one line instead of using it', () => {
+    for (const bad of [
+      5,
+      'x',
+      entry({ version: 2 }),
+      entry({ depths: [0.8, 1.5, 0.7] }),
+      entry({ depths: [0.8, 0.9] }),
+      entry({ depths: [0.8, null, 0.7] }),
+      entry({ target: { weightBytes: 1000 } }),
+      entry({ drafter: null }),
+    ]) {
+      const r = readPrior(bad, TARGET, 50);
+      expect(r, JSON.stringify(bad)).toMatchObject({ ignored: expect.stringMatching(/^acceptance_prior is/) });
+    }
+    expect(readPrior(entry({ offered: [5, 5, 5] }), TARGET, 50)).toEqual({
+      ignored: 'acceptance_prior rests on too few rounds',
+    });
+  });
+
+  it('predicts the chain that pays best: short on a steep curve, as deep as measured on a flat one', () => {
+    const prior = { depths: Array.from({ length: 16 }, () => 0.9) };
+    const steep = chainRound(prior, STEEP, 0.1, 'model');
+    const flat = chainRound(prior, FLAT, 0.001, 'model');
+    expect(steep?.length).toBeGreaterThanOrEqual(1);
+    expect(steep?.length).toBeLessThanOrEqual(4);
+    expect(flat?.length).toBe(16);
+    // 1 + 0.9 + 0.9^2 + ... + 0.9^16 tokens for T(17) + 16 calls of 0.001.
+    expect(flat?.tokens).toBeCloseTo((1 - 0.9 ** 17) / 0.1, 6);
+    expect(flat?.cost).toBeCloseTo(1.1 + 0.016, 6);
+    // In real time: the same round in seconds (T(1) = 10 ms).
+    expect(chainRound(prior, FLAT, 0.001, 'time')?.cost).toBeCloseTo(0.01116, 6);
+    // Less likely guesses stop paying sooner on the same curve.
+    expect(chainRound({ depths: prior.depths.map(() => 0.8) }, FLAT, 0.01, 'model')?.length).toBeLessThan(16);
+    // A drafter dearer than what its guesses bring: plain decoding's round.
+    expect(chainRound({ depths: [0.2, 0.2] }, STEEP, 0.5, 'model')).toEqual({ tokens: 1, cost: 1, length: 0 });
+    // No curve measured: no prediction.
+    expect(chainRound(prior, { context: 64, points: [] }, 0.1, 'model')).toBeNull();
+  });
+});

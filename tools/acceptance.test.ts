@@ -1,0 +1,114 @@
+/**
+ * Acceptance priors on the bundled models: the tool measures one that applies to the models it ran, the priors shipped
+ * in public/models were measured with the bundled models as they are now, and `auto` starts from them.
+ */
+import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SpecEngine } from '../src/engine/engine';
+import { identityOf, PRIOR_KEY, readPrior } from '../src/engine/priors';
+import type { ProgressInfo } from '../src/model/source';
+import { ortForNode } from '../src/runtime/ort-node';
+import { chainDrafters, measureChain, priorEntry, priorPrompts, writePrior } from './acceptance';
+
+const TARGET = 'public/models/austen-target';
+const DRAFT = 'public/models/austen-draft';
+const HEADS = 'public/models/austen-eagle3';
+
+let engine: SpecEngine;
+beforeAll(async () => {
+  engine = await SpecEngine.load(ortForNode(), { target: TARGET, draft: DRAFT, heads: HEADS, device: 'wasm' });
+});
+afterAll(async () => {
+  await engine?.release();
+});
+
+const configOf = (folder: string) => JSON.parse(readFileSync(join(folder, 'config.json'), 'utf8'));
+
+describe('acceptance priors', () => {
+  it('the prompts are held out from training and from the bench', () => {
+    const bench = (JSON.parse(readFileSync('bench/prompts.json', 'utf8')) as { prompts: { text: string }[] }).prompts;
+    const texts = priorPrompts();
+    expect(texts.length).toBe(28);
+    for (const p of bench) expect(texts).not.toContain(p.text.trim());
+  });
+
+  it("measures each drafter's top-guess chain and writes a prior that applies to the models it ran", async () => {
+    const texts = priorPrompts().slice(0, 4);
+    const drafters = chainDrafters(engine, 4);
+    expect(drafters.map((d) => d.role)).toEqual(['draft', 'heads']);
+    for (const { role, drafter } of drafters) {
+      const m = await measureChain(engine, drafter, texts, 32);
+      expect(m.tokens).toBe(128);
+      // Every round but a generation's last offers depth 1, and each depth is offered where the one above was taken,
+      // but in a generation's last round (its chain cut to the tokens still wanted).
+      expect(m.offered[0]).toBeGreaterThanOrEqual(m.rounds - texts.length);
+      for (let d = 1; d < m.offered.length; d++) {
+        expect(m.offered[d]).toBeLessThanOrEqual(m.accepted[d - 1] as number);
+        expect(m.offered[d]).toBeGreaterThanOrEqual((m.accepted[d - 1] as number) - texts.length);
+      }
+      expect(m.depths.length).toBeLessThanOrEqual(4);
+      const bytes = role === 'draft' ? (engine.draft?.model.weightBytes ?? 0) : (engine.heads?.loaded.weightBytes ?? 0);
+      const entry = priorEntry(engine, bytes, m, { prompts: texts.length });
+      const folder = join(mkdtempSync(join(tmpdir(), 'prior-')), role);
+      cpSync(role === 'draft' ? DRAFT : HEADS, folder, { recursive: true });
+      const before = configOf(folder);
+      writePrior(folder, entry);
+      const after = configOf(folder);
+      expect({ ...after, [PRIOR_KEY]: undefined }).toEqual({ ...before, [PRIOR_KEY]: undefined });
+      // The depths down to the first that rests on fewer than 20 rounds.
+      const read = readPrior(after[PRIOR_KEY], identityOf(engine.target.model), bytes);
+      const kept = m.offered.findIndex((o) => o < 20);
+      expect(read).toEqual({ prior: { depths: m.depths.slice(0, kept < 0 ? undefined : kept) } });
+      expect(m.offered[0]).toBeGreaterThanOrEqual(20);
+    }
+  });
+
+  it('the shipped priors were measured with the bundled models as they are', () => {
+    const target = identityOf(engine.target.model);
+    const draft = readPrior(configOf(DRAFT)[PRIOR_KEY], target, engine.draft?.model.weightBytes ?? 0);
+    const heads = readPrior(configOf(HEADS)[PRIOR_KEY], target, engine.heads?.loaded.weightBytes ?? 0);
+    expect(draft).toMatchObject({ prior: { depths: expect.any(Array) } });
+    expect(heads).toMatchObject({ prior: { depths: expect.any(Array) } });
+  });
+
+  it('auto starts on the arm the priors favour; a prior measured with another target is named and left out', async () => {
+    const first = async (e: SpecEngine, sampling?: { temperature: number; seed: number }) => {
+      const notes: string[] = [];
+      for await (const ev of e.generate('It is a truth universally acknowledged, that', {
+        method: 'auto',
+        maxNewTokens: 12,
+        ...(sampling ? { sampling } : {}),
+      }))
+        if (ev.note) notes.push(ev.note.text);
+      return notes[0] ?? '';
+    };
+    // Greedy: an arm chosen on predictions alone, the draft model's chain's and the head's from their priors.
+    expect(await first(engine)).toMatch(/^auto: \w+ \(best: plain [\d.]+, chain [\d.]+, eagle [\d.]+ tok\/s\)/);
+    // Sampled: a token matches a guess less often than the greedy acceptance the priors hold, so each arm is tried.
+    expect(await first(engine, { temperature: 0.8, seed: 1 })).toMatch(/^auto: chain \(trying chain\)/);
+    // A draft folder whose prior names another target: a warning at load, and the chain is tried first.
+    const folder = join(mkdtempSync(join(tmpdir(), 'prior-')), 'draft');
+    cpSync(DRAFT, folder, { recursive: true });
+    const config = configOf(folder);
+    writePrior(folder, { ...config[PRIOR_KEY], target: { ...config[PRIOR_KEY].target, weightBytes: 1 } });
+    const warnings: ProgressInfo[] = [];
+    const other = await SpecEngine.load(ortForNode(), {
+      target: TARGET,
+      draft: folder,
+      device: 'wasm',
+      onProgress: (p) => {
+        if (p.status === 'warning') warnings.push(p);
+      },
+    });
+    try {
+      expect(warnings.map((w) => `${w.name}: ${w.message}`)).toEqual([
+        `${folder}: draft model ${folder}: acceptance_prior was measured with another target; auto measures it instead`,
+      ]);
+      expect(await first(other)).toMatch(/^auto: chain \(trying chain\)/);
+    } finally {
+      await other.release();
+    }
+  });
+});

@@ -1,0 +1,167 @@
+/**
+ * Measures a drafter's acceptance prior (src/engine/priors.ts) and writes it into its config.json: for the draft model
+ * and for an EAGLE-3 head, how often the target takes the drafter's top guess at each depth of a chain, under greedy
+ * decoding, on held-out text. `auto` starts a first session from it (the arm it predicts best on the measured costs)
+ * instead of trying every arm.
+ *
+ * The text: the held-out Austen prompts of tools/data/heldout_prompts.txt that the bench does not use (28 of 40),
+ * so the bench's prompts never shape the priors. Each drafter drafts a fixed chain of --depth tokens every round
+ * (no early stop), so depth d is offered whenever the round accepted everything above it. Acceptance under greedy
+ * decoding does not depend on the device; it runs on wasm in fp32.
+ *
+ *   npx tsx tools/acceptance.ts [--target DIR] [--draft DIR] [--heads DIR] [--depth 16] [--tokens 64] [--write]
+ *
+ * Without --write it prints the priors; with it, it also writes them into the drafters' config.json (a key
+ * `acceptance_prior`; the rest of the file is kept).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import prompts from '../bench/prompts.json' with { type: 'json' };
+import { ChainDrafter } from '../src/engine/drafters/chain';
+import type { Drafter } from '../src/engine/drafters/drafter';
+import { Eagle3State, EagleDrafter } from '../src/engine/drafters/eagle';
+import type { SpecEngine } from '../src/engine/engine';
+import { generateAll } from '../src/engine/generate';
+import { type AcceptanceFile, identityOf, PRIOR_KEY } from '../src/engine/priors';
+import { GREEDY } from '../src/engine/sampling';
+
+/** The held-out prompts the bench does not use. */
+export function priorPrompts(): string[] {
+  const bench = new Set(prompts.prompts.map((p) => p.text.trim()));
+  return readFileSync(join(import.meta.dirname, 'data', 'heldout_prompts.txt'), 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !bench.has(l));
+}
+
+export interface MeasuredPrior {
+  depths: number[];
+  offered: number[];
+  accepted: number[];
+  rounds: number;
+  tokens: number;
+}
+
+/** Greedy generations with `drafter` over the prompts; acceptance per depth summed over all their rounds. */
+export async function measureChain(
+  engine: SpecEngine,
+  drafter: Drafter,
+  texts: readonly string[],
+  maxNewTokens: number,
+): Promise<MeasuredPrior> {
+  const offered: number[] = [];
+  const accepted: number[] = [];
+  let rounds = 0;
+  let tokens = 0;
+  for (const text of texts) {
+    drafter.reset?.();
+    const parts = { target: engine.target, drafter, tokenizer: engine.tokenizer };
+    const result = await generateAll(parts, engine.encode(text), { maxNewTokens, sampling: GREEDY, stopAtEos: false });
+    const counts = result.stats.acceptanceCounts;
+    counts.offered.forEach((o, d) => {
+      offered[d] = (offered[d] ?? 0) + o;
+      accepted[d] = (accepted[d] ?? 0) + (counts.accepted[d] ?? 0);
+    });
+    rounds += result.stats.rounds;
+    tokens += result.stats.tokens;
+  }
+  const depths = offered.map((o, d) => (o > 0 ? Math.round(((accepted[d] ?? 0) / o) * 1e4) / 1e4 : 0));
+  return { depths, offered, accepted, rounds, tokens };
+}
+
+/** The draft model's and the EAGLE head's top-guess chains, as the engine has them loaded. */
+export function chainDrafters(engine: SpecEngine, depth: number): { role: 'draft' | 'heads'; drafter: Drafter }[] {
+  const out: { role: 'draft' | 'heads'; drafter: Drafter }[] = [];
+  if (engine.draft) out.push({ role: 'draft', drafter: new ChainDrafter(engine.draft, { gamma: depth }) });
+  const head = engine.heads?.eagle3;
+  if (head) {
+    const state = new Eagle3State(head, engine.target.config.vocabSize, () => 0);
+    const chain = { depth, expand: 1, branch: 1, budget: depth, name: 'eagle-chain' };
+    out.push({ role: 'heads', drafter: new EagleDrafter(state, chain, () => null) });
+  }
+  return out;
+}
+
+/** The config.json entry for a measured prior. */
+export function priorEntry(
+  engine: SpecEngine,
+  drafterWeightBytes: number,
+  m: MeasuredPrior,
+  how: Record<string, unknown>,
+): AcceptanceFile {
+  return {
+    version: 1,
+    about:
+      "greedy acceptance of this drafter's top guess at each depth of a chain, given the guesses above it were taken, on held-out text (tools/acceptance.ts); auto predicts its rounds from it before measuring any",
+    target: identityOf(engine.target.model),
+    drafter: { weightBytes: drafterWeightBytes },
+    depths: m.depths,
+    offered: m.offered,
+    measured: { ...how, rounds: m.rounds, tokens: m.tokens },
+  };
+}
+
+/** Write the prior into a local model folder's config.json, keeping everything else in it. */
+export function writePrior(folder: string, entry: AcceptanceFile): void {
+  const file = join(folder, 'config.json');
+  const config = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  config[PRIOR_KEY] = entry;
+  writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      target: { type: 'string', default: 'public/models/austen-target' },
+      draft: { type: 'string', default: 'public/models/austen-draft' },
+      heads: { type: 'string', default: 'public/models/austen-eagle3' },
+      depth: { type: 'string', default: '16' },
+      tokens: { type: 'string', default: '64' },
+      threads: { type: 'string', default: '2' },
+      write: { type: 'boolean', default: false },
+    },
+  });
+  const depth = Number(values.depth);
+  const tokens = Number(values.tokens);
+  if (!(Number.isInteger(depth) && depth >= 1 && depth <= 32)) throw new Error('--depth must be a whole number 1-32');
+  if (!(Number.isInteger(tokens) && tokens >= 1)) throw new Error('--tokens must be a whole number >= 1');
+  const { SpecEngine } = await import('../src/engine/engine');
+  const { ortForNode } = await import('../src/runtime/ort-node');
+  const engine = await SpecEngine.load(ortForNode(Number(values.threads)), {
+    target: values.target,
+    ...(values.draft ? { draft: values.draft } : {}),
+    ...(values.heads ? { heads: values.heads } : {}),
+    device: 'wasm',
+    precision: 'fp32',
+    calibration: 'never',
+  });
+  const texts = priorPrompts();
+  for (const { role, drafter } of chainDrafters(engine, depth)) {
+    const m = await measureChain(engine, drafter, texts, tokens);
+    const folder = (role === 'draft' ? values.draft : values.heads) as string;
+    const weightBytes = role === 'draft' ? engine.draft?.model.weightBytes : engine.heads?.loaded.weightBytes;
+    const entry = priorEntry(engine, weightBytes ?? 0, m, {
+      prompts: texts.length,
+      maxNewTokens: tokens,
+      depth,
+      device: 'wasm',
+      precision: 'fp32',
+    });
+    console.log(`${role} ${folder}: ${m.rounds} rounds, ${m.tokens} tokens; by depth:`);
+    console.log(m.depths.map((a, d) => `${d + 1}:${a.toFixed(2)}(${m.offered[d]})`).join(' '));
+    if (values.write) writePrior(folder, entry);
+  }
+  await engine.release();
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().then(
+    () => process.exit(0),
+    (e: unknown) => {
+      console.error(`error: ${(e as Error).message}`);
+      process.exit(1);
+    },
+  );
+}
