@@ -85,7 +85,9 @@ describe('acceptance priors', () => {
       return notes[0] ?? '';
     };
     // Greedy: an arm chosen on predictions alone, the draft model's chain's and the head's from their priors.
-    expect(await first(engine)).toMatch(/^auto: \w+ \(best: plain [\d.]+, chain [\d.]+, eagle [\d.]+ tok\/s\)/);
+    expect(await first(engine)).toMatch(
+      /^auto: \w+ \(best: plain [\d.]+ \(predicted\), chain [\d.]+ \(predicted\), eagle [\d.]+ \(predicted\) tok\/s\)/,
+    );
     // Sampled: a token matches a guess less often than the greedy acceptance the priors hold, so each arm is tried.
     expect(await first(engine, { temperature: 0.8, seed: 1 })).toMatch(/^auto: chain \(trying chain\)/);
     // A draft folder whose prior names another target: a warning at load, and the chain is tried first.

@@ -849,7 +849,9 @@ describe('auto between arms', () => {
     };
     const primed = make(true, 6);
     const ran = await run(primed.auto, primed.arms, 40, GREEDY);
-    expect(ran.why[0]).toMatch(/^auto: chain \(best: /);
+    expect(ran.why[0]).toMatch(/^auto: chain \(best: plain [\d.]+ \(predicted\), chain [\d.]+ \(predicted\), eagle /);
+    // Once the chain's rounds are measured the note says so; the head is still known from its prior alone.
+    expect(ran.why[39]).toMatch(/chain [\d.]+, eagle [\d.]+ \(predicted\) tok\/s\)$/);
     expect(ran.chosen.get('chain')).toBe(40);
     // Without priors every arm with no prediction is tried first, the head included, and revisited until settled.
     const bare = make(false, 6);

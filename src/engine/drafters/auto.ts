@@ -87,6 +87,8 @@ interface Arm extends ArmSpec {
    * what is remembered for the next rests on its measured rounds alone.
    */
   priorSamples: number;
+  /** Whether its record is a prediction only (ArmSpec.prior), no round of its own measured or replayed yet. */
+  predicted: boolean;
 }
 
 /**
@@ -262,6 +264,7 @@ const UNMEASURED = {
   remembered: false,
   staleSessions: 0,
   priorSamples: 0,
+  predicted: false,
 } as const;
 
 export class AutoDrafter implements Drafter {
@@ -427,6 +430,7 @@ export class AutoDrafter implements Drafter {
       arm.tokens = REMEMBERED_ROUNDS * round.tokens;
       arm.samples = SETTLED_SAMPLES;
       arm.priorSamples = arm.estimated ? SETTLED_SAMPLES : 0;
+      arm.predicted = true;
       arm.roundCost = round.cost;
     }
   }
@@ -500,9 +504,11 @@ export class AutoDrafter implements Drafter {
       this.why = () => `revisiting ${overdue.a.name}`;
       return overdue.a;
     }
-    const shown = arms.map((a) => ({ name: a.name, throughput: this.throughput(a) }));
+    // An arm known only from its prediction (ArmSpec.prior: plain decoding's round, a drafter's acceptance prior) says so.
+    const shown = arms.map((a) => ({ name: a.name, throughput: this.throughput(a), predicted: a.predicted }));
     const unit = this.unit;
-    this.why = () => `best: ${shown.map((a) => `${a.name} ${a.throughput.toFixed(2)}`).join(', ')} ${unit}`;
+    this.why = () =>
+      `best: ${shown.map((a) => `${a.name} ${a.throughput.toFixed(2)}${a.predicted ? ' (predicted)' : ''}`).join(', ')} ${unit}`;
     return best;
   }
 
@@ -524,6 +530,7 @@ export class AutoDrafter implements Drafter {
           staleSessions: 0,
           creditedAt: -1,
           priorSamples: 0,
+          predicted: false,
         });
       this.incumbent = null;
       this.visit = null;
@@ -696,6 +703,7 @@ export class AutoDrafter implements Drafter {
     arm.roundCost = cost;
     if (this.visit?.arm === arm) this.visit.left--;
     arm.remembered = false;
+    arm.predicted = false;
     arm.staleSessions = 0;
     if (this.measure === 'time' && this.memory && this.round % SAVE_EVERY === 0) this.save(this.memory);
   }
@@ -722,6 +730,7 @@ export class AutoDrafter implements Drafter {
     // REVISIT_MIN rounds) on rounds of its own.
     arm.tokens = Math.max(0, arm.tokens + tokens);
     arm.cost = Math.max(0, arm.cost + ms / 1000);
+    arm.predicted = false;
     return { rounds: r.rounds - (retract ? retract.rounds : 0), tokens, ms };
   }
 
