@@ -24,8 +24,14 @@ import type { Drafter } from '../src/engine/drafters/drafter';
 import { Eagle3State, EagleDrafter } from '../src/engine/drafters/eagle';
 import type { SpecEngine } from '../src/engine/engine';
 import { generateAll } from '../src/engine/generate';
-import { type AcceptanceFile, identityOf, PRIOR_KEY } from '../src/engine/priors';
+import { type AcceptanceFile, identityOf, PRIOR_KEY, type WeightsIdentity, weightsOf } from '../src/engine/priors';
 import { GREEDY } from '../src/engine/sampling';
+
+const USAGE = `npx tsx tools/acceptance.ts [--target DIR] [--draft DIR] [--heads DIR] [--depth 16] [--tokens 64] [--write]
+
+Measures how often the target takes the draft model's and the EAGLE head's top guess at each depth of a chain (greedy,
+wasm, fp32) on the held-out prompts the bench does not use, and prints it; --write stores it in each drafter's
+config.json as acceptance_prior, which auto predicts its first rounds from. --draft '' or --heads '' leaves one out.`;
 
 /** The held-out prompts the bench does not use. */
 export function priorPrompts(): string[] {
@@ -71,15 +77,27 @@ export async function measureChain(
   return { depths, offered, accepted, rounds, tokens };
 }
 
-/** The draft model's and the EAGLE head's top-guess chains, as the engine has them loaded. */
-export function chainDrafters(engine: SpecEngine, depth: number): { role: 'draft' | 'heads'; drafter: Drafter }[] {
-  const out: { role: 'draft' | 'heads'; drafter: Drafter }[] = [];
-  if (engine.draft) out.push({ role: 'draft', drafter: new ChainDrafter(engine.draft, { gamma: depth }) });
+/** The draft model's and the EAGLE head's top-guess chains, as the engine has them loaded, with their weights. */
+export function chainDrafters(
+  engine: SpecEngine,
+  depth: number,
+): { role: 'draft' | 'heads'; drafter: Drafter; weights: WeightsIdentity }[] {
+  const out: { role: 'draft' | 'heads'; drafter: Drafter; weights: WeightsIdentity }[] = [];
+  if (engine.draft)
+    out.push({
+      role: 'draft',
+      drafter: new ChainDrafter(engine.draft, { gamma: depth }),
+      weights: weightsOf(engine.draft.model),
+    });
   const head = engine.heads?.eagle3;
-  if (head) {
+  if (engine.heads && head) {
     const state = new Eagle3State(head, engine.target.config.vocabSize, () => 0);
     const chain = { depth, expand: 1, branch: 1, budget: depth, name: 'eagle-chain' };
-    out.push({ role: 'heads', drafter: new EagleDrafter(state, chain, () => null) });
+    out.push({
+      role: 'heads',
+      drafter: new EagleDrafter(state, chain, () => null),
+      weights: weightsOf(engine.heads.loaded),
+    });
   }
   return out;
 }
@@ -87,7 +105,7 @@ export function chainDrafters(engine: SpecEngine, depth: number): { role: 'draft
 /** The config.json entry for a measured prior. */
 export function priorEntry(
   engine: SpecEngine,
-  drafterWeightBytes: number,
+  drafter: WeightsIdentity,
   m: MeasuredPrior,
   how: Record<string, unknown>,
 ): AcceptanceFile {
@@ -96,7 +114,7 @@ export function priorEntry(
     about:
       "greedy acceptance of this drafter's top guess at each depth of a chain, given the guesses above it were taken, on held-out text (tools/acceptance.ts); auto predicts its rounds from it before measuring any",
     target: identityOf(engine.target.model),
-    drafter: { weightBytes: drafterWeightBytes },
+    drafter,
     depths: m.depths,
     offered: m.offered,
     measured: { ...how, rounds: m.rounds, tokens: m.tokens },
@@ -121,8 +139,13 @@ async function main(): Promise<void> {
       tokens: { type: 'string', default: '64' },
       threads: { type: 'string', default: '2' },
       write: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
     },
   });
+  if (values.help) {
+    console.log(USAGE);
+    return;
+  }
   const depth = Number(values.depth);
   const tokens = Number(values.tokens);
   if (!(Number.isInteger(depth) && depth >= 1 && depth <= 32)) throw new Error('--depth must be a whole number 1-32');
@@ -138,11 +161,10 @@ async function main(): Promise<void> {
     calibration: 'never',
   });
   const texts = priorPrompts();
-  for (const { role, drafter } of chainDrafters(engine, depth)) {
+  for (const { role, drafter, weights } of chainDrafters(engine, depth)) {
     const m = await measureChain(engine, drafter, texts, tokens);
     const folder = (role === 'draft' ? values.draft : values.heads) as string;
-    const weightBytes = role === 'draft' ? engine.draft?.model.weightBytes : engine.heads?.loaded.weightBytes;
-    const entry = priorEntry(engine, weightBytes ?? 0, m, {
+    const entry = priorEntry(engine, weights, m, {
       prompts: texts.length,
       maxNewTokens: tokens,
       depth,

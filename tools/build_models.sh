@@ -19,4 +19,6 @@ mkdir -p tools/runs/draft-sd
 $PY tools/self_distill.py --teacher public/models/austen-target --draft public/models/austen-draft --out tools/runs/draft-sd --gen-minutes 5 --minutes 14 --gen-batch 64 2>&1 | tee tools/runs/draft-sd/train.log
 $PY tools/export.py --ckpt tools/runs/draft-sd/ckpt.pt --out public/models/austen-draft
 $PY tools/make_fixture.py
+# auto's acceptance prior for the new draft (needs the npm install; the heads' is measured after they are retrained).
+npx tsx tools/acceptance.ts --heads '' --write
 $PY tools/eval.py

@@ -35,7 +35,7 @@ import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate, isGreedyRun } from './generate';
 import { keepResult } from './keep-result';
 import { type ForwardInput, hasHiddenStates, isLayerSkipping } from './lm';
-import { type AcceptancePrior, identityOf, PRIOR_KEY, readPrior } from './priors';
+import { type AcceptancePrior, identityOf, PRIOR_KEY, readPrior, type WeightsIdentity, weightsOf } from './priors';
 import { checkPromptShape } from './prompt';
 import { type SamplingParams, withDefaults } from './sampling';
 import { type KeyValueStore, MemoryStore, safeGet, safeSet } from './store';
@@ -354,15 +354,15 @@ export class SpecEngine {
   private readPriors(): { name: string; message: string }[] {
     const target = identityOf(this.target.model);
     const warnings: { name: string; message: string }[] = [];
-    const read = (role: string, name: string, raw: unknown, weightBytes: number): AcceptancePrior | undefined => {
-      const r = readPrior(raw, target, weightBytes);
+    const read = (role: string, name: string, raw: unknown, weights: WeightsIdentity): AcceptancePrior | undefined => {
+      const r = readPrior(raw, target, weights);
       if (r && 'ignored' in r)
         warnings.push({ name, message: `${role} ${name}: ${r.ignored}; auto measures it instead` });
       return r && 'prior' in r ? r.prior : undefined;
     };
     const { draft: d, heads: h } = this;
-    const draft = d && read('draft model', d.model.spec, d.model.acceptancePrior, d.model.weightBytes);
-    const heads = h && read('heads', h.loaded.spec, h.loaded.config[PRIOR_KEY], h.loaded.weightBytes);
+    const draft = d && read('draft model', d.model.spec, d.model.acceptancePrior, weightsOf(d.model));
+    const heads = h && read('heads', h.loaded.spec, h.loaded.config[PRIOR_KEY], weightsOf(h.loaded));
     this.priors = { ...(draft ? { draft } : {}), ...(heads ? { heads } : {}) };
     return warnings;
   }

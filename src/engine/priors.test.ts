@@ -5,12 +5,13 @@ import { describe, expect, it } from 'vitest';
 import type { CostCurve } from './calibrate';
 import { chainRound, readPrior } from './priors';
 
-const TARGET = { weightBytes: 1000, layers: 4, hidden: 64, vocab: 256 };
+const TARGET = { weightBytes: 1000, digest: 'aa', layers: 4, hidden: 64, vocab: 256 };
+const DRAFTER = { weightBytes: 50, digest: 'bb' };
 const entry = (over: Record<string, unknown> = {}) => ({
   version: 1,
   about: 'test',
   target: TARGET,
-  drafter: { weightBytes: 50 },
+  drafter: DRAFTER,
   depths: [0.8, 0.9, 0.7],
   offered: [100, 80, 10],
   measured: {},
@@ -37,17 +38,25 @@ const FLAT = curve([
 
 describe('acceptance priors', () => {
   it('applies only to the models it was measured with, and leaves out depths resting on too few rounds', () => {
-    expect(readPrior(undefined, TARGET, 50)).toBeNull();
-    expect(readPrior(entry(), TARGET, 50)).toEqual({ prior: { depths: [0.8, 0.9] } });
-    expect(readPrior(entry(), { ...TARGET, weightBytes: 1001 }, 50)).toEqual({
+    expect(readPrior(undefined, TARGET, DRAFTER)).toBeNull();
+    expect(readPrior(entry(), TARGET, DRAFTER)).toEqual({ prior: { depths: [0.8, 0.9] } });
+    expect(readPrior(entry(), { ...TARGET, weightBytes: 1001 }, DRAFTER)).toEqual({
       ignored: 'acceptance_prior was measured with another target',
     });
-    expect(readPrior(entry(), { ...TARGET, layers: 5 }, 50)).toMatchObject({
+    expect(readPrior(entry(), { ...TARGET, layers: 5 }, DRAFTER)).toMatchObject({
       ignored: expect.stringMatching(/target/),
     });
-    expect(readPrior(entry(), TARGET, 51)).toEqual({
-      ignored: 'acceptance_prior was measured with other weights of this drafter',
+    // The same shape and size retrained: the weights' digest differs.
+    expect(readPrior(entry(), { ...TARGET, digest: 'ab' }, DRAFTER)).toEqual({
+      ignored: 'acceptance_prior was measured with another target',
     });
+    for (const other of [
+      { ...DRAFTER, weightBytes: 51 },
+      { ...DRAFTER, digest: 'bc' },
+    ])
+      expect(readPrior(entry(), TARGET, other)).toEqual({
+        ignored: 'acceptance_prior was measured with other weights of this drafter',
+      });
   });
 
   it('names a damaged prior in one line instead of using it', () => {
@@ -60,11 +69,12 @@ describe('acceptance priors', () => {
       entry({ depths: [0.8, null, 0.7] }),
       entry({ target: { weightBytes: 1000 } }),
       entry({ drafter: null }),
+      entry({ drafter: { weightBytes: 50 } }),
     ]) {
-      const r = readPrior(bad, TARGET, 50);
+      const r = readPrior(bad, TARGET, DRAFTER);
       expect(r, JSON.stringify(bad)).toMatchObject({ ignored: expect.stringMatching(/^acceptance_prior is/) });
     }
-    expect(readPrior(entry({ offered: [5, 5, 5] }), TARGET, 50)).toEqual({
+    expect(readPrior(entry({ offered: [5, 5, 5] }), TARGET, DRAFTER)).toEqual({
       ignored: 'acceptance_prior rests on too few rounds',
     });
   });

@@ -9,16 +9,23 @@
  * revisits cost auto a fifth of a 3-prompt run against the draft model's chain alone.
  *
  * A prior is an estimate, never a verdict: the arm's measured rounds replace it (auto.ts), and one measured for other
- * models (the target's or the drafter's weights differ) is not used.
+ * models (the target's or the drafter's weights differ) is not used. It is measured in fp32 and used at every
+ * precision the models run in: fp16 and int8 change few greedy tokens; int4 changes the target's argmax at 6-7% of
+ * positions, so there it is rougher.
  */
 import { type CostCurve, relativeCost, singleCallMs } from './calibrate';
 
 /** The key of the drafter's config.json that holds its prior. */
 export const PRIOR_KEY = 'acceptance_prior';
 
-/** The models a prior was measured with, as the prior names them. */
-export interface ModelIdentity {
+/** A drafter's weights as a prior names them: their size, and a digest that tells a retrained model apart. */
+export interface WeightsIdentity {
   weightBytes: number;
+  digest: string;
+}
+
+/** The target a prior was measured with, as the prior names it. */
+export interface ModelIdentity extends WeightsIdentity {
   layers: number;
   hidden: number;
   vocab: number;
@@ -30,7 +37,7 @@ export interface AcceptanceFile {
   /** What the numbers are, in words, for a person reading the file. */
   about: string;
   target: ModelIdentity;
-  drafter: { weightBytes: number };
+  drafter: WeightsIdentity;
   /** P(the target takes the drafter's top guess at depth d+1 | it took the guesses before it), greedy decoding. */
   depths: number[];
   /** The rounds behind each depth's figure. */
@@ -47,17 +54,25 @@ export interface AcceptancePrior {
 /** Rounds a depth's figure must rest on to be used (deeper depths, reached rarely, are left out). */
 const MIN_OFFERED = 20;
 
-/** A loaded model's identity as a prior names it. */
+/** Loaded weights as a prior names them. */
+export function weightsOf(model: { weightBytes: number; weightDigest: string }): WeightsIdentity {
+  return { weightBytes: model.weightBytes, digest: model.weightDigest };
+}
+
+/** A loaded target as a prior names it. */
 export function identityOf(model: {
   weightBytes: number;
+  weightDigest: string;
   config: { numLayers: number; hiddenSize: number; vocabSize: number };
 }): ModelIdentity {
   const c = model.config;
-  return { weightBytes: model.weightBytes, layers: c.numLayers, hidden: c.hiddenSize, vocab: c.vocabSize };
+  return { ...weightsOf(model), layers: c.numLayers, hidden: c.hiddenSize, vocab: c.vocabSize };
 }
 
+const sameWeights = (a: WeightsIdentity, b: WeightsIdentity) =>
+  a.weightBytes === b.weightBytes && a.digest === b.digest;
 const sameModel = (a: ModelIdentity, b: ModelIdentity) =>
-  a.weightBytes === b.weightBytes && a.layers === b.layers && a.hidden === b.hidden && a.vocab === b.vocab;
+  sameWeights(a, b) && a.layers === b.layers && a.hidden === b.hidden && a.vocab === b.vocab;
 
 /**
  * The prior in a drafter's config.json, or why it is not used (a one-line reason: the load goes on without it). `raw`
@@ -66,7 +81,7 @@ const sameModel = (a: ModelIdentity, b: ModelIdentity) =>
 export function readPrior(
   raw: unknown,
   target: ModelIdentity,
-  drafterWeightBytes: number,
+  drafter: WeightsIdentity,
 ): { prior: AcceptancePrior } | { ignored: string } | null {
   if (raw === null || raw === undefined) return null;
   const f = raw as Partial<AcceptanceFile>;
@@ -77,6 +92,7 @@ export function readPrior(
     !t ||
     typeof t !== 'object' ||
     ![t.weightBytes, t.layers, t.hidden, t.vocab, f.drafter?.weightBytes].every((x) => typeof x === 'number') ||
+    ![t.digest, f.drafter?.digest].every((x) => typeof x === 'string') ||
     !numbers(f.depths) ||
     !numbers(f.offered) ||
     (f.depths as number[]).length !== (f.offered as number[]).length ||
@@ -84,7 +100,7 @@ export function readPrior(
   )
     return { ignored: `${PRIOR_KEY} is damaged (target, drafter, depths and offered are needed)` };
   if (!sameModel(t as ModelIdentity, target)) return { ignored: `${PRIOR_KEY} was measured with another target` };
-  if (f.drafter?.weightBytes !== drafterWeightBytes)
+  if (!sameWeights(f.drafter as WeightsIdentity, drafter))
     return { ignored: `${PRIOR_KEY} was measured with other weights of this drafter` };
   const depths: number[] = [];
   for (const [d, a] of (f.depths as number[]).entries()) {

@@ -3,6 +3,7 @@
  * model.safetensors.index.json), tokenizer.json and tokenizer_config.json.
  */
 import { type LlamaConfig, parseLlamaConfig } from './config';
+import { weightDigest } from './digest';
 import { ModelLoadError } from './errors';
 import { checkWeights } from './graph/llama';
 import { firstNonFinite, parseSafetensors, type TensorEntry } from './safetensors';
@@ -33,6 +34,8 @@ export interface LoadedModel {
   vocab: Record<string, number>;
   /** Bytes of all weight files. */
   weightBytes: number;
+  /** Tells these weights from others of the same shape and size (digest.ts). */
+  weightDigest: string;
   /** config.json's acceptance_prior, as written (engine/priors.ts reads it; undefined: none). */
   acceptancePrior?: unknown;
 }
@@ -143,6 +146,7 @@ export async function loadModel(spec: string, options: LoadOptions = {}): Promis
     tokenizer,
     vocab,
     weightBytes,
+    weightDigest: weightDigest(files),
     ...(rawConfig.acceptance_prior !== undefined ? { acceptancePrior: rawConfig.acceptance_prior } : {}),
   };
 }

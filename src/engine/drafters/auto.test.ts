@@ -1154,10 +1154,51 @@ describe('auto between arms', () => {
       expect(opened.chosen.get('chain')).toBe(primed ? 2 : 3);
       await firstAuto.finish();
       trial = false;
+      // What is remembered rests on the chain's own round alone (1 token in 2 ms, a round counting for at most twice
+      // its predicted 1 ms), not on what the prior put in its record.
+      if (primed) {
+        const saved = (await store.get('auto:test')) as {
+          arms: Record<string, { throughput: number; samples: number }>;
+        };
+        expect(saved.arms.chain?.samples).toBe(1);
+        expect(saved.arms.chain?.throughput).toBeCloseTo(500, 6);
+      }
       const next = [chain(), tree()];
       const { chosen } = await run(make(next[0] as Arm, next[1] as Arm), next, 40, GREEDY);
       expect(chosen.get('chain'), primed ? 'with a prior' : 'without').toBeGreaterThan(15);
     }
+  });
+
+  it('an arm known from its prediction alone keeps its revisit clock between sessions: one predicted behind is measured however short the sessions', async () => {
+    // 'good' brings 4 tokens a round (2000 tok/s, its rounds counted at twice the predicted 1 ms), 'head' is predicted
+    // at 1600 (20% behind: a revisit after 50 rounds) but brings as much as good. Sessions of 20 rounds each.
+    const memory = { store: new MemoryStore(), key: 'auto:predicted' };
+    const headRounds: number[] = [];
+    for (let session = 0; session < 4; session++) {
+      const a = [
+        new Arm('plain', 0, 0, { calls: 0 }, 1),
+        new Arm('good', 4, 3, { calls: 0 }, 2),
+        new Arm('head', 4, 3, { calls: 0 }, 2),
+      ];
+      const auto = timedAuto(
+        [
+          { name: 'plain', drafter: a[0] as Arm, prior: plainRound },
+          { name: 'good', drafter: a[1] as Arm },
+          { name: 'head', drafter: a[2] as Arm, prior: () => ({ tokens: 3.2, cost: 0.002 }), estimated: true },
+        ],
+        () => FLAT,
+        memory,
+      );
+      headRounds.push((await run(auto, a, 20, GREEDY)).chosen.get('head') ?? 0);
+      await auto.finish();
+      if (session === 0) {
+        const saved = (await memory.store.get(memory.key)) as { arms: Record<string, unknown> };
+        expect(saved.arms.head).toEqual({ predicted: true, idle: 21, sessions: 1 });
+      }
+    }
+    // Its clock reaches 50 rounds in the third session (restarted with each session, it never would).
+    expect(headRounds.slice(0, 2)).toEqual([0, 0]);
+    expect(headRounds[2]).toBeGreaterThan(0);
   });
 
   it("a remembered arm's first rounds in a new session (cold code) cannot lower its record; later rounds count as they come", async () => {

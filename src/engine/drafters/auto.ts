@@ -83,10 +83,12 @@ interface Arm extends ArmSpec {
   /** Sessions (drafters) since its last measured round, this one counted; 0 once it has one here. */
   staleSessions: number;
   /**
-   * Of its samples, how many an estimated prior stands for (ArmSpec.estimated): they settle it in this session, but
-   * what is remembered for the next rests on its measured rounds alone.
+   * What a prediction (ArmSpec.prior) put in its record: samples, and tokens and cost (faded with the rest). They
+   * settle it in this session, but what is remembered for the next rests on its own rounds alone (save()).
    */
   priorSamples: number;
+  priorTokens: number;
+  priorCost: number;
   /** Whether its record is a prediction only (ArmSpec.prior), no round of its own measured or replayed yet. */
   predicted: boolean;
 }
@@ -109,7 +111,12 @@ interface AutoRecord {
    * (its revisit clock), the sessions since it last did, and how many measured rounds the estimate rests on (up to
    * SETTLED_SAMPLES; the last three absent in older records).
    */
-  arms: Record<string, { throughput: number; roundCost: number; idle?: number; sessions?: number; samples?: number }>;
+  arms: Record<
+    string,
+    | { throughput: number; roundCost: number; idle?: number; sessions?: number; samples?: number }
+    // An arm known from its prediction alone (ArmSpec.prior): only its revisit clock, the next session predicts it again.
+    | { predicted: true; idle: number; sessions: number }
+  >;
 }
 
 /** A remembered estimate counts as this many rounds of the arm's own (fresh rounds soon outweigh it). */
@@ -264,6 +271,8 @@ const UNMEASURED = {
   remembered: false,
   staleSessions: 0,
   priorSamples: 0,
+  priorTokens: 0,
+  priorCost: 0,
   predicted: false,
 } as const;
 
@@ -344,9 +353,16 @@ export class AutoDrafter implements Drafter {
       const record = raw as Partial<AutoRecord> | null | undefined;
       if (record?.version !== 1 || typeof record.arms !== 'object' || record.arms === null) return;
       for (const arm of this.arms) {
-        const r = (record.arms as Record<string, unknown>)[arm.name] as Partial<AutoRecord['arms'][string]> | undefined;
+        const r = (record.arms as Record<string, unknown>)[arm.name] as
+          | Partial<{ throughput: number; roundCost: number; idle: number; sessions: number; samples: number }>
+          | undefined;
         const { throughput, roundCost, idle, sessions, samples } = r ?? {};
-        if (arm.samples > 0 || typeof throughput !== 'number' || typeof roundCost !== 'number') continue;
+        if (arm.samples > 0) continue;
+        if (arm.prior && (r as { predicted?: unknown } | undefined)?.predicted === true) {
+          this.restoreClock(arm, idle, sessions);
+          continue;
+        }
+        if (typeof throughput !== 'number' || typeof roundCost !== 'number') continue;
         if (!(throughput >= 0 && Number.isFinite(throughput) && roundCost > 0 && Number.isFinite(roundCost))) continue;
         arm.cost = REMEMBERED_ROUNDS * roundCost;
         arm.tokens = throughput * arm.cost;
@@ -367,32 +383,44 @@ export class AutoDrafter implements Drafter {
         // remembered far behind (a revisit due after 75 rounds or more) was never revisited by runs shorter than
         // that, its record never corrected: the CLI's int8 pair decoded plain for good on one slow early estimate
         // of the merged chain (182 against plain's 262 tok/s), which ran at 297-346 tok/s on its own.
-        if (typeof idle === 'number' && idle >= 0 && Number.isFinite(idle)) arm.lastRound = -Math.round(idle);
-        // And however long the clock says to wait, a record older than STALE_SESSIONS sessions is checked now.
-        const age =
-          typeof sessions === 'number' && sessions >= 0 && Number.isFinite(sessions) ? Math.round(sessions) : 0;
-        arm.staleSessions = age + 1;
-        if (arm.staleSessions > STALE_SESSIONS) arm.lastRound = -REVISIT_MAX - 1;
+        this.restoreClock(arm, idle, sessions);
       }
     });
     return this.restored;
+  }
+
+  /**
+   * An arm's revisit clock as the last session left it (rounds since its last round, sessions since its last measured
+   * one), and however long the clock says to wait, a record older than STALE_SESSIONS sessions is checked now.
+   */
+  private restoreClock(arm: Arm, idle: unknown, sessions: unknown): void {
+    if (typeof idle === 'number' && idle >= 0 && Number.isFinite(idle)) arm.lastRound = -Math.round(idle);
+    const age = typeof sessions === 'number' && sessions >= 0 && Number.isFinite(sessions) ? Math.round(sessions) : 0;
+    arm.staleSessions = age + 1;
+    if (arm.staleSessions > STALE_SESSIONS) arm.lastRound = -REVISIT_MAX - 1;
   }
 
   private save(memory: AutoMemory): void {
     if (this.saving) return;
     const arms: AutoRecord['arms'] = {};
     for (const a of this.arms) {
-      const throughput = this.throughput(a);
-      // An arm known from its estimated prior alone is not remembered: the next session predicts it again.
+      // What its own rounds say, without what a prediction put in (the next session predicts it again).
       const samples = a.samples - a.priorSamples;
+      const cost = a.cost - a.priorCost;
+      const throughput = cost > 1e-9 * a.cost ? Math.max(0, a.tokens - a.priorTokens) / cost : Number.NaN;
+      const idle = this.round - a.lastRound;
       if (a.samples >= WARMUP_SAMPLES && samples > 0 && Number.isFinite(throughput))
         arms[a.name] = {
           throughput,
           roundCost: a.roundCost,
-          idle: this.round - a.lastRound,
+          idle,
           sessions: a.staleSessions,
           samples: Math.min(samples, SETTLED_SAMPLES),
         };
+      // Known from its prediction alone: its revisit clock goes on, so an arm predicted behind is still checked
+      // within STALE_SESSIONS sessions however short they are.
+      // (This session counts as one without a measured round.)
+      else if (a.priorSamples > 0) arms[a.name] = { predicted: true, idle, sessions: Math.max(1, a.staleSessions) };
     }
     this.saving = safeSet(memory.store, memory.key, { version: 1, arms } satisfies AutoRecord).finally(() => {
       this.saving = null;
@@ -429,7 +457,9 @@ export class AutoDrafter implements Drafter {
       arm.cost = REMEMBERED_ROUNDS * round.cost;
       arm.tokens = REMEMBERED_ROUNDS * round.tokens;
       arm.samples = SETTLED_SAMPLES;
-      arm.priorSamples = arm.estimated ? SETTLED_SAMPLES : 0;
+      arm.priorSamples = SETTLED_SAMPLES;
+      arm.priorTokens = arm.tokens;
+      arm.priorCost = arm.cost;
       arm.predicted = true;
       arm.roundCost = round.cost;
     }
@@ -516,22 +546,10 @@ export class AutoDrafter implements Drafter {
     const measure = this.measureFor(req.sampling);
     if (measure !== this.measure) {
       // Estimates in another unit say nothing here: measure every arm afresh.
-      for (const a of this.arms)
-        Object.assign(a, {
-          tokens: 0,
-          cost: 0,
-          recentTokens: 0,
-          recentCost: 0,
-          recentRounds: 0,
-          samples: 0,
-          lastRound: -1,
-          remembered: false,
-          recalled: 0,
-          staleSessions: 0,
-          creditedAt: -1,
-          priorSamples: 0,
-          predicted: false,
-        });
+      for (const a of this.arms) {
+        const { warmed, gap, counted, refreshedAt, roundCost } = a;
+        Object.assign(a, UNMEASURED, { warmed, gap, counted, refreshedAt, roundCost });
+      }
       this.incumbent = null;
       this.visit = null;
       this.measure = measure;
@@ -652,6 +670,8 @@ export class AutoDrafter implements Drafter {
     for (const a of this.arms) {
       a.cost *= DECAY;
       a.tokens *= DECAY;
+      a.priorCost *= DECAY;
+      a.priorTokens *= DECAY;
     }
     this.round++;
     this.replayed = null;
@@ -697,7 +717,7 @@ export class AutoDrafter implements Drafter {
       arm.cost = arm.recentCost;
       arm.creditedAt = -1; // a replay's credit is not in these
       arm.samples = Math.floor(arm.recentRounds);
-      arm.priorSamples = 0;
+      Object.assign(arm, { priorSamples: 0, priorTokens: 0, priorCost: 0 });
       this.ended = arm.name;
     }
     arm.roundCost = cost;

@@ -14,6 +14,7 @@
  * Every check names the heads folder and says what does not fit the target.
  */
 import type { LlamaConfig } from '../config';
+import { weightDigest } from '../digest';
 import { ModelLoadError } from '../errors';
 import { eagle3Layers } from '../graph/llama';
 import { parseSafetensors, type TensorEntry } from '../safetensors';
@@ -43,6 +44,8 @@ export interface LoadedHeads {
   medusa?: { heads: number; layers: number };
   eagle3?: Eagle3Shape;
   weightBytes: number;
+  /** Tells these weights from others of the same shape and size (digest.ts). */
+  weightDigest: string;
 }
 
 export interface HeadsLoadOptions {
@@ -232,6 +235,7 @@ export async function loadHeads(
     weights: tensors,
     files,
     weightBytes: bytes.byteLength,
+    weightDigest: weightDigest(files),
   };
   if (medusa)
     return {
