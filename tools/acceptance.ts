@@ -9,7 +9,7 @@
  * (no early stop), so depth d is offered whenever the round accepted everything above it. Acceptance under greedy
  * decoding does not depend on the device; it runs on wasm in fp32.
  *
- *   npx tsx tools/acceptance.ts [--target DIR] [--draft DIR] [--heads DIR] [--depth 16] [--tokens 64] [--write]
+ *   npx tsx tools/acceptance.ts [--target DIR] [--draft DIR] [--heads DIR] [--depth 16] [--tokens 64] [--prompts FILE] [--write]
  *
  * Without --write it prints the priors; with it, it also writes them into the drafters' config.json (a key
  * `acceptance_prior`; the rest of the file is kept).
@@ -27,11 +27,12 @@ import { generateAll } from '../src/engine/generate';
 import { type AcceptanceFile, identityOf, PRIOR_KEY, type WeightsIdentity, weightsOf } from '../src/engine/priors';
 import { GREEDY } from '../src/engine/sampling';
 
-const USAGE = `npx tsx tools/acceptance.ts [--target DIR] [--draft DIR] [--heads DIR] [--depth 16] [--tokens 64] [--write]
+const USAGE = `npx tsx tools/acceptance.ts [--target DIR] [--draft DIR] [--heads DIR] [--depth 16] [--tokens 64] [--prompts FILE] [--write]
 
 Measures how often the target takes the draft model's and the EAGLE head's top guess at each depth of a chain (greedy,
 wasm, fp32) on the held-out prompts the bench does not use, and prints it; --write stores it in each drafter's
-config.json as acceptance_prior, which auto predicts its first rounds from. --draft '' or --heads '' leaves one out.`;
+config.json as acceptance_prior, which auto predicts its first rounds from. --draft '' or --heads '' leaves one out;
+--prompts FILE measures on other text (one prompt a line; for other models, text they were not trained on).`;
 
 /** The held-out prompts the bench does not use. */
 export function priorPrompts(): string[] {
@@ -40,6 +41,16 @@ export function priorPrompts(): string[] {
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l !== '' && !bench.has(l));
+}
+
+/** Prompts from a file, one a line (blank lines left out); one line error where there are none. */
+export function promptsFrom(file: string): string[] {
+  const texts = readFileSync(file, 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+  if (texts.length === 0) throw new Error(`--prompts ${file} holds no prompt (one a line)`);
+  return texts;
 }
 
 export interface MeasuredPrior {
@@ -139,6 +150,7 @@ async function main(): Promise<void> {
       tokens: { type: 'string', default: '64' },
       threads: { type: 'string', default: '2' },
       write: { type: 'boolean', default: false },
+      prompts: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -150,6 +162,8 @@ async function main(): Promise<void> {
   const tokens = Number(values.tokens);
   if (!(Number.isInteger(depth) && depth >= 1 && depth <= 32)) throw new Error('--depth must be a whole number 1-32');
   if (!(Number.isInteger(tokens) && tokens >= 1)) throw new Error('--tokens must be a whole number >= 1');
+  // Other models, other text: a file of prompts, one a line, held out from what the models were trained on.
+  const texts = values.prompts ? promptsFrom(values.prompts) : priorPrompts();
   const { SpecEngine } = await import('../src/engine/engine');
   const { ortForNode } = await import('../src/runtime/ort-node');
   const engine = await SpecEngine.load(ortForNode(Number(values.threads)), {
@@ -160,12 +174,11 @@ async function main(): Promise<void> {
     precision: 'fp32',
     calibration: 'never',
   });
-  const texts = priorPrompts();
   for (const { role, drafter, weights } of chainDrafters(engine, depth)) {
     const m = await measureChain(engine, drafter, texts, tokens);
     const folder = (role === 'draft' ? values.draft : values.heads) as string;
     const entry = priorEntry(engine, weights, m, {
-      prompts: texts.length,
+      prompts: values.prompts ? `${texts.length} from ${values.prompts}` : texts.length,
       maxNewTokens: tokens,
       depth,
       device: 'wasm',
