@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SpecEngine } from '../src/engine/engine';
-import { identityOf, PRIOR_KEY, readPrior } from '../src/engine/priors';
+import { identityOf, PRIOR_KEY, readPrior, type WeightsIdentity } from '../src/engine/priors';
 import type { ProgressInfo } from '../src/model/source';
 import { ortForNode } from '../src/runtime/ort-node';
 import { chainDrafters, measureChain, priorEntry, priorPrompts, writePrior } from './acceptance';
@@ -69,6 +69,34 @@ describe('acceptance priors', () => {
     for (const { role, weights } of chainDrafters(engine, 1)) {
       const read = readPrior(configOf(role === 'draft' ? DRAFT : HEADS)[PRIOR_KEY], target, weights);
       expect(read, role).toMatchObject({ prior: { depths: expect.any(Array) } });
+    }
+  });
+
+  it("Medusa heads' prior too: one call a round, predicted as such, and auto starts from it", async () => {
+    const medusa = await SpecEngine.load(ortForNode(), {
+      target: TARGET,
+      draft: DRAFT,
+      heads: 'public/models/austen-medusa',
+      device: 'wasm',
+    });
+    try {
+      const [, heads] = chainDrafters(medusa, 4);
+      expect(heads?.role).toBe('heads');
+      const read = readPrior(
+        configOf('public/models/austen-medusa')[PRIOR_KEY],
+        identityOf(medusa.target.model),
+        heads?.weights as WeightsIdentity,
+      );
+      expect(read).toMatchObject({ prior: { depths: expect.any(Array) } });
+      let note = '';
+      for await (const ev of medusa.generate('It is a truth universally acknowledged, that', {
+        method: 'auto',
+        maxNewTokens: 4,
+      }))
+        note ||= ev.note?.text ?? '';
+      expect(note).toMatch(/, medusa [\d.]+ \(predicted\) tok\/s\)$/);
+    } finally {
+      await medusa.release();
     }
   });
 

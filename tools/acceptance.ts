@@ -1,6 +1,6 @@
 /**
  * Measures a drafter's acceptance prior (src/engine/priors.ts) and writes it into its config.json: for the draft model
- * and for an EAGLE-3 head, how often the target takes the drafter's top guess at each depth of a chain, under greedy
+ * and for draft heads (an EAGLE-3 head, or Medusa heads with --heads), how often the target takes the drafter's top guess at each depth of a chain, under greedy
  * decoding, on held-out text. `auto` starts a first session from it (the arm it predicts best on the measured costs)
  * instead of trying every arm.
  *
@@ -22,6 +22,7 @@ import prompts from '../bench/prompts.json' with { type: 'json' };
 import { ChainDrafter } from '../src/engine/drafters/chain';
 import type { Drafter } from '../src/engine/drafters/drafter';
 import { Eagle3State, EagleDrafter } from '../src/engine/drafters/eagle';
+import { MedusaDrafter } from '../src/engine/drafters/medusa';
 import type { SpecEngine } from '../src/engine/engine';
 import { generateAll } from '../src/engine/generate';
 import { type AcceptanceFile, identityOf, PRIOR_KEY, type WeightsIdentity, weightsOf } from '../src/engine/priors';
@@ -99,6 +100,19 @@ export function chainDrafters(
       role: 'draft',
       drafter: new ChainDrafter(engine.draft, { gamma: depth }),
       weights: weightsOf(engine.draft.model),
+    });
+  // Medusa's heads as a chain: each head's top guess (one call drafts every depth).
+  const medusa = engine.heads?.medusa;
+  if (engine.heads && medusa)
+    out.push({
+      role: 'heads',
+      drafter: new MedusaDrafter(
+        medusa,
+        () => 0,
+        () => null,
+        { topK: 1, maxNodes: depth },
+      ),
+      weights: weightsOf(engine.heads.loaded),
     });
   const head = engine.heads?.eagle3;
   if (engine.heads && head) {

@@ -95,6 +95,9 @@ describe('acceptance priors', () => {
     expect(chainRound({ depths: prior.depths.map(() => 0.8) }, FLAT, 0.01, 'model')?.length).toBeLessThan(16);
     // A drafter dearer than what its guesses bring: plain decoding's round.
     expect(chainRound({ depths: [0.2, 0.2] }, STEEP, 0.5, 'model')).toEqual({ tokens: 1, cost: 1, length: 0 });
+    // Medusa's heads: one call a round whatever the depth, so deeper chains cost no more calls.
+    expect(chainRound(prior, FLAT, 0.05, 'model', true)?.cost).toBeCloseTo(1.1 + 0.05, 6);
+    expect(chainRound(prior, FLAT, 0.05, 'model')?.length).toBeLessThan(16);
     // No curve measured: no prediction.
     expect(chainRound(prior, { context: 64, points: [] }, 0.1, 'model')).toBeNull();
   });

@@ -120,15 +120,18 @@ export interface PredictedRound {
 
 /**
  * The round of the chain that pays best under the prior on the measured costs: k drafted tokens bring 1 + sum of
- * the chance of the path to each, and cost T(k+1) (the verify-cost curve) plus k calls of the drafter (`callRelative`
- * single-token target calls each). Not deeper than the prior measured. A drafter that grows trees (the EAGLE head's)
- * gains more where width is nearly free, so for it this is a floor: auto's revisits find the rest.
+ * the chance of the path to each, and cost T(k+1) (the verify-cost curve) plus the drafter's calls (`callRelative`
+ * single-token target calls each): one a drafted token (a draft model's chain, an EAGLE head), or one a round whatever
+ * the depth (`perRound`: Medusa's heads draft every depth in one call). Not deeper than the prior measured. A drafter
+ * that grows trees (the heads') gains more where width is nearly free, so for it this is a floor: auto's revisits
+ * find the rest.
  */
 export function chainRound(
   prior: AcceptancePrior,
   curve: CostCurve,
   callRelative: number,
   measure: 'model' | 'time',
+  perRound = false,
 ): PredictedRound | null {
   if (!(callRelative >= 0) || curve.points.length === 0) return null;
   let best = { tokens: 1, relative: relativeCost(curve, 1), length: 0 };
@@ -137,7 +140,7 @@ export function chainRound(
   for (const [i, a] of prior.depths.entries()) {
     path *= a;
     tokens += path;
-    const relative = relativeCost(curve, i + 2) + (i + 1) * callRelative;
+    const relative = relativeCost(curve, i + 2) + (perRound ? 1 : i + 1) * callRelative;
     if (tokens / relative > best.tokens / best.relative) best = { tokens, relative, length: i + 1 };
   }
   if (measure === 'model') return { tokens: best.tokens, cost: best.relative, length: best.length };

@@ -103,11 +103,13 @@ export function lookaheadRound(costs: CostModel, measure: 'model' | 'time'): { t
 function priorArm(
   prior: AcceptancePrior | undefined,
   callRelative: (costs: CostModel) => number,
+  /** One drafter call a round, not a token (Medusa's heads). */
+  perRound = false,
 ): Pick<ArmSpec, 'prior' | 'estimated'> {
   if (!prior) return {};
   return {
     prior: (costs, measure) =>
-      measure === 'time' ? chainRound(prior, costs.curve, callRelative(costs), measure) : null,
+      measure === 'time' ? chainRound(prior, costs.curve, callRelative(costs), measure, perRound) : null,
     estimated: true,
   };
 }
@@ -222,7 +224,13 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
       ...priorArm(r.priors?.heads, () => heads.relativeCost()),
     });
   }
-  if (r.heads?.medusa && hasHiddenStates(r.target))
-    arms.push({ name: 'medusa', drafter: new MedusaDrafter(r.heads.medusa, r.heads.relativeCost, r.costs) });
+  if (r.heads?.medusa && hasHiddenStates(r.target)) {
+    const heads = r.heads;
+    arms.push({
+      name: 'medusa',
+      drafter: new MedusaDrafter(r.heads.medusa, r.heads.relativeCost, r.costs),
+      ...priorArm(r.priors?.heads, () => heads.relativeCost(), true),
+    });
+  }
   return arms;
 }
