@@ -432,6 +432,28 @@ describe('CLI: the records file', () => {
   }, 60_000);
 });
 
+describe('CLI: a records file that cannot be written', () => {
+  it('says so once at the end, and the run still succeeds', async () => {
+    // The records' folder lies under a file: it cannot be made (ENOTDIR), as with no permission to write there.
+    const file = join(mkdtempSync(join(tmpdir(), 'cli-unwritable-')), 'a-file');
+    writeFileSync(file, 'x');
+    const dir = join(file, 'cache');
+    const saved = process.env.SPEC_DECODER_CACHE;
+    process.env.SPEC_DECODER_CACHE = dir;
+    try {
+      const io = capture();
+      const args = ['--prompt', 'She was', '--method', 'auto', '--max-new-tokens', '4', '--threads', '1'];
+      expect(await main(args, io)).toBe(0);
+      const unsaved = `note: ${join(dir, 'records.json')} could not be written (ENOTDIR): what this run measured is measured again next time\n`;
+      expect(io.stderr().split(unsaved).length - 1).toBe(1);
+      expect(io.stderr().endsWith(unsaved)).toBe(true);
+    } finally {
+      if (saved === undefined) delete process.env.SPEC_DECODER_CACHE;
+      else process.env.SPEC_DECODER_CACHE = saved;
+    }
+  }, 60_000);
+});
+
 describe('CLI: models from a hub', () => {
   /** Runs main() with the hub's environment set for it (HF_ENDPOINT, HF_HOME), restored after. */
   async function withHubEnv<T>(env: Record<string, string>, run: () => Promise<T>): Promise<T> {

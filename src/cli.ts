@@ -246,6 +246,10 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
   } finally {
     await engine.release();
     await runtime.shutdown();
+    // Said once, at the end: the next run measures again what this one could not keep (costs, auto's arms, threads).
+    await store.settled();
+    const unsaved = store.writeProblem;
+    if (unsaved) io.err(`note: ${unsaved}\n`);
   }
 }
 

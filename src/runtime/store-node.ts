@@ -55,6 +55,8 @@ class SharedFile {
   swept = false;
   /** Why the file, there, could not be read as records the last time it was read (null: read, or absent). */
   problem: string | null = null;
+  /** Why the latest write failed (null: none has, or a later one succeeded). */
+  writeProblem: string | null = null;
 
   constructor(readonly path: string) {}
 }
@@ -146,6 +148,22 @@ export class FileStore implements KeyValueStore {
     return why ? `${this.path} could not be read (${why}): what it remembered is measured again` : null;
   }
 
+  /**
+   * Why what was set could not be written, as a line to show (null: written, or nothing to write): it is measured
+   * again next time. Read it once the writes are done (settled()).
+   */
+  get writeProblem(): string | null {
+    const why = this.file.writeProblem;
+    return why
+      ? `${this.path} could not be written (${why}): what this run measured is measured again next time`
+      : null;
+  }
+
+  /** Once every write set so far has been tried. */
+  async settled(): Promise<void> {
+    await this.file.writing;
+  }
+
   async get(key: string): Promise<unknown> {
     const value = this.readAll()[key];
     // A copy, as a fresh parse of the file would give: the caller may change it.
@@ -182,14 +200,20 @@ export class FileStore implements KeyValueStore {
       } catch (e) {
         await unlink(temp).catch(() => {}); // never left behind
         for (const [k, v] of taken) if (!file.pending.has(k)) file.pending.set(k, v); // written next time
+        file.writeProblem = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
         throw e;
       }
       // Ours, unless another process wrote in between: then its file is read back next, and what this write held
       // may be lost to it (last writer wins, in that moment only).
       if (file.cache?.records === records) file.cache.stamp = written;
       file.problem = null; // a readable file is there now
+      file.writeProblem = null;
     };
-    const job = file.writing.then(write);
+    // The folder cannot be made (a file in its place, no permission): the write fails like one.
+    const job = file.writing.then(write).catch((e: unknown) => {
+      file.writeProblem ??= (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+      throw e;
+    });
     file.writing = job.catch(() => {});
     await job;
   }
