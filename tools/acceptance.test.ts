@@ -10,7 +10,7 @@ import { SpecEngine } from '../src/engine/engine';
 import { identityOf, PRIOR_KEY, readPrior, type WeightsIdentity } from '../src/engine/priors';
 import type { ProgressInfo } from '../src/model/source';
 import { ortForNode } from '../src/runtime/ort-node';
-import { chainDrafters, measureChain, priorEntry, priorPrompts, writePrior } from './acceptance';
+import { chainDrafters, measureChain, priorEntry, priorPrompts, withPrior, writePrior } from './acceptance';
 
 const TARGET = 'public/models/austen-target';
 const DRAFT = 'public/models/austen-draft';
@@ -62,6 +62,42 @@ describe('acceptance priors', () => {
       expect(read).toEqual({ prior: { depths: m.depths.slice(0, kept < 0 ? undefined : kept) } });
       expect(m.offered[0]).toBeGreaterThanOrEqual(20);
     }
+  });
+
+  it('writes the prior into config.json keeping every other byte: numbers as written, keys, nested look-alikes', () => {
+    const original = `{
+  "rope_theta": 10000.0,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": { "factor": 8.0, "rope_type": "llama3", "acceptance_prior": "not this one" },
+  "big": 12345678901234567890,
+  "note": "a \\"quoted\\" acceptance_prior, {braces} and [brackets]",
+  "list": [1.0, {"acceptance_prior": 2}]
+}
+`;
+    const measured = { depths: [0.5], offered: [30], accepted: [15], rounds: 30, tokens: 60 };
+    const entry = (depths: number[]) => ({
+      ...priorEntry(engine, { weightBytes: 1, digest: '0' }, measured, {}),
+      depths,
+    });
+    const once = withPrior(original, entry([0.5]));
+    const again = withPrior(once, entry([0.25]));
+    for (const [text, depths] of [
+      [once, [0.5]],
+      [again, [0.25]],
+    ] as const) {
+      // Only the top-level key is set, once; the text before it is the original's, byte for byte.
+      expect(JSON.parse(text)[PRIOR_KEY].depths).toEqual(depths);
+      expect(JSON.parse(text).rope_scaling[PRIOR_KEY]).toBe('not this one');
+      expect(text.split(`"${PRIOR_KEY}": {`).length).toBe(2);
+      expect(text.startsWith(original.slice(0, original.lastIndexOf(']') + 1))).toBe(true);
+      expect(text).toContain('"rope_theta": 10000.0');
+      expect(text).toContain('"big": 12345678901234567890');
+    }
+    // Replaced in place: what follows the key's value is kept too.
+    const middle = withPrior(`{"a": 1, "${PRIOR_KEY}": {"old": [1, 2]}, "b": 2.50}`, entry([0.5]));
+    expect(middle.endsWith(', "b": 2.50}')).toBe(true);
+    expect(JSON.parse(middle).b).toBe(2.5);
+    expect(() => withPrior('[1, 2]', entry([0.5]))).toThrow('config.json is not a JSON object');
   });
 
   it('the shipped priors were measured with the bundled models as they are', () => {
@@ -135,7 +171,7 @@ describe('acceptance priors', () => {
     });
     try {
       expect(warnings.map((w) => `${w.name}: ${w.message}`)).toEqual([
-        `${folder}: draft model ${folder}: acceptance_prior was measured with another target; auto measures it instead`,
+        `${folder}: draft model ${folder}: acceptance_prior was measured with another target: left out (auto measures this drafter instead)`,
       ]);
       expect(await first(other)).toMatch(/^auto: chain \(trying chain\)/);
     } finally {

@@ -14,7 +14,7 @@
  * Without --write it prints the priors; with it, it also writes them into the drafters' config.json (a key
  * `acceptance_prior`; the rest of the file is kept).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -25,15 +25,27 @@ import { Eagle3State, EagleDrafter } from '../src/engine/drafters/eagle';
 import { MedusaDrafter } from '../src/engine/drafters/medusa';
 import type { SpecEngine } from '../src/engine/engine';
 import { generateAll } from '../src/engine/generate';
-import { type AcceptanceFile, identityOf, PRIOR_KEY, type WeightsIdentity, weightsOf } from '../src/engine/priors';
+import {
+  type AcceptanceFile,
+  identityOf,
+  MIN_OFFERED,
+  PRIOR_KEY,
+  type WeightsIdentity,
+  weightsOf,
+} from '../src/engine/priors';
 import { GREEDY } from '../src/engine/sampling';
 
-const USAGE = `npx tsx tools/acceptance.ts [--target DIR] [--draft DIR] [--heads DIR] [--depth 16] [--tokens 64] [--prompts FILE] [--write]
+const USAGE = `npx tsx tools/acceptance.ts [--target DIR] [--draft DIR] [--heads DIR] [--depth 16] [--tokens 64] [--threads 2] [--prompts FILE] [--write]
 
-Measures how often the target takes the draft model's and the EAGLE head's top guess at each depth of a chain (greedy,
-wasm, fp32) on the held-out prompts the bench does not use, and prints it; --write stores it in each drafter's
-config.json as acceptance_prior, which auto predicts its first rounds from. --draft '' or --heads '' leaves one out;
---prompts FILE measures on other text (one prompt a line; for other models, text they were not trained on).`;
+Measures how often the target takes a drafter's top guess at each depth of a chain, given it took the ones above
+(greedy, wasm, fp32), for the draft model and for the heads (an EAGLE head, or Medusa heads: each head's top guess),
+on the held-out prompts the bench does not use, and prints it; --write stores it in each drafter's config.json as
+acceptance_prior (the rest of the file kept as it is), which auto predicts its first rounds from.
+  --draft '' or --heads ''  leave one out
+  --depth N                 the chain's length, 1-32 (default 16)
+  --tokens N                new tokens a prompt (default 64)
+  --threads N               onnxruntime's wasm threads (default 2)
+  --prompts FILE            other text, one prompt a line (for other models: text they were not trained on)`;
 
 /** The held-out prompts the bench does not use. */
 export function priorPrompts(): string[] {
@@ -146,12 +158,74 @@ export function priorEntry(
   };
 }
 
-/** Write the prior into a local model folder's config.json, keeping everything else in it. */
+/**
+ * Where a top-level key's value lies in a JSON object's text ([start, end) of the value), or null where the key is
+ * absent. A small scanner, so that the rest of the text is kept byte for byte.
+ */
+function valueSpan(text: string, key: string): { start: number; end: number } | null {
+  let depth = 0;
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string;
+    if (c === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      if (depth === 1 && expectKey && JSON.parse(text.slice(i, j + 1)) === key) {
+        let start = text.indexOf(':', j + 1) + 1;
+        while (/\s/.test(text[start] as string)) start++;
+        // The value runs to the comma or brace that closes it at this level.
+        let d = 0;
+        let k = start;
+        for (; k < text.length; k++) {
+          const v = text[k] as string;
+          if (v === '"') {
+            k++;
+            while (k < text.length && text[k] !== '"') k += text[k] === '\\' ? 2 : 1;
+          } else if (v === '{' || v === '[') d++;
+          else if (v === '}' || v === ']') {
+            if (d === 0) break;
+            d--;
+          } else if (v === ',' && d === 0) break;
+        }
+        let end = k;
+        while (end > start && /\s/.test(text[end - 1] as string)) end--;
+        return { start, end };
+      }
+      expectKey = false;
+      i = j;
+    } else if (c === '{' || c === '[') {
+      depth++;
+      expectKey = depth === 1 && c === '{';
+    } else if (c === '}' || c === ']') depth--;
+    else if (c === ',' && depth === 1) expectKey = true;
+  }
+  return null;
+}
+
+/**
+ * The config's text with the prior set: the key's value replaced where it is there, added last where not, and every
+ * other byte kept (a JSON round trip would write 10000.0 as 10000, which transformers' checks of rope_scaling
+ * refuse, and round integers past 2^53).
+ */
+export function withPrior(text: string, entry: AcceptanceFile): string {
+  const config = JSON.parse(text) as unknown;
+  if (typeof config !== 'object' || config === null || Array.isArray(config))
+    throw new Error('config.json is not a JSON object');
+  const value = JSON.stringify(entry, null, 2).replace(/\n/g, '\n  ');
+  const span = valueSpan(text, PRIOR_KEY);
+  if (span) return text.slice(0, span.start) + value + text.slice(span.end);
+  const close = text.lastIndexOf('}');
+  const before = text.slice(0, close).trimEnd();
+  return `${before}${before.endsWith('{') ? '' : ','}\n  "${PRIOR_KEY}": ${value}\n}${text.slice(close + 1)}`;
+}
+
+/** Write the prior into a local model folder's config.json (whole or not at all: a new file renamed over it). */
 export function writePrior(folder: string, entry: AcceptanceFile): void {
   const file = join(folder, 'config.json');
-  const config = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-  config[PRIOR_KEY] = entry;
-  writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`);
+  const text = withPrior(readFileSync(file, 'utf8'), entry);
+  const temp = `${file}.${process.pid}.tmp`;
+  writeFileSync(temp, text);
+  renameSync(temp, file);
 }
 
 async function main(): Promise<void> {
@@ -172,15 +246,31 @@ async function main(): Promise<void> {
     console.log(USAGE);
     return;
   }
-  const depth = Number(values.depth);
-  const tokens = Number(values.tokens);
-  if (!(Number.isInteger(depth) && depth >= 1 && depth <= 32)) throw new Error('--depth must be a whole number 1-32');
-  if (!(Number.isInteger(tokens) && tokens >= 1)) throw new Error('--tokens must be a whole number >= 1');
+  const whole = (flag: string, text: string, max: number) => {
+    const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+    if (!(n >= 1 && n <= max)) throw new Error(`${flag} must be a whole number from 1 to ${max}; got "${text}"`);
+    return n;
+  };
+  const depth = whole('--depth', values.depth, 32);
+  const tokens = whole('--tokens', values.tokens, 100_000);
+  const threads = whole('--threads', values.threads, 64);
+  if (!values.draft && !values.heads) throw new Error("nothing to measure: --draft '' and --heads '' leave out both");
+  const folders = { draft: values.draft, heads: values.heads };
+  // A folder the prior cannot be written into is found before the measuring, not after it.
+  if (values.write)
+    for (const folder of Object.values(folders))
+      if (folder) {
+        try {
+          accessSync(join(folder, 'config.json'), constants.R_OK | constants.W_OK);
+        } catch (e) {
+          throw new Error(`--write: ${folder}/config.json cannot be written (${(e as NodeJS.ErrnoException).code})`);
+        }
+      }
   // Other models, other text: a file of prompts, one a line, held out from what the models were trained on.
   const texts = values.prompts ? promptsFrom(values.prompts) : priorPrompts();
   const { SpecEngine } = await import('../src/engine/engine');
   const { ortForNode } = await import('../src/runtime/ort-node');
-  const engine = await SpecEngine.load(ortForNode(Number(values.threads)), {
+  const engine = await SpecEngine.load(ortForNode(threads), {
     target: values.target,
     ...(values.draft ? { draft: values.draft } : {}),
     ...(values.heads ? { heads: values.heads } : {}),
@@ -188,20 +278,27 @@ async function main(): Promise<void> {
     precision: 'fp32',
     calibration: 'never',
   });
+  const measured: { folder: string; entry: AcceptanceFile }[] = [];
   for (const { role, drafter, weights } of chainDrafters(engine, depth)) {
     const m = await measureChain(engine, drafter, texts, tokens);
-    const folder = (role === 'draft' ? values.draft : values.heads) as string;
+    const folder = folders[role] as string;
+    console.log(`${role} ${folder}: ${m.rounds} rounds, ${m.tokens} tokens; by depth:`);
+    console.log(m.depths.map((a, d) => `${d + 1}:${a.toFixed(2)}(${m.offered[d]})`).join(' '));
+    // The engine uses a depth resting on MIN_OFFERED rounds or more: one with none would be written for nothing.
+    if ((m.offered[0] ?? 0) < MIN_OFFERED)
+      throw new Error(
+        `${role} ${folder}: depth 1 rests on ${m.offered[0] ?? 0} rounds, fewer than the ${MIN_OFFERED} a prior needs: give more prompts or --tokens (nothing written)`,
+      );
     const entry = priorEntry(engine, weights, m, {
       prompts: values.prompts ? `${texts.length} from ${values.prompts}` : texts.length,
       maxNewTokens: tokens,
-      depth,
+      depth: m.offered.length,
       device: 'wasm',
       precision: 'fp32',
     });
-    console.log(`${role} ${folder}: ${m.rounds} rounds, ${m.tokens} tokens; by depth:`);
-    console.log(m.depths.map((a, d) => `${d + 1}:${a.toFixed(2)}(${m.offered[d]})`).join(' '));
-    if (values.write) writePrior(folder, entry);
+    measured.push({ folder, entry });
   }
+  if (values.write) for (const { folder, entry } of measured) writePrior(folder, entry);
   await engine.release();
 }
 

@@ -357,7 +357,10 @@ export class SpecEngine {
     const read = (role: string, name: string, raw: unknown, weights: WeightsIdentity): AcceptancePrior | undefined => {
       const r = readPrior(raw, target, weights);
       if (r && 'ignored' in r)
-        warnings.push({ name, message: `${role} ${name}: ${r.ignored}; auto measures it instead` });
+        warnings.push({
+          name,
+          message: `${role} ${name}: ${r.ignored}: left out (auto measures this drafter instead)`,
+        });
       return r && 'prior' in r ? r.prior : undefined;
     };
     const { draft: d, heads: h } = this;

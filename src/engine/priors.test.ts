@@ -70,10 +70,20 @@ describe('acceptance priors', () => {
       entry({ target: { weightBytes: 1000 } }),
       entry({ drafter: null }),
       entry({ drafter: { weightBytes: 50 } }),
+      entry({ offered: [100, -1, 10] }),
+      entry({ depths: Array.from({ length: 65 }, () => 0.5), offered: Array.from({ length: 65 }, () => 100) }),
+      [0.5],
     ]) {
       const r = readPrior(bad, TARGET, DRAFTER);
       expect(r, JSON.stringify(bad)).toMatchObject({ ignored: expect.stringMatching(/^acceptance_prior is/) });
     }
+    // Each says what is wrong.
+    expect(readPrior(entry({ offered: [100, -1, 10] }), TARGET, DRAFTER)).toEqual({
+      ignored: 'acceptance_prior is damaged: each offered must be a count of rounds',
+    });
+    expect(readPrior(entry({ depths: [0.8, 1.5, 0.7] }), TARGET, DRAFTER)).toEqual({
+      ignored: 'acceptance_prior is damaged: each depth must be a share from 0 to 1',
+    });
     expect(readPrior(entry({ offered: [5, 5, 5] }), TARGET, DRAFTER)).toEqual({
       ignored: 'acceptance_prior rests on too few rounds',
     });
@@ -81,8 +91,8 @@ describe('acceptance priors', () => {
 
   it('predicts the chain that pays best: short on a steep curve, as deep as measured on a flat one', () => {
     const prior = { depths: Array.from({ length: 16 }, () => 0.9) };
-    const steep = chainRound(prior, STEEP, 0.1, 'model');
-    const flat = chainRound(prior, FLAT, 0.001, 'model');
+    const steep = chainRound(prior, STEEP, { relative: 0.1, maxDepth: 32 }, 'model');
+    const flat = chainRound(prior, FLAT, { relative: 0.001, maxDepth: 32 }, 'model');
     expect(steep?.length).toBeGreaterThanOrEqual(1);
     expect(steep?.length).toBeLessThanOrEqual(4);
     expect(flat?.length).toBe(16);
@@ -90,15 +100,30 @@ describe('acceptance priors', () => {
     expect(flat?.tokens).toBeCloseTo((1 - 0.9 ** 17) / 0.1, 6);
     expect(flat?.cost).toBeCloseTo(1.1 + 0.016, 6);
     // In real time: the same round in seconds (T(1) = 10 ms).
-    expect(chainRound(prior, FLAT, 0.001, 'time')?.cost).toBeCloseTo(0.01116, 6);
+    expect(chainRound(prior, FLAT, { relative: 0.001, maxDepth: 32 }, 'time')?.cost).toBeCloseTo(0.01116, 6);
     // Less likely guesses stop paying sooner on the same curve.
-    expect(chainRound({ depths: prior.depths.map(() => 0.8) }, FLAT, 0.01, 'model')?.length).toBeLessThan(16);
+    expect(
+      chainRound({ depths: prior.depths.map(() => 0.8) }, FLAT, { relative: 0.01, maxDepth: 32 }, 'model')?.length,
+    ).toBeLessThan(16);
     // A drafter dearer than what its guesses bring: plain decoding's round.
-    expect(chainRound({ depths: [0.2, 0.2] }, STEEP, 0.5, 'model')).toEqual({ tokens: 1, cost: 1, length: 0 });
+    expect(chainRound({ depths: [0.2, 0.2] }, STEEP, { relative: 0.5, maxDepth: 32 }, 'model')).toEqual({
+      tokens: 1,
+      cost: 1,
+      length: 0,
+    });
     // Medusa's heads: one call a round whatever the depth, so deeper chains cost no more calls.
-    expect(chainRound(prior, FLAT, 0.05, 'model', true)?.cost).toBeCloseTo(1.1 + 0.05, 6);
-    expect(chainRound(prior, FLAT, 0.05, 'model')?.length).toBeLessThan(16);
+    expect(chainRound(prior, FLAT, { relative: 0.05, perRound: true, maxDepth: 32 }, 'model')?.cost).toBeCloseTo(
+      1.1 + 0.05,
+      6,
+    );
+    expect(chainRound(prior, FLAT, { relative: 0.05, maxDepth: 32 }, 'model')?.length).toBeLessThan(16);
+    // Not deeper than the drafter drafts: a prior of 10,000 certain guesses predicts no more than its 12.
+    const certain = { depths: Array.from({ length: 10_000 }, () => 1) };
+    expect(chainRound(certain, FLAT, { relative: 0.001, maxDepth: 12 }, 'model')).toMatchObject({
+      tokens: 13,
+      length: 12,
+    });
     // No curve measured: no prediction.
-    expect(chainRound(prior, { context: 64, points: [] }, 0.1, 'model')).toBeNull();
+    expect(chainRound(prior, { context: 64, points: [] }, { relative: 0.1, maxDepth: 32 }, 'model')).toBeNull();
   });
 });

@@ -52,7 +52,9 @@ export interface AcceptancePrior {
 }
 
 /** Rounds a depth's figure must rest on to be used (deeper depths, reached rarely, are left out). */
-const MIN_OFFERED = 20;
+export const MIN_OFFERED = 20;
+/** Depths a prior may hold (the tool measures 32 at most; every drafter here drafts 16 or fewer). */
+export const MAX_DEPTHS = 64;
 
 /** Loaded weights as a prior names them. */
 export function weightsOf(model: { weightBytes: number; weightDigest: string }): WeightsIdentity {
@@ -84,30 +86,37 @@ export function readPrior(
   drafter: WeightsIdentity,
 ): { prior: AcceptancePrior } | { ignored: string } | null {
   if (raw === null || raw === undefined) return null;
+  const damaged = (what: string) => ({ ignored: `${PRIOR_KEY} is damaged: ${what}` });
+  if (typeof raw !== 'object' || Array.isArray(raw)) return damaged('not an object');
   const f = raw as Partial<AcceptanceFile>;
-  if (typeof raw !== 'object' || f.version !== 1) return { ignored: `${PRIOR_KEY} is not version 1` };
+  if (f.version !== 1) return { ignored: `${PRIOR_KEY} is not version 1` };
   const t = f.target as Partial<ModelIdentity> | undefined;
-  const numbers = (xs: unknown) => Array.isArray(xs) && xs.every((x) => typeof x === 'number' && Number.isFinite(x));
+  const d = f.drafter as Partial<WeightsIdentity> | undefined;
+  const isNumber = (x: unknown) => typeof x === 'number' && Number.isFinite(x);
   if (
     !t ||
     typeof t !== 'object' ||
-    ![t.weightBytes, t.layers, t.hidden, t.vocab, f.drafter?.weightBytes].every((x) => typeof x === 'number') ||
-    ![t.digest, f.drafter?.digest].every((x) => typeof x === 'string') ||
-    !numbers(f.depths) ||
-    !numbers(f.offered) ||
-    (f.depths as number[]).length !== (f.offered as number[]).length ||
-    (f.depths as number[]).some((a) => a < 0 || a > 1)
+    !d ||
+    typeof d !== 'object' ||
+    ![t.weightBytes, t.layers, t.hidden, t.vocab, d.weightBytes].every(isNumber) ||
+    ![t.digest, d.digest].every((x) => typeof x === 'string')
   )
-    return { ignored: `${PRIOR_KEY} is damaged (target, drafter, depths and offered are needed)` };
+    return damaged('the target and the drafter it was measured with are not named');
+  const { depths, offered } = f;
+  if (!Array.isArray(depths) || !Array.isArray(offered) || depths.length !== offered.length)
+    return damaged('depths and offered must be lists of one length');
+  if (depths.length > MAX_DEPTHS) return damaged(`more than ${MAX_DEPTHS} depths`);
+  if (!depths.every((a) => isNumber(a) && a >= 0 && a <= 1)) return damaged('each depth must be a share from 0 to 1');
+  if (!offered.every((o) => isNumber(o) && o >= 0)) return damaged('each offered must be a count of rounds');
   if (!sameModel(t as ModelIdentity, target)) return { ignored: `${PRIOR_KEY} was measured with another target` };
-  if (!sameWeights(f.drafter as WeightsIdentity, drafter))
+  if (!sameWeights(d as WeightsIdentity, drafter))
     return { ignored: `${PRIOR_KEY} was measured with other weights of this drafter` };
-  const depths: number[] = [];
-  for (const [d, a] of (f.depths as number[]).entries()) {
-    if (((f.offered as number[])[d] ?? 0) < MIN_OFFERED) break;
-    depths.push(a);
+  const kept: number[] = [];
+  for (const [i, a] of (depths as number[]).entries()) {
+    if (((offered as number[])[i] ?? 0) < MIN_OFFERED) break;
+    kept.push(a);
   }
-  return depths.length > 0 ? { prior: { depths } } : { ignored: `${PRIOR_KEY} rests on too few rounds` };
+  return kept.length > 0 ? { prior: { depths: kept } } : { ignored: `${PRIOR_KEY} rests on too few rounds` };
 }
 
 /** A round as auto counts it: tokens, and its cost in auto's unit (single-token calls, or seconds). */
@@ -118,29 +127,37 @@ export interface PredictedRound {
   length: number;
 }
 
+/** How a drafter's calls go, for chainRound. */
+export interface DrafterCalls {
+  /** One call, in single-token target calls. */
+  relative: number;
+  /** One call a round whatever the depth (Medusa's heads draft every depth at once), not one a drafted token. */
+  perRound?: boolean;
+  /** The deepest chain the drafter drafts (the adaptive chain's longest, the EAGLE head's depth, Medusa's heads). */
+  maxDepth: number;
+}
+
 /**
  * The round of the chain that pays best under the prior on the measured costs: k drafted tokens bring 1 + sum of
- * the chance of the path to each, and cost T(k+1) (the verify-cost curve) plus the drafter's calls (`callRelative`
- * single-token target calls each): one a drafted token (a draft model's chain, an EAGLE head), or one a round whatever
- * the depth (`perRound`: Medusa's heads draft every depth in one call). Not deeper than the prior measured. A drafter
- * that grows trees (the heads') gains more where width is nearly free, so for it this is a floor: auto's revisits
- * find the rest.
+ * the chance of the path to each, and cost T(k+1) (the verify-cost curve) plus the drafter's calls: one a drafted
+ * token (a draft model's chain, an EAGLE head), or one a round (Medusa). Not deeper than the prior measured nor than
+ * the drafter drafts. A drafter that grows trees (the heads') gains more where width is nearly free, so for it this is
+ * a floor: auto's revisits find the rest.
  */
 export function chainRound(
   prior: AcceptancePrior,
   curve: CostCurve,
-  callRelative: number,
+  calls: DrafterCalls,
   measure: 'model' | 'time',
-  perRound = false,
 ): PredictedRound | null {
-  if (!(callRelative >= 0) || curve.points.length === 0) return null;
+  if (!(calls.relative >= 0) || curve.points.length === 0) return null;
   let best = { tokens: 1, relative: relativeCost(curve, 1), length: 0 };
   let tokens = 1;
   let path = 1;
-  for (const [i, a] of prior.depths.entries()) {
+  for (const [i, a] of prior.depths.slice(0, Math.max(0, calls.maxDepth)).entries()) {
     path *= a;
     tokens += path;
-    const relative = relativeCost(curve, i + 2) + (perRound ? 1 : i + 1) * callRelative;
+    const relative = relativeCost(curve, i + 2) + (calls.perRound ? 1 : i + 1) * calls.relative;
     if (tokens / relative > best.tokens / best.relative) best = { tokens, relative, length: i + 1 };
   }
   if (measure === 'model') return { tokens: best.tokens, cost: best.relative, length: best.length };

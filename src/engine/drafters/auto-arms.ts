@@ -5,9 +5,9 @@
  */
 import { relativeCost, singleCallMs } from '../calibrate';
 import { hasHiddenStates, isLayerSkipping } from '../lm';
-import { type AcceptancePrior, chainRound } from '../priors';
+import { type AcceptancePrior, chainRound, type DrafterCalls } from '../priors';
 import { isGreedy } from '../sampling';
-import { AdaptiveChainDrafter } from './adaptive-chain';
+import { ADAPTIVE_DEFAULTS, AdaptiveChainDrafter } from './adaptive-chain';
 import { DraftModelState } from './draft-model';
 import type { Drafter, DraftRequest } from './drafter';
 import { DYNAMIC_DEFAULTS, DynamicTreeDrafter } from './dynamic-tree';
@@ -96,20 +96,17 @@ export function lookaheadRound(costs: CostModel, measure: 'model' | 'time'): { t
 }
 
 /**
- * An arm's prior from its drafter's shipped acceptance (priors.ts): the chain that pays best on the measured costs,
- * one drafter call a token. Under greedy decoding only (real time is auto's measure there): the prior is greedy
- * acceptance, and a sampled token matches a guess less often. Without one the arm is tried in its first rounds.
+ * An arm's prior from its drafter's shipped acceptance (priors.ts): the chain that pays best on the measured costs.
+ * Under greedy decoding only (real time is auto's measure there): the prior is greedy acceptance, and a sampled token
+ * matches a guess less often. Without one the arm is tried in its first rounds.
  */
 function priorArm(
   prior: AcceptancePrior | undefined,
-  callRelative: (costs: CostModel) => number,
-  /** One drafter call a round, not a token (Medusa's heads). */
-  perRound = false,
+  calls: (costs: CostModel) => DrafterCalls,
 ): Pick<ArmSpec, 'prior' | 'estimated'> {
   if (!prior) return {};
   return {
-    prior: (costs, measure) =>
-      measure === 'time' ? chainRound(prior, costs.curve, callRelative(costs), measure, perRound) : null,
+    prior: (costs, measure) => (measure === 'time' ? chainRound(prior, costs.curve, calls(costs), measure) : null),
     estimated: true,
   };
 }
@@ -176,7 +173,10 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
       name: 'chain',
       drafter: new AdaptiveChainDrafter(draft, r.costs),
       when: draftFits,
-      ...priorArm(r.priors?.draft, (costs) => costs.draftRelative),
+      ...priorArm(r.priors?.draft, (costs) => ({
+        relative: costs.draftRelative,
+        maxDepth: ADAPTIVE_DEFAULTS.maxGamma,
+      })),
     });
     arms.push({
       name: 'tree',
@@ -221,15 +221,20 @@ export function autoArms(r: DrafterResources): ArmSpec[] {
     arms.push({
       name: 'eagle',
       drafter: new EagleDrafter(state, EAGLE_DEFAULTS, r.costs),
-      ...priorArm(r.priors?.heads, () => heads.relativeCost()),
+      ...priorArm(r.priors?.heads, () => ({ relative: heads.relativeCost(), maxDepth: EAGLE_DEFAULTS.depth })),
     });
   }
   if (r.heads?.medusa && hasHiddenStates(r.target)) {
     const heads = r.heads;
+    const medusa = r.heads.medusa;
     arms.push({
       name: 'medusa',
       drafter: new MedusaDrafter(r.heads.medusa, r.heads.relativeCost, r.costs),
-      ...priorArm(r.priors?.heads, () => heads.relativeCost(), true),
+      ...priorArm(r.priors?.heads, () => ({
+        relative: heads.relativeCost(),
+        perRound: true,
+        maxDepth: medusa.count,
+      })),
     });
   }
   return arms;

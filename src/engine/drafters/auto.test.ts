@@ -833,7 +833,12 @@ describe('auto between arms', () => {
         priors
           ? {
               prior: (costs: CostModel, measure: 'model' | 'time') =>
-                chainRound({ depths: Array.from({ length: 16 }, () => a) }, costs.curve, 0.005, measure),
+                chainRound(
+                  { depths: Array.from({ length: 16 }, () => a) },
+                  costs.curve,
+                  { relative: 0.005, maxDepth: 16 },
+                  measure,
+                ),
               estimated: true as const,
             }
           : {};
