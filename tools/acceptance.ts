@@ -34,6 +34,7 @@ import {
   weightsOf,
 } from '../src/engine/priors';
 import { GREEDY } from '../src/engine/sampling';
+import { setKey } from './json-key';
 
 const USAGE = `npx tsx tools/acceptance.ts [--target DIR] [--draft DIR] [--heads DIR] [--depth 16] [--tokens 64] [--threads 2] [--prompts FILE] [--write]
 
@@ -158,65 +159,9 @@ export function priorEntry(
   };
 }
 
-/**
- * Where a top-level key's value lies in a JSON object's text ([start, end) of the value), or null where the key is
- * absent. A small scanner, so that the rest of the text is kept byte for byte.
- */
-function valueSpan(text: string, key: string): { start: number; end: number } | null {
-  let depth = 0;
-  let expectKey = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i] as string;
-    if (c === '"') {
-      let j = i + 1;
-      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
-      if (depth === 1 && expectKey && JSON.parse(text.slice(i, j + 1)) === key) {
-        let start = text.indexOf(':', j + 1) + 1;
-        while (/\s/.test(text[start] as string)) start++;
-        // The value runs to the comma or brace that closes it at this level.
-        let d = 0;
-        let k = start;
-        for (; k < text.length; k++) {
-          const v = text[k] as string;
-          if (v === '"') {
-            k++;
-            while (k < text.length && text[k] !== '"') k += text[k] === '\\' ? 2 : 1;
-          } else if (v === '{' || v === '[') d++;
-          else if (v === '}' || v === ']') {
-            if (d === 0) break;
-            d--;
-          } else if (v === ',' && d === 0) break;
-        }
-        let end = k;
-        while (end > start && /\s/.test(text[end - 1] as string)) end--;
-        return { start, end };
-      }
-      expectKey = false;
-      i = j;
-    } else if (c === '{' || c === '[') {
-      depth++;
-      expectKey = depth === 1 && c === '{';
-    } else if (c === '}' || c === ']') depth--;
-    else if (c === ',' && depth === 1) expectKey = true;
-  }
-  return null;
-}
-
-/**
- * The config's text with the prior set: the key's value replaced where it is there, added last where not, and every
- * other byte kept (a JSON round trip would write 10000.0 as 10000, which transformers' checks of rope_scaling
- * refuse, and round integers past 2^53).
- */
+/** The config's text with the prior set, every other byte kept (json-key.ts). */
 export function withPrior(text: string, entry: AcceptanceFile): string {
-  const config = JSON.parse(text) as unknown;
-  if (typeof config !== 'object' || config === null || Array.isArray(config))
-    throw new Error('config.json is not a JSON object');
-  const value = JSON.stringify(entry, null, 2).replace(/\n/g, '\n  ');
-  const span = valueSpan(text, PRIOR_KEY);
-  if (span) return text.slice(0, span.start) + value + text.slice(span.end);
-  const close = text.lastIndexOf('}');
-  const before = text.slice(0, close).trimEnd();
-  return `${before}${before.endsWith('{') ? '' : ','}\n  "${PRIOR_KEY}": ${value}\n}${text.slice(close + 1)}`;
+  return setKey(text, PRIOR_KEY, entry);
 }
 
 /** Write the prior into a local model folder's config.json (whole or not at all: a new file renamed over it). */
