@@ -136,7 +136,7 @@ describe('acceptance priors', () => {
     }
   });
 
-  it('auto starts on the arm the priors favour; a prior measured with another target is named and left out', async () => {
+  it('auto starts on the arm the priors favour; a stale prior is named and left out, one for another target left out quietly', async () => {
     const first = async (e: SpecEngine, sampling?: { temperature: number; seed: number }) => {
       const notes: string[] = [];
       for await (const ev of e.generate('It is a truth universally acknowledged, that', {
@@ -155,27 +155,34 @@ describe('acceptance priors', () => {
     expect(greedy).toMatch(/, eagle [\d.]+ \(predicted\) tok\/s\)$/);
     // Sampled: a token matches a guess less often than the greedy acceptance the priors hold, so each arm is tried.
     expect(await first(engine, { temperature: 0.8, seed: 1 })).toMatch(/^auto: chain \(trying chain\)/);
-    // A draft folder whose prior names another target: a warning at load, and the chain is tried first.
-    const folder = join(mkdtempSync(join(tmpdir(), 'prior-')), 'draft');
-    cpSync(DRAFT, folder, { recursive: true });
-    const config = configOf(folder);
-    writePrior(folder, { ...config[PRIOR_KEY], target: { ...config[PRIOR_KEY].target, weightBytes: 1 } });
-    const warnings: ProgressInfo[] = [];
-    const other = await SpecEngine.load(ortForNode(), {
-      target: TARGET,
-      draft: folder,
-      device: 'wasm',
-      onProgress: (p) => {
-        if (p.status === 'warning') warnings.push(p);
-      },
-    });
-    try {
-      expect(warnings.map((w) => `${w.name}: ${w.message}`)).toEqual([
-        `${folder}: draft model ${folder}: acceptance_prior was measured with another target: left out (auto measures this drafter instead)`,
-      ]);
-      expect(await first(other)).toMatch(/^auto: chain \(trying chain\)/);
-    } finally {
-      await other.release();
-    }
+    // A draft folder whose prior names other weights of this draft model (stale after a retrain): a warning at load,
+    // and the chain is tried first. One that names another target is a pairing of its own: left out without a word.
+    const loadWith = async (edit: (prior: Record<string, Record<string, unknown>>) => object) => {
+      const folder = join(mkdtempSync(join(tmpdir(), 'prior-')), 'draft');
+      cpSync(DRAFT, folder, { recursive: true });
+      writePrior(folder, edit(configOf(folder)[PRIOR_KEY]) as never);
+      const warnings: string[] = [];
+      const e = await SpecEngine.load(ortForNode(), {
+        target: TARGET,
+        draft: folder,
+        device: 'wasm',
+        onProgress: (p) => {
+          if (p.status === 'warning') warnings.push(`${p.name}: ${p.message}`);
+        },
+      });
+      try {
+        return { folder, warnings, note: await first(e) };
+      } finally {
+        await e.release();
+      }
+    };
+    const stale = await loadWith((p) => ({ ...p, drafter: { ...p.drafter, digest: '00000000' } }));
+    expect(stale.warnings).toEqual([
+      `${stale.folder}: draft model ${stale.folder}: acceptance_prior was measured with other weights of this drafter: left out (auto measures this drafter instead)`,
+    ]);
+    expect(stale.note).toMatch(/^auto: chain \(trying chain\)/);
+    const paired = await loadWith((p) => ({ ...p, target: { ...p.target, weightBytes: 1 } }));
+    expect(paired.warnings).toEqual([]);
+    expect(paired.note).toMatch(/^auto: chain \(trying chain\)/);
   });
 });

@@ -349,14 +349,15 @@ export class SpecEngine {
 
   /**
    * The acceptance priors shipped in the draft model's and the heads' config.json (priors.ts) that were measured with
-   * these models; each one that is not used is returned as a warning naming its model.
+   * these models; one that is damaged or stale (measured with other weights of its own drafter) is returned as a
+   * warning naming its model. One measured with another target is left out without a word: a valid pairing of its own.
    */
   private readPriors(): { name: string; message: string }[] {
     const target = identityOf(this.target.model);
     const warnings: { name: string; message: string }[] = [];
     const read = (role: string, name: string, raw: unknown, weights: WeightsIdentity): AcceptancePrior | undefined => {
       const r = readPrior(raw, target, weights);
-      if (r && 'ignored' in r)
+      if (r && 'ignored' in r && !r.quiet)
         warnings.push({
           name,
           message: `${role} ${name}: ${r.ignored}: left out (auto measures this drafter instead)`,

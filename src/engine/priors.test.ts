@@ -42,6 +42,7 @@ describe('acceptance priors', () => {
     expect(readPrior(entry(), TARGET, DRAFTER)).toEqual({ prior: { depths: [0.8, 0.9] } });
     expect(readPrior(entry(), { ...TARGET, weightBytes: 1001 }, DRAFTER)).toEqual({
       ignored: 'acceptance_prior was measured with another target',
+      quiet: true,
     });
     expect(readPrior(entry(), { ...TARGET, layers: 5 }, DRAFTER)).toMatchObject({
       ignored: expect.stringMatching(/target/),
@@ -49,6 +50,7 @@ describe('acceptance priors', () => {
     // The same shape and size retrained: the weights' digest differs.
     expect(readPrior(entry(), { ...TARGET, digest: 'ab' }, DRAFTER)).toEqual({
       ignored: 'acceptance_prior was measured with another target',
+      quiet: true,
     });
     for (const other of [
       { ...DRAFTER, weightBytes: 51 },

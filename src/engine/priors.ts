@@ -77,14 +77,14 @@ const sameModel = (a: ModelIdentity, b: ModelIdentity) =>
   sameWeights(a, b) && a.layers === b.layers && a.hidden === b.hidden && a.vocab === b.vocab;
 
 /**
- * The prior in a drafter's config.json, or why it is not used (a one-line reason: the load goes on without it). `raw`
- * is the config's acceptance_prior (undefined: there is none).
+ * The prior in a drafter's config.json, or why it is not used (a one-line reason: the load goes on without it; `quiet`
+ * where that is not worth a warning). `raw` is the config's acceptance_prior (undefined: there is none).
  */
 export function readPrior(
   raw: unknown,
   target: ModelIdentity,
   drafter: WeightsIdentity,
-): { prior: AcceptancePrior } | { ignored: string } | null {
+): { prior: AcceptancePrior } | { ignored: string; quiet?: true } | null {
   if (raw === null || raw === undefined) return null;
   const damaged = (what: string) => ({ ignored: `${PRIOR_KEY} is damaged: ${what}` });
   if (typeof raw !== 'object' || Array.isArray(raw)) return damaged('not an object');
@@ -108,7 +108,10 @@ export function readPrior(
   if (depths.length > MAX_DEPTHS) return damaged(`more than ${MAX_DEPTHS} depths`);
   if (!depths.every((a) => isNumber(a) && a >= 0 && a <= 1)) return damaged('each depth must be a share from 0 to 1');
   if (!offered.every((o) => isNumber(o) && o >= 0)) return damaged('each offered must be a count of rounds');
-  if (!sameModel(t as ModelIdentity, target)) return { ignored: `${PRIOR_KEY} was measured with another target` };
+  // Not a fault of the file: this drafter paired with another target (a draft model tried as a target itself, or with
+  // a target of its family from elsewhere). Nothing to say at each load; auto measures the drafter.
+  if (!sameModel(t as ModelIdentity, target))
+    return { ignored: `${PRIOR_KEY} was measured with another target`, quiet: true };
   if (!sameWeights(d as WeightsIdentity, drafter))
     return { ignored: `${PRIOR_KEY} was measured with other weights of this drafter` };
   const kept: number[] = [];
