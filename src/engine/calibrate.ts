@@ -133,6 +133,16 @@ export function singleCallMs(curve: CostCurve): number {
 }
 
 /**
+ * A cost of `relative` single-token calls in the unit `auto` measures arms in: the same ('model'), or seconds on the
+ * measured curve ('time'; null where the curve has no single-token call to scale by).
+ */
+export function costIn(curve: CostCurve, relative: number, measure: 'model' | 'time'): number | null {
+  if (measure === 'model') return relative;
+  const ms = singleCallMs(curve);
+  return ms > 0 ? (ms * relative) / 1000 : null;
+}
+
+/**
  * The expected-gain stopping rule of a chain being drafted (EAGLE-2's "expand while it pays", on this hardware's
  * costs): given the estimated acceptance of each token drafted so far, whether drafting on raises the round's
  * expected tokens per unit time, the tokens to come predicted to be accepted like the last one. A round of k drafted

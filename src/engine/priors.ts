@@ -13,7 +13,7 @@
  * precision the models run in: fp16 and int8 change few greedy tokens; int4 changes the target's argmax at 6-7% of
  * positions, so there it is rougher.
  */
-import { type CostCurve, relativeCost, singleCallMs } from './calibrate';
+import { type CostCurve, costIn, relativeCost } from './calibrate';
 
 /** The key of the drafter's config.json that holds its prior. */
 export const PRIOR_KEY = 'acceptance_prior';
@@ -163,7 +163,6 @@ export function chainRound(
     const relative = relativeCost(curve, i + 2) + (calls.perRound ? 1 : i + 1) * calls.relative;
     if (tokens / relative > best.tokens / best.relative) best = { tokens, relative, length: i + 1 };
   }
-  if (measure === 'model') return { tokens: best.tokens, cost: best.relative, length: best.length };
-  const ms = singleCallMs(curve);
-  return ms > 0 ? { tokens: best.tokens, cost: (ms * best.relative) / 1000, length: best.length } : null;
+  const cost = costIn(curve, best.relative, measure);
+  return cost === null ? null : { tokens: best.tokens, cost, length: best.length };
 }

@@ -3,7 +3,7 @@
  * is loaded (a draft model, layer switches, heads), under which conditions each may run, and the priors that let an
  * arm be judged before its first measured round.
  */
-import { relativeCost, singleCallMs } from '../calibrate';
+import { costIn, relativeCost } from '../calibrate';
 import { hasHiddenStates, isLayerSkipping } from '../lm';
 import { type AcceptancePrior, chainRound, type DrafterCalls } from '../priors';
 import { isGreedy } from '../sampling';
@@ -70,9 +70,8 @@ export interface ArmSpec {
 
 /** Plain decoding's round from the measured costs: one token for one single-token verify call. */
 export function plainRound(costs: CostModel, measure: 'model' | 'time'): { tokens: number; cost: number } | null {
-  if (measure === 'model') return { tokens: 1, cost: relativeCost(costs.curve, 1) };
-  const ms = singleCallMs(costs.curve);
-  return ms > 0 ? { tokens: 1, cost: ms / 1000 } : null;
+  const cost = costIn(costs.curve, relativeCost(costs.curve, 1), measure);
+  return cost === null ? null : { tokens: 1, cost };
 }
 
 /**
@@ -89,10 +88,8 @@ const LOOKAHEAD_PRIOR_TOKENS = 1.5;
  * at about 2 tok/s) far behind, so it costs a revisit now and then.
  */
 export function lookaheadRound(costs: CostModel, measure: 'model' | 'time'): { tokens: number; cost: number } | null {
-  const relative = relativeCost(costs.curve, lookaheadWidth(LOOKAHEAD_DEFAULTS));
-  if (measure === 'model') return { tokens: LOOKAHEAD_PRIOR_TOKENS, cost: relative };
-  const ms = singleCallMs(costs.curve);
-  return ms > 0 ? { tokens: LOOKAHEAD_PRIOR_TOKENS, cost: (ms * relative) / 1000 } : null;
+  const cost = costIn(costs.curve, relativeCost(costs.curve, lookaheadWidth(LOOKAHEAD_DEFAULTS)), measure);
+  return cost === null ? null : { tokens: LOOKAHEAD_PRIOR_TOKENS, cost };
 }
 
 /**
