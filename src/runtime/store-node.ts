@@ -200,7 +200,6 @@ export class FileStore implements KeyValueStore {
       } catch (e) {
         await unlink(temp).catch(() => {}); // never left behind
         for (const [k, v] of taken) if (!file.pending.has(k)) file.pending.set(k, v); // written next time
-        file.writeProblem = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
         throw e;
       }
       // Ours, unless another process wrote in between: then its file is read back next, and what this write held
@@ -209,9 +208,9 @@ export class FileStore implements KeyValueStore {
       file.problem = null; // a readable file is there now
       file.writeProblem = null;
     };
-    // The folder cannot be made (a file in its place, no permission): the write fails like one.
+    // Any step that fails (the folder cannot be made, the file cannot be written or renamed) is why this write failed.
     const job = file.writing.then(write).catch((e: unknown) => {
-      file.writeProblem ??= (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+      file.writeProblem = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
       throw e;
     });
     file.writing = job.catch(() => {});
