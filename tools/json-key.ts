@@ -4,41 +4,37 @@
  * 2^53 in a model's config.json.
  */
 
+/** Where the JSON string opening at `i` closes (the index of its closing quote). */
+function stringEnd(text: string, i: number): number {
+  let j = i + 1;
+  while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+  return j;
+}
+
 /**
  * Where a top-level key's value lies in a JSON object's text ([start, end) of the value), or null where the key is
- * absent. A small scanner, so that the rest of the text is kept byte for byte.
+ * absent. A small scanner, so that the rest of the text is kept byte for byte: the value ends at the comma or brace
+ * that follows it at the top level.
  */
 export function valueSpan(text: string, key: string): { start: number; end: number } | null {
   let depth = 0;
   let expectKey = false;
+  let start = -1;
   for (let i = 0; i < text.length; i++) {
     const c = text[i] as string;
+    if (start >= 0 && depth === 1 && (c === ',' || c === '}')) {
+      let end = i;
+      while (end > start && /\s/.test(text[end - 1] as string)) end--;
+      return { start, end };
+    }
     if (c === '"') {
-      let j = i + 1;
-      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
-      if (depth === 1 && expectKey && JSON.parse(text.slice(i, j + 1)) === key) {
-        let start = text.indexOf(':', j + 1) + 1;
+      const j = stringEnd(text, i);
+      if (start < 0 && depth === 1 && expectKey && JSON.parse(text.slice(i, j + 1)) === key) {
+        start = text.indexOf(':', j + 1) + 1;
         while (/\s/.test(text[start] as string)) start++;
-        // The value runs to the comma or brace that closes it at this level.
-        let d = 0;
-        let k = start;
-        for (; k < text.length; k++) {
-          const v = text[k] as string;
-          if (v === '"') {
-            k++;
-            while (k < text.length && text[k] !== '"') k += text[k] === '\\' ? 2 : 1;
-          } else if (v === '{' || v === '[') d++;
-          else if (v === '}' || v === ']') {
-            if (d === 0) break;
-            d--;
-          } else if (v === ',' && d === 0) break;
-        }
-        let end = k;
-        while (end > start && /\s/.test(text[end - 1] as string)) end--;
-        return { start, end };
-      }
+        i = start - 1; // on from the value's first character
+      } else i = j;
       expectKey = false;
-      i = j;
     } else if (c === '{' || c === '[') {
       depth++;
       expectKey = depth === 1 && c === '{';
