@@ -35,7 +35,7 @@ import type { GenerationResult, RoundEvent } from './events';
 import { type GenerateOptions, generate, isGreedyRun } from './generate';
 import { keepResult } from './keep-result';
 import { type ForwardInput, hasHiddenStates, isLayerSkipping } from './lm';
-import { type AcceptancePrior, identityOf, PRIOR_KEY, readPrior, type WeightsIdentity, weightsOf } from './priors';
+import { type AcceptancePrior, identityOf, type ModelIdentity, PRIOR_KEY, readPrior, weightsOf } from './priors';
 import { checkPromptShape } from './prompt';
 import { type SamplingParams, withDefaults } from './sampling';
 import { type KeyValueStore, MemoryStore, safeGet, safeSet } from './store';
@@ -353,10 +353,13 @@ export class SpecEngine {
    * warning naming its model. One measured with another target is left out without a word: a valid pairing of its own.
    */
   private readPriors(): { name: string; message: string }[] {
-    const target = identityOf(this.target.model);
     const warnings: { name: string; message: string }[] = [];
-    const read = (role: string, name: string, raw: unknown, weights: WeightsIdentity): AcceptancePrior | undefined => {
-      const r = readPrior(raw, target, weights);
+    let target: ModelIdentity | null = null;
+    const read = (role: string, name: string, raw: unknown, model: Parameters<typeof weightsOf>[0]) => {
+      // Without a prior, no weights are digested.
+      if (raw === undefined || raw === null) return undefined;
+      target ??= identityOf(this.target.model);
+      const r = readPrior(raw, target, weightsOf(model));
       if (r && 'ignored' in r && !r.quiet)
         warnings.push({
           name,
@@ -365,8 +368,8 @@ export class SpecEngine {
       return r && 'prior' in r ? r.prior : undefined;
     };
     const { draft: d, heads: h } = this;
-    const draft = d && read('draft model', d.model.spec, d.model.acceptancePrior, weightsOf(d.model));
-    const heads = h && read('heads', h.loaded.spec, h.loaded.config[PRIOR_KEY], weightsOf(h.loaded));
+    const draft = d && read('draft model', d.model.spec, d.model.acceptancePrior, d.model);
+    const heads = h && read('heads', h.loaded.spec, h.loaded.config[PRIOR_KEY], h.loaded);
     this.priors = { ...(draft ? { draft } : {}), ...(heads ? { heads } : {}) };
     return warnings;
   }

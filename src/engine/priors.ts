@@ -13,6 +13,7 @@
  * precision the models run in: fp16 and int8 change few greedy tokens; int4 changes the target's argmax at 6-7% of
  * positions, so there it is rougher.
  */
+import { weightDigest } from '../model/digest';
 import { type CostCurve, costIn, relativeCost } from './calibrate';
 
 /** The key of the drafter's config.json that holds its prior. */
@@ -56,15 +57,15 @@ export const MIN_OFFERED = 20;
 /** Depths a prior may hold (the tool measures 32 at most; every drafter here drafts 16 or fewer). */
 export const MAX_DEPTHS = 64;
 
-/** Loaded weights as a prior names them. */
-export function weightsOf(model: { weightBytes: number; weightDigest: string }): WeightsIdentity {
-  return { weightBytes: model.weightBytes, digest: model.weightDigest };
+/** Loaded weights as a prior names them (the digest is taken here, when a prior is read, not at every load). */
+export function weightsOf(model: { weightBytes: number; files: ReadonlyMap<string, Uint8Array> }): WeightsIdentity {
+  return { weightBytes: model.weightBytes, digest: weightDigest(model.files) };
 }
 
 /** A loaded target as a prior names it. */
 export function identityOf(model: {
   weightBytes: number;
-  weightDigest: string;
+  files: ReadonlyMap<string, Uint8Array>;
   config: { numLayers: number; hiddenSize: number; vocabSize: number };
 }): ModelIdentity {
   const c = model.config;

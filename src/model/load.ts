@@ -3,7 +3,6 @@
  * model.safetensors.index.json), tokenizer.json and tokenizer_config.json.
  */
 import { type LlamaConfig, parseLlamaConfig } from './config';
-import { weightDigest } from './digest';
 import { ModelLoadError } from './errors';
 import { checkWeights } from './graph/llama';
 import { firstNonFinite, parseSafetensors, type TensorEntry } from './safetensors';
@@ -34,8 +33,6 @@ export interface LoadedModel {
   vocab: Record<string, number>;
   /** Bytes of all weight files. */
   weightBytes: number;
-  /** Tells these weights from others of the same shape and size (digest.ts). */
-  weightDigest: string;
   /** config.json's acceptance_prior, as written (engine/priors.ts reads it; undefined: none). */
   acceptancePrior?: unknown;
 }
@@ -146,7 +143,6 @@ export async function loadModel(spec: string, options: LoadOptions = {}): Promis
     tokenizer,
     vocab,
     weightBytes,
-    weightDigest: weightDigest(files),
     ...(rawConfig.acceptance_prior !== undefined ? { acceptancePrior: rawConfig.acceptance_prior } : {}),
   };
 }

@@ -14,7 +14,6 @@
  * Every check names the heads folder and says what does not fit the target.
  */
 import type { LlamaConfig } from '../config';
-import { weightDigest } from '../digest';
 import { ModelLoadError } from '../errors';
 import { eagle3Layers } from '../graph/llama';
 import { parseSafetensors, type TensorEntry } from '../safetensors';
@@ -44,8 +43,6 @@ export interface LoadedHeads {
   medusa?: { heads: number; layers: number };
   eagle3?: Eagle3Shape;
   weightBytes: number;
-  /** Tells these weights from others of the same shape and size (digest.ts). */
-  weightDigest: string;
 }
 
 export interface HeadsLoadOptions {
@@ -235,7 +232,6 @@ export async function loadHeads(
     weights: tensors,
     files,
     weightBytes: bytes.byteLength,
-    weightDigest: weightDigest(files),
   };
   if (medusa)
     return {

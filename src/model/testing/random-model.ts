@@ -1,7 +1,6 @@
 /** Small random Llama-family checkpoints, built in memory, for graph tests (no files, no training). */
 import { expectedWeights, parseLlamaConfig } from '../config';
 import { f32ToBf16, f32ToF16 } from '../convert';
-import { weightDigest } from '../digest';
 import type { LoadedModel } from '../load';
 import { parseSafetensors, readAsFloat32, type SafetensorsDtype, writeSafetensors } from '../safetensors';
 import type { Weights } from './reference-llama';
@@ -98,7 +97,6 @@ export function randomModel(
     },
     vocab: {},
     weightBytes: safetensors.byteLength,
-    weightDigest: weightDigest(new Map([['model.safetensors', safetensors]])),
   };
   return { model, weights, safetensors };
 }
