@@ -1106,6 +1106,21 @@ describe('auto between arms', () => {
     await store.set('auto:test', { version: 1, arms: { good: { throughput: 'fast', roundCost: -1 } } });
     const garbled = arms();
     expect((await run(make(garbled), garbled, 1, GREEDY)).why[0]).toContain('trying plain');
+    // Nor from a record no round here could have made: more tokens a round than any tree holds (1e300 tok/s in 4 ms
+    // rounds), or a round cheaper than the target call it makes (1 ms here). Taken as they are, plain decoding led
+    // for most of the session, or for twice the rounds; left out, plain decoding runs as if it had no record.
+    const good = { throughput: 1000, roundCost: 0.004, samples: 6 };
+    const plainRounds = async (plain?: object) => {
+      await store.set('auto:test', { version: 1, arms: plain ? { plain, good } : { good } });
+      const a = arms();
+      return (await run(make(a), a, 30, GREEDY)).chosen.get('plain');
+    };
+    const unknown = await plainRounds();
+    for (const plain of [
+      { throughput: 1e300, roundCost: 0.004, samples: 6 },
+      { throughput: 1e7, roundCost: 1e-7, samples: 6 },
+    ])
+      expect(await plainRounds(plain), JSON.stringify(plain)).toBe(unknown);
   });
 
   /** Sessions of `rounds` rounds each, one new drafter per session on one store (the CLI: one generation each). */

@@ -32,7 +32,7 @@
  * the best-first rerank over them is optimal for any node budget when values never grow along a path, and the
  * measured curve then picks the budget.
  */
-import { relativeCost, singleCallMs } from '../calibrate';
+import { costIn, relativeCost, singleCallMs } from '../calibrate';
 import { isGreedy } from '../sampling';
 import { type KeyValueStore, safeGet, safeSet } from '../store';
 import { depths } from '../tree';
@@ -121,6 +121,13 @@ interface AutoRecord {
 
 /** A remembered estimate counts as this many rounds of the arm's own (fresh rounds soon outweigh it). */
 const REMEMBERED_ROUNDS = 2;
+/**
+ * The most tokens a round can bring: the deepest tree any arm drafts (64 nodes, the widest verify call calibrated)
+ * and the target's own token. A remembered record saying more, or a round cheaper than half a single-token target
+ * call (a round makes at least one), is no measurement of this engine's: a hand-edited plain-decoding record of
+ * 1e300 tok/s kept auto on plain decoding for 29 of 32 rounds. Such a record is left out, and the arm measured again.
+ */
+const MAX_ROUND_TOKENS = 65;
 /** Rounds between saves of the estimates (and at the end of every generation: AutoDrafter.finish). */
 const SAVE_EVERY = 8;
 /**
@@ -364,6 +371,7 @@ export class AutoDrafter implements Drafter {
         }
         if (typeof throughput !== 'number' || typeof roundCost !== 'number') continue;
         if (!(throughput >= 0 && Number.isFinite(throughput) && roundCost > 0 && Number.isFinite(roundCost))) continue;
+        if (!this.plausible(throughput, roundCost)) continue;
         arm.cost = REMEMBERED_ROUNDS * roundCost;
         arm.tokens = throughput * arm.cost;
         // Settled: revisited by how far behind it is, not every REVISIT_MIN rounds. A CLI run is about 40 rounds, and
@@ -387,6 +395,13 @@ export class AutoDrafter implements Drafter {
       }
     });
     return this.restored;
+  }
+
+  /** Whether a remembered round could have been measured here (MAX_ROUND_TOKENS; unknown costs: any). */
+  private plausible(throughput: number, roundCost: number): boolean {
+    const curve = this.costs()?.curve;
+    const single = curve ? costIn(curve, 1, this.measure) : null;
+    return throughput * roundCost <= MAX_ROUND_TOKENS && (single === null || roundCost >= single / 2);
   }
 
   /**
