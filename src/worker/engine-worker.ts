@@ -14,6 +14,7 @@ import { IndexedDbStore } from '../runtime/store-web';
 import type { ThreadChoice } from '../runtime/thread-probe';
 import { chooseWebWasmThreads, ortDefaultThreads } from '../runtime/thread-probe-web';
 import { probeWebGpu } from '../runtime/webgpu';
+import { deviceWasLost } from './device-loss';
 import type { FromWorker, LoadInfo, LoadRequest, ModelInfo, ToWorker, WorkerError } from './protocol';
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -74,19 +75,6 @@ async function watchDevice(ort: ReturnType<typeof ortForWeb>): Promise<void> {
       },
     });
   });
-}
-
-/**
- * After a failure: was it the GPU device going away? onnxruntime's own error (a failed buffer download) can come
- * before the device's lost promise settles, so wait for it briefly; the device-lost message says it better.
- */
-async function deviceWasLost(): Promise<boolean> {
-  const device = gpuDevice;
-  if (!device) return false;
-  return Promise.race([
-    device.lost.then(() => true),
-    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 250)),
-  ]);
 }
 
 const describeChoice = (c: ThreadChoice) => ({
@@ -268,7 +256,7 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
       post({ type: 'restart', id: msg.id });
       return;
     }
-    if (await deviceWasLost()) return; // the device-lost message fails this request with a readable error
+    if (await deviceWasLost(gpuDevice, e)) return; // the device-lost message fails this request with a readable error
     const error = toError(e);
     post({ type: 'error', id: msg.id, error: msg.type === 'load' && engine ? { ...error, kept: true } : error });
   }
