@@ -65,6 +65,10 @@ describe('CLI flags', () => {
     expect(parseCli(['--prompt', '--she said', '--json']).prompt).toBe('--she said');
     expect(parseCli(['--prompt', 'x', '--system', '-terse', '--chat']).system).toBe('-terse');
     expect(() => parseCli(['--prompt', '--json'])).toThrow(UsageError);
+    expect(() => parseCli(['--prompt', '--json'])).toThrow(
+      '--prompt has no value: --json after it is an option (a value that starts with a dash is written --prompt=--json)',
+    );
+    expect(parseCli(['--prompt=--json']).prompt).toBe('--json');
   });
 
   it('colour follows the terminal, NO_COLOR and FORCE_COLOR', () => {

@@ -121,6 +121,18 @@ export function verifiesDrafts(method: Method): boolean {
   return method !== 'ar';
 }
 
+/**
+ * node:util's parse error as one line. Its first line alone said of `--prompt --json` only "Option '--prompt'
+ * argument is ambiguous."; the line says what is missing and how to give a value that starts with a dash.
+ */
+function usageLine(e: Error, argv: readonly string[]): string {
+  const ambiguous = /^Option '(--[\w-]+)' argument is ambiguous/.exec(e.message);
+  const option = ambiguous?.[1];
+  const next = option === undefined ? undefined : argv[argv.indexOf(option) + 1];
+  if (option === undefined || next === undefined) return firstLine(e.message);
+  return `${option} has no value: ${next} after it is an option (a value that starts with a dash is written ${option}=${next})`;
+}
+
 export function parseCli(argv: string[]): CliOptions {
   let values: Record<string, string | boolean | undefined>;
   let given: { kind: string; name?: string }[];
@@ -141,7 +153,7 @@ export function parseCli(argv: string[]): CliOptions {
       },
     }));
   } catch (e) {
-    throw new UsageError(firstLine((e as Error).message));
+    throw new UsageError(usageLine(e as Error, argv));
   }
   // A flag given twice: the last one won without a word (`--prompt x --prompt y` generated from "y").
   const seen = new Set<string>();
