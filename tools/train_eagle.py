@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from heads import Eagle1, Eagle3, save_eagle, unrolled  # noqa: E402
+from heads import Eagle1, Eagle3, load_eagle, save_eagle, unrolled  # noqa: E402
 from heads_data import Cache, check_cache  # noqa: E402
 from heads_loop import add_common_args, train_loop  # noqa: E402
 from model import load_safetensors_model  # noqa: E402
@@ -78,6 +78,9 @@ def main():
     ap.add_argument("--draft-vocab", type=int, default=2048, help="EAGLE-3 draft vocabulary size")
     ap.add_argument("--noise", type=float, default=0.2, help="EAGLE-1: uniform feature noise half-width")
     ap.add_argument("--p-w", type=float, default=0.1, help="EAGLE-1: token-loss weight")
+    ap.add_argument("--init", default=None,
+                    help="start from an exported head of the same generation (a folder such as "
+                         "public/models/austen-eagle3): its weights and, for EAGLE-3, its draft vocabulary")
     args = ap.parse_args()
     args.out = args.out or os.path.join(HERE, "runs", f"eagle{args.gen}")
     target = load_safetensors_model(args.target, torch.float32)
@@ -89,6 +92,16 @@ def main():
         check_cache(args.cache, args.target, c)
     torch.manual_seed(args.seed)
     extra = {}
+    init = None
+    if args.init and not args.export:
+        if args.resume and os.path.exists(os.path.join(args.out, "ckpt.pt")):
+            tool_errors.fail("--init starts a new run: give it without --resume, or resume without --init")
+        init = load_eagle(args.init)
+        if init.generation != args.gen:
+            tool_errors.fail(f"{args.init} holds an EAGLE-{init.generation} head: train it with --gen {init.generation}")
+        if init.config.hidden_size != c.hidden_size or init.config.vocab_size != c.vocab_size:
+            tool_errors.fail(f"{args.init} was made for another target (hidden {init.config.hidden_size}, "
+                             f"vocabulary {init.config.vocab_size}; the target has {c.hidden_size}, {c.vocab_size})")
     if args.export:
         tool_errors.refuse_model_folder(args.export, f"an EAGLE-{args.gen} head")
         ck_path = os.path.join(args.out, "ckpt.pt")
@@ -104,6 +117,9 @@ def main():
         ck_path = os.path.join(args.out, "ckpt.pt")
         if (args.resume or args.export) and os.path.exists(ck_path):
             used = torch.load(ck_path)["draft_ids"]
+        elif init is not None:
+            used = init.draft_to_target().tolist()
+            print(f"draft vocabulary: {len(used)} tokens of {args.init}", flush=True)
         else:
             used, cov = draft_vocab(args.cache, args.draft_vocab)
             print(f"draft vocabulary: {len(used)} tokens cover {cov:.4%} of the target's greedy tokens", flush=True)
@@ -114,6 +130,10 @@ def main():
             head.lm_head.weight.copy_(E[head.draft_to_target()])
             head.norm.weight.copy_(target.model.norm.weight)
         extra["draft_ids"] = [int(i) for i in used]
+    if init is not None:
+        head.load_state_dict(init.state_dict())
+        extra["init"] = args.init
+        print(f"starting from {args.init}", flush=True)
     if args.export:
         ck = torch.load(os.path.join(args.out, "ckpt.pt"))
         head.load_state_dict(ck["model"])
