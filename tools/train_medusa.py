@@ -4,6 +4,7 @@
   /usr/bin/python3 tools/heads_data.py                                   # once: cache the target's features
   /usr/bin/python3 tools/train_medusa.py --minutes 50 --out tools/runs/medusa      # resumable (--resume)
   /usr/bin/python3 tools/train_medusa.py --out tools/runs/medusa --export public/models/austen-medusa
+  /usr/bin/python3 tools/train_medusa.py --init public/models/austen-medusa --out tools/runs/medusa2  # more, from them
 
 Heads (tools/heads.py, FasterDecoding/Medusa layout): K = 4, one ResBlock + a vocabulary projection each, on the
 target's last hidden state h_t after the final norm. Head k (0-based) predicts the token at t + k + 2.
@@ -52,6 +53,37 @@ def head_losses(heads, E, h, weights=None):
     return total, kls, accs
 
 
+def load_init(folder, c, args):
+    """Exported heads to start from, refused in one line when they cannot be this run's starting point."""
+    for name in ("config.json", "medusa_lm_head.safetensors"):
+        if not os.path.exists(os.path.join(folder, name)):
+            tool_errors.fail(f"{folder} holds no Medusa heads: {name} is missing")
+    init = MedusaHeads.load(folder)
+    if init.hidden_size != c.hidden_size or init.vocab_size != c.vocab_size:
+        tool_errors.fail(f"{folder} was made for another target (hidden {init.hidden_size}, vocabulary "
+                         f"{init.vocab_size}; the target has {c.hidden_size}, {c.vocab_size})")
+    if init.num_heads != args.heads:
+        tool_errors.fail(f"{folder} has {init.num_heads} heads: train it with --heads {init.num_heads}")
+    if init.num_layers > args.layers:
+        tool_errors.fail(f"{folder} has {init.num_layers} ResBlocks a head: train it with --layers {init.num_layers} "
+                         f"or more")
+    return init
+
+
+@torch.no_grad()
+def grow_into(heads, init):
+    """Copy `init` into `heads`; ResBlocks `heads` has beyond init's are the identity (weight and bias zero), so the
+    run starts from exactly init's predictions."""
+    L = init.num_layers
+    for k in range(heads.num_heads):
+        for j in range(L):
+            heads.heads[k][j].load_state_dict(init.heads[k][j].state_dict())
+        for j in range(L, heads.num_layers):
+            heads.heads[k][j].linear.weight.zero_()
+            heads.heads[k][j].linear.bias.zero_()
+        heads.heads[k][-1].weight.copy_(init.heads[k][-1].weight)
+
+
 def main():
     ap = argparse.ArgumentParser()
     add_common_args(ap, HERE, minutes=50, lr=1e-3, batch=8)
@@ -59,12 +91,20 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--layers", type=int, default=1)
     ap.add_argument("--decay", type=float, default=0.8, help="loss weight decay^(k+1) for head k")
+    ap.add_argument("--init", default=None,
+                    help="start from exported Medusa heads (a folder such as public/models/austen-medusa); with a "
+                         "larger --layers, the new ResBlocks start as the identity")
     args = ap.parse_args()
     target = load_safetensors_model(args.target, torch.float32)
     E = target.model.embed_tokens.weight.detach()
     c = target.config
     if not args.export:
         check_cache(args.cache, args.target, c)
+    init = None
+    if args.init and not args.export:
+        if args.resume and os.path.exists(os.path.join(args.out, "ckpt.pt")):
+            tool_errors.fail("--init starts a new run: give it without --resume, or resume without --init")
+        init = load_init(args.init, c, args)
     if args.export:
         tool_errors.refuse_model_folder(args.export, "Medusa heads")
         ck = torch.load(os.path.join(args.out, "ckpt.pt"))
@@ -73,6 +113,11 @@ def main():
         args.heads, args.layers = trained.get("heads", args.heads), trained.get("layers", args.layers)
     heads = MedusaHeads(c.hidden_size, c.vocab_size, args.heads, args.layers)
     heads.init_from_lm_head(E)
+    if init is not None:
+        grow_into(heads, init)
+        print(f"starting from {args.init} ({init.num_layers} ResBlock(s) a head"
+              + (f", {args.layers - init.num_layers} more as the identity)" if args.layers > init.num_layers else ")"),
+              flush=True)
     if args.export:
         heads.load_state_dict(ck["model"])
         heads.save(args.export, base_model="austen-target")
@@ -104,7 +149,11 @@ def main():
         K = args.heads
         return {**{f"val_kl{k}": sums[k] / cnt for k in range(K)}, **{f"val_acc{k}": sums[K + k] / cnt for k in range(K)}}
 
-    train_loop(args, heads, list(heads.parameters()), loss_fn, val_fn, data, args.out)
+    if init is not None:
+        v = val_fn()
+        print("start: " + " ".join(f"{k} {x:.4f}" for k, x in v.items()), flush=True)
+    train_loop(args, heads, list(heads.parameters()), loss_fn, val_fn, data, args.out,
+               extra_state={"init": args.init} if init is not None else None)
 
 
 if __name__ == "__main__":
