@@ -8,7 +8,7 @@ import { EngineBusyError, MethodUnavailableError } from '../engine/engine';
 import { GenerationError } from '../engine/events';
 import { ContextLimitError } from '../engine/lm';
 
-export function refusedInput(e: unknown): boolean {
+function refusedInput(e: unknown): boolean {
   const error = e instanceof GenerationError ? e.cause : e;
   return (
     error instanceof RangeError ||
