@@ -10,11 +10,16 @@
  *   head call costing `head` target calls: what a GPU with that curve would verify. tau per block of 10 prompts.
  *
  *   npx tsx tools/eagle-tree-shapes.ts [--shapes "6,24 8,48 10,64"] [--curves "0.005,0.14 0.025,0.14"] [--prompts 40]
+ *
+ * `--medusa DIR` runs Medusa heads instead (`--method medusa` as built, on the `--curves` only: its tree has no shape
+ * to fix), so two sets of heads can be compared on the same curves, free of a calibration's noise.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { CostCurve } from '../src/engine/calibrate';
+import type { Drafter } from '../src/engine/drafters/drafter';
 import { EAGLE_DEFAULTS, Eagle3State, EagleDrafter } from '../src/engine/drafters/eagle';
+import { MedusaDrafter } from '../src/engine/drafters/medusa';
 import type { CostModel } from '../src/engine/drafters/method';
 import { SpecEngine } from '../src/engine/engine';
 import type { GenerationStats } from '../src/engine/events';
@@ -27,6 +32,7 @@ const { values } = parseArgs({
   options: {
     target: { type: 'string', default: 'public/models/austen-target' },
     heads: { type: 'string', default: 'public/models/austen-eagle3' },
+    medusa: { type: 'string' },
     prompts: { type: 'string', default: '40' },
     file: { type: 'string', default: 'tools/data/heldout_prompts.txt' },
     tokens: { type: 'string', default: '64' },
@@ -41,13 +47,12 @@ const pairs = (text: string) =>
     .filter(Boolean)
     .map((p) => p.split(',').map(Number) as [number, number]);
 
-const engine = await SpecEngine.load(ortForNode(2), {
-  target: String(values.target),
-  heads: String(values.heads),
-  device: 'wasm',
-});
+const headsDir = String(values.medusa ?? values.heads);
+const engine = await SpecEngine.load(ortForNode(2), { target: String(values.target), heads: headsDir, device: 'wasm' });
 const head = engine.heads?.eagle3;
-if (!head) throw new Error(`eagle-tree-shapes: ${values.heads} holds no EAGLE-3 head`);
+const medusaHeads = engine.heads?.medusa;
+if (values.medusa ? !medusaHeads : !head)
+  throw new Error(`eagle-tree-shapes: ${headsDir} holds no ${values.medusa ? 'Medusa heads' : 'EAGLE-3 head'}`);
 const prompts = readFileSync(String(values.file), 'utf8')
   .split('\n')
   .filter(Boolean)
@@ -64,7 +69,7 @@ function syntheticCosts(slope: number, headRelative: number): CostModel {
 }
 
 /** tau per block of 10 prompts, the mean tree size, acceptance by depth over all. */
-async function run(drafter: EagleDrafter): Promise<string> {
+async function run(drafter: Drafter): Promise<string> {
   const blocks: string[] = [];
   let tokens = 0;
   let rounds = 0;
@@ -91,14 +96,31 @@ async function run(drafter: EagleDrafter): Promise<string> {
 }
 
 console.log(`${prompts.length} prompts of ${values.file}, ${values.tokens} greedy tokens each`);
-for (const [depth, budget] of pairs(String(values.shapes))) {
-  const options = { ...EAGLE_DEFAULTS, depth, budget, costAware: false, calibrated: false };
-  const drafter = new EagleDrafter(new Eagle3State(head, vocab, () => 0), options, () => null);
-  console.log(`depth ${depth}, ${budget} nodes, no cost cut: ${await run(drafter)}`);
+if (medusaHeads) {
+  for (const [slope, headRelative] of pairs(String(values.curves))) {
+    const costs = syntheticCosts(slope, headRelative);
+    const drafter = new MedusaDrafter(
+      medusaHeads,
+      () => headRelative,
+      () => costs,
+    );
+    console.log(
+      `as --method medusa, T(q)/T(1) = 1 + ${slope} (q - 1), heads call ${headRelative}: ${await run(drafter)}`,
+    );
+  }
 }
-for (const [slope, headRelative] of pairs(String(values.curves))) {
-  const costs = syntheticCosts(slope, headRelative);
-  const drafter = new EagleDrafter(new Eagle3State(head, vocab, () => headRelative), EAGLE_DEFAULTS, () => costs);
-  console.log(`as --method eagle, T(q)/T(1) = 1 + ${slope} (q - 1), head call ${headRelative}: ${await run(drafter)}`);
+if (head) {
+  for (const [depth, budget] of pairs(String(values.shapes))) {
+    const options = { ...EAGLE_DEFAULTS, depth, budget, costAware: false, calibrated: false };
+    const drafter = new EagleDrafter(new Eagle3State(head, vocab, () => 0), options, () => null);
+    console.log(`depth ${depth}, ${budget} nodes, no cost cut: ${await run(drafter)}`);
+  }
+  for (const [slope, headRelative] of pairs(String(values.curves))) {
+    const costs = syntheticCosts(slope, headRelative);
+    const drafter = new EagleDrafter(new Eagle3State(head, vocab, () => headRelative), EAGLE_DEFAULTS, () => costs);
+    console.log(
+      `as --method eagle, T(q)/T(1) = 1 + ${slope} (q - 1), head call ${headRelative}: ${await run(drafter)}`,
+    );
+  }
 }
 await engine.release();
