@@ -83,7 +83,7 @@ export function memoryMarkdown(r: MemoryReport): string {
   return [
     '### Memory per method (fresh Node processes)',
     '',
-    "One process per row: load what the method needs (the bundled target; the draft model for chain; the heads for eagle; the target with layer switches for swift; auto here is the target alone under the default method, which calibrates with wide calls), then generate two prompts. Heap: onnxruntime's wasm heap, the MB of it ever written (resident; the heap never gives pages back) of its size; GPU: live GPU buffers (onnxruntime's pool included); MB = 10^6 bytes. Ratios against plain decoding on the target alone (ar), heap written plus GPU.",
+    "One process per row: load what the method needs (the bundled target; the draft model for chain; the heads for eagle and medusa; the target with layer switches for swift; auto here is the target alone under the default method, which calibrates with wide calls), then generate two prompts. Heap: onnxruntime's wasm heap, the MB of it ever written (resident; the heap never gives pages back) of its size; GPU: live GPU buffers (onnxruntime's pool included); MB = 10^6 bytes. Ratios against plain decoding on the target alone (ar), heap written plus GPU.",
     '',
     '| method | device (graph) | heap after load | GPU after load | after load / ar | heap after generating | GPU after generating | after generating / ar | heap size / ar |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',

@@ -145,10 +145,10 @@ if (cli.backends.includes('node-memory')) {
   const memory = benchMemory({
     runs: [
       // auto here runs on the target alone: one model under the default method (it calibrates: wide calls).
-      ...['ar', 'auto', 'swift', 'chain', 'eagle']
+      ...['ar', 'auto', 'swift', 'chain', 'eagle', 'medusa']
         .filter((m) => m === 'ar' || wanted(m))
         .map((method) => ({ method, device: 'wasm' as const })),
-      ...['ar', 'auto', 'swift']
+      ...['ar', 'auto', 'swift', 'eagle', 'medusa']
         .filter((m) => m === 'ar' || wanted(m))
         .map((method) => ({ method, device: 'webgpu' as const })),
     ],
