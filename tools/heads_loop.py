@@ -13,6 +13,8 @@ import time
 import numpy as np
 import torch
 
+import tool_errors
+
 
 def add_common_args(ap, here, minutes, lr, batch):
     ap.add_argument("--target", default=os.path.join(os.path.dirname(here), "public", "models", "austen-target"))
@@ -30,6 +32,19 @@ def add_common_args(ap, here, minutes, lr, batch):
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--export", default=None, help="export OUT/ckpt.pt to this folder and exit")
+
+
+def refuse_init_on_resume(args):
+    """--init starts a new run; a checkpoint being resumed already has its weights."""
+    if args.init and args.resume and os.path.exists(os.path.join(args.out, "ckpt.pt")):
+        tool_errors.fail("--init starts a new run: give it without --resume, or resume without --init")
+
+
+def refuse_other_target(folder, hidden_size, vocab_size, c):
+    """Exported heads given to --init must have been made for this target (config c)."""
+    if hidden_size != c.hidden_size or vocab_size != c.vocab_size:
+        tool_errors.fail(f"{folder} was made for another target (hidden {hidden_size}, vocabulary {vocab_size}; "
+                         f"the target has {c.hidden_size}, {c.vocab_size})")
 
 
 def train_loop(args, model, params, loss_fn, val_fn, data, out_dir, extra_state=None):

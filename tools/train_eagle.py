@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from heads import Eagle1, Eagle3, load_eagle, save_eagle, unrolled  # noqa: E402
 from heads_data import Cache, check_cache  # noqa: E402
-from heads_loop import add_common_args, train_loop  # noqa: E402
+from heads_loop import add_common_args, refuse_init_on_resume, refuse_other_target, train_loop  # noqa: E402
 from model import load_safetensors_model  # noqa: E402
 
 torch.set_num_threads(int(os.environ.get("HEADS_THREADS", "1")))
@@ -94,14 +94,11 @@ def main():
     extra = {}
     init = None
     if args.init and not args.export:
-        if args.resume and os.path.exists(os.path.join(args.out, "ckpt.pt")):
-            tool_errors.fail("--init starts a new run: give it without --resume, or resume without --init")
+        refuse_init_on_resume(args)
         init = load_eagle(args.init)
         if init.generation != args.gen:
             tool_errors.fail(f"{args.init} holds an EAGLE-{init.generation} head: train it with --gen {init.generation}")
-        if init.config.hidden_size != c.hidden_size or init.config.vocab_size != c.vocab_size:
-            tool_errors.fail(f"{args.init} was made for another target (hidden {init.config.hidden_size}, "
-                             f"vocabulary {init.config.vocab_size}; the target has {c.hidden_size}, {c.vocab_size})")
+        refuse_other_target(args.init, init.config.hidden_size, init.config.vocab_size, c)
     if args.export:
         tool_errors.refuse_model_folder(args.export, f"an EAGLE-{args.gen} head")
         ck_path = os.path.join(args.out, "ckpt.pt")

@@ -31,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from heads import MedusaHeads  # noqa: E402
 from heads_data import Cache, check_cache  # noqa: E402
-from heads_loop import add_common_args, train_loop  # noqa: E402
+from heads_loop import add_common_args, refuse_init_on_resume, refuse_other_target, train_loop  # noqa: E402
 from model import load_safetensors_model  # noqa: E402
 
 torch.set_num_threads(int(os.environ.get("HEADS_THREADS", "1")))
@@ -59,9 +59,7 @@ def load_init(folder, c, args):
         if not os.path.exists(os.path.join(folder, name)):
             tool_errors.fail(f"{folder} holds no Medusa heads: {name} is missing")
     init = MedusaHeads.load(folder)
-    if init.hidden_size != c.hidden_size or init.vocab_size != c.vocab_size:
-        tool_errors.fail(f"{folder} was made for another target (hidden {init.hidden_size}, vocabulary "
-                         f"{init.vocab_size}; the target has {c.hidden_size}, {c.vocab_size})")
+    refuse_other_target(folder, init.hidden_size, init.vocab_size, c)
     if init.num_heads != args.heads:
         tool_errors.fail(f"{folder} has {init.num_heads} heads: train it with --heads {init.num_heads}")
     if init.num_layers > args.layers:
@@ -102,8 +100,7 @@ def main():
         check_cache(args.cache, args.target, c)
     init = None
     if args.init and not args.export:
-        if args.resume and os.path.exists(os.path.join(args.out, "ckpt.pt")):
-            tool_errors.fail("--init starts a new run: give it without --resume, or resume without --init")
+        refuse_init_on_resume(args)
         init = load_init(args.init, c, args)
     if args.export:
         tool_errors.refuse_model_folder(args.export, "Medusa heads")
