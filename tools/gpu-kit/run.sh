@@ -3,6 +3,8 @@
 # carries gpu-kit/kit.tar.xz (built by `node tools/gpu-kit/build.mjs`):
 #
 #   sh tools/gpu-kit/run.sh [--plan smoke|software|gpu] [--out DIR]
+#   sh tools/gpu-kit/run.sh --unpack-only   (unpacks the kit, .gl/ and the Medusa heads, and stops: the first of the
+#                                            two calls that bring the heads along; README, GPU kit)
 #
 # Unpacks the kit (once per archive), writes real-shaped random-weight models with Python (KIT_SHAPES, comma-separated, default
 # smollm2-135m,smollm2-360m,qwen2.5-0.5b; see tools/gpu-kit/write_model.py), then runs the benchmark's node-webgpu
@@ -50,6 +52,13 @@ if [ -f gpu-kit/models.tar.xz ] && { [ ! -f public/models/austen-target/config.j
   touch gpu-kit/.models-unpacked
 fi
 
+# The Medusa heads travel apart (gpu-kit/medusa.tar.xz, with the kit in a first call): the next call's tree replaces
+# public/models, so they are unpacked again from the archive left on the machine, on every run that lacks them.
+if [ -f gpu-kit/medusa.tar.xz ] && [ ! -f public/models/austen-medusa/config.json ]; then
+  echo "unpacking gpu-kit/medusa.tar.xz into public/models"
+  unpack gpu-kit/medusa.tar.xz public/models
+fi
+
 NVIDIA_ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$NVIDIA_ICD" ]; then
   export VK_DRIVER_FILES="$NVIDIA_ICD"
@@ -74,6 +83,10 @@ if ! "$NODE" -e "require('./$KIT/app/dist/linux-x64/dawn.node')" >/dev/null 2>&1
   export LD_LIBRARY_PATH="$KIT/lib/compat:$LD_LIBRARY_PATH"
 fi
 echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-} WEBGPU_ADAPTER=${WEBGPU_ADAPTER:-}"
+if [ "${1:-}" = "--unpack-only" ]; then
+  echo "unpacked; run again (within the machine's warm time) carrying gpu-kit/models.tar.xz"
+  exit 0
+fi
 
 MODELS=""
 for shape in $(echo "${KIT_SHAPES-smollm2-135m,smollm2-360m,qwen2.5-0.5b}" | tr ',' ' '); do
