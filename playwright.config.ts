@@ -1,5 +1,5 @@
 import { defineConfig } from '@playwright/test';
-import { BASE_ARGS, CHROMIUM_PATH, PORT, WEBGPU_ARGS } from './e2e/chromium';
+import { BASE_ARGS, CHROMIUM_PATH, PORT, SEED_STATE, TEST_JS_FLAGS, WEBGPU_ARGS } from './e2e/chromium';
 
 export default defineConfig({
   testDir: 'e2e',
@@ -23,14 +23,24 @@ export default defineConfig({
   },
   projects: [
     {
+      // A first visit on wasm and WebGPU whose remembered records (graph variants, costs) the webgpu tests start from.
+      name: 'seed',
+      testMatch: /seed\.setup\.ts/,
+      use: { launchOptions: { executablePath: CHROMIUM_PATH, args: [...WEBGPU_ARGS, TEST_JS_FLAGS] } },
+    },
+    {
       name: 'webgpu',
       testIgnore: /no-webgpu.*\.spec\.ts/,
-      use: { launchOptions: { executablePath: CHROMIUM_PATH, args: WEBGPU_ARGS } },
+      dependencies: ['seed'],
+      use: {
+        launchOptions: { executablePath: CHROMIUM_PATH, args: [...WEBGPU_ARGS, TEST_JS_FLAGS] },
+        storageState: SEED_STATE,
+      },
     },
     {
       name: 'no-webgpu',
       testMatch: /no-webgpu.*\.spec\.ts/,
-      use: { launchOptions: { executablePath: CHROMIUM_PATH, args: BASE_ARGS } },
+      use: { launchOptions: { executablePath: CHROMIUM_PATH, args: [...BASE_ARGS, TEST_JS_FLAGS] } },
     },
   ],
 });

@@ -1,0 +1,42 @@
+import { SEED_STATE } from './chromium';
+import { expect, test } from './fixtures';
+
+/**
+ * Runs before the webgpu project's tests: loads the bundled pair on wasm and on WebGPU once, as a first visit does,
+ * and keeps what the engine remembered in IndexedDB (the graph variant it measured for each model and device, the
+ * cost curve, the thread count) as the storage every webgpu test starts from, as a returning visitor's browser would.
+ * Measuring the variants is most of a first load (7 of 13 s on wasm here; on SwiftShader more); paid once here, not
+ * in each of some fifty tests. Tests of the first visit itself start from empty storage (test.use, see
+ * FIRST_VISIT in chromium.ts).
+ */
+test('a first visit on wasm and on WebGPU, its remembered records kept for the other tests', async ({ page }) => {
+  test.setTimeout(600_000);
+  await page.goto('./');
+  const settings = page.locator('#settings');
+  await settings.locator('[name="max-new-tokens"]').fill('2');
+  const el = page.locator('spec-decoder');
+  const generate = () =>
+    el.evaluate(async (e) => {
+      const result = await (e as HTMLElement & { generate(): Promise<{ tokens: number[] } | null> }).generate();
+      return result?.tokens.length;
+    });
+  await settings.locator('[name="device"]').selectOption('wasm');
+  expect(await generate()).toBe(2);
+  await settings.locator('[name="device"]').selectOption('webgpu');
+  expect(await generate()).toBe(2);
+  const records = await page.evaluate(
+    () =>
+      new Promise<string[]>((resolve, reject) => {
+        const open = indexedDB.open('spec-decoder');
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const keys = open.result.transaction('records').objectStore('records').getAllKeys();
+          keys.onsuccess = () => resolve(keys.result.map(String));
+          keys.onerror = () => reject(keys.error);
+        };
+      }),
+  );
+  // Both devices' variant choices are among them, or the other tests would measure again.
+  expect(records.filter((k) => k.startsWith('graph-variant:')).length).toBeGreaterThanOrEqual(2);
+  await page.context().storageState({ path: SEED_STATE, indexedDB: true });
+});
