@@ -39,6 +39,3 @@ export const PORT = Number(process.env.E2E_PORT ?? 4174);
  * written on every run.
  */
 export const SEED_STATE = 'test-results/.seed/state.json';
-
-/** Empty storage, for the tests of a first visit (test.use({ storageState: FIRST_VISIT })). */
-export const FIRST_VISIT = { cookies: [], origins: [] };

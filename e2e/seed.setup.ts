@@ -6,8 +6,8 @@ import { expect, test } from './fixtures';
  * and keeps what the engine remembered in IndexedDB (the graph variant it measured for each model and device, the
  * cost curve, the thread count) as the storage every webgpu test starts from, as a returning visitor's browser would.
  * Measuring the variants is most of a first load (7 of 13 s on wasm here; on SwiftShader more); paid once here, not
- * in each of some fifty tests. Tests of the first visit itself start from empty storage (test.use, see
- * FIRST_VISIT in chromium.ts).
+ * in each of some fifty tests. It is a test of the first visit too: it fails unless both devices' choices were
+ * measured and stored.
  */
 test('a first visit on wasm and on WebGPU, its remembered records kept for the other tests', async ({ page }) => {
   test.setTimeout(600_000);
