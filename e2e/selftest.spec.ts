@@ -19,6 +19,9 @@ test('a module worker runs MatMul + Softmax on the webgpu EP alone, equal to was
   });
   await page.goto('./');
   await expectWebGpuAdapter();
+  // The self-test runs when the diagnostics panel is first opened (not at page load).
+  await expect(page.locator('body')).toHaveAttribute('data-selftest', 'not run');
+  await page.locator('details.diagnostics summary').click();
   await expect(page.locator('body')).toHaveAttribute('data-selftest', /webgpu-ok|webgpu-failed|error/);
   const report = await page.evaluate(() => (window as unknown as { selftestReport: SelftestReport }).selftestReport);
   expect(report.webgpu.ok, JSON.stringify(report.webgpu)).toBe(true);
