@@ -1,3 +1,4 @@
+import { DB, STORE } from '../src/runtime/store-web';
 import { SEED_STATE } from './chromium';
 import { expect, test } from './fixtures';
 
@@ -25,16 +26,17 @@ test('a first visit on wasm and on WebGPU, its remembered records kept for the o
   await settings.locator('[name="device"]').selectOption('webgpu');
   expect(await generate()).toBe(2);
   const records = await page.evaluate(
-    () =>
+    ([db, store]) =>
       new Promise<string[]>((resolve, reject) => {
-        const open = indexedDB.open('spec-decoder');
+        const open = indexedDB.open(db);
         open.onerror = () => reject(open.error);
         open.onsuccess = () => {
-          const keys = open.result.transaction('records').objectStore('records').getAllKeys();
+          const keys = open.result.transaction(store).objectStore(store).getAllKeys();
           keys.onsuccess = () => resolve(keys.result.map(String));
           keys.onerror = () => reject(keys.error);
         };
       }),
+    [DB, STORE] as const,
   );
   // Both devices' variant choices are among them, or the other tests would measure again.
   expect(records.filter((k) => k.startsWith('graph-variant:')).length).toBeGreaterThanOrEqual(2);

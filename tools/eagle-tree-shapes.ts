@@ -95,19 +95,28 @@ async function run(drafter: Drafter): Promise<string> {
   return `tau per 10 prompts ${blocks.join(', ')}; acceptance by depth ${byDepth}`;
 }
 
-console.log(`${prompts.length} prompts of ${values.file}, ${values.tokens} greedy tokens each`);
-if (medusaHeads) {
+/** `make`'s drafter on each of --curves, labelled as `--method <method>` with a `call` costing headRelative. */
+async function onCurves(method: string, call: string, make: (costs: CostModel, headRelative: number) => Drafter) {
   for (const [slope, headRelative] of pairs(String(values.curves))) {
-    const costs = syntheticCosts(slope, headRelative);
-    const drafter = new MedusaDrafter(
-      medusaHeads,
-      () => headRelative,
-      () => costs,
-    );
+    const drafter = make(syntheticCosts(slope, headRelative), headRelative);
     console.log(
-      `as --method medusa, T(q)/T(1) = 1 + ${slope} (q - 1), heads call ${headRelative}: ${await run(drafter)}`,
+      `as --method ${method}, T(q)/T(1) = 1 + ${slope} (q - 1), ${call} ${headRelative}: ${await run(drafter)}`,
     );
   }
+}
+
+console.log(`${prompts.length} prompts of ${values.file}, ${values.tokens} greedy tokens each`);
+if (medusaHeads) {
+  await onCurves(
+    'medusa',
+    'heads call',
+    (costs, headRelative) =>
+      new MedusaDrafter(
+        medusaHeads,
+        () => headRelative,
+        () => costs,
+      ),
+  );
 }
 if (head) {
   for (const [depth, budget] of pairs(String(values.shapes))) {
@@ -115,12 +124,11 @@ if (head) {
     const drafter = new EagleDrafter(new Eagle3State(head, vocab, () => 0), options, () => null);
     console.log(`depth ${depth}, ${budget} nodes, no cost cut: ${await run(drafter)}`);
   }
-  for (const [slope, headRelative] of pairs(String(values.curves))) {
-    const costs = syntheticCosts(slope, headRelative);
-    const drafter = new EagleDrafter(new Eagle3State(head, vocab, () => headRelative), EAGLE_DEFAULTS, () => costs);
-    console.log(
-      `as --method eagle, T(q)/T(1) = 1 + ${slope} (q - 1), head call ${headRelative}: ${await run(drafter)}`,
-    );
-  }
+  await onCurves(
+    'eagle',
+    'head call',
+    (costs, headRelative) =>
+      new EagleDrafter(new Eagle3State(head, vocab, () => headRelative), EAGLE_DEFAULTS, () => costs),
+  );
 }
 await engine.release();

@@ -1,8 +1,9 @@
 /** Remembered records in the browser (page or worker): one IndexedDB object store. */
 import type { KeyValueStore } from '../engine/store';
 
-const DB = 'spec-decoder';
-const STORE = 'records';
+/** The IndexedDB database and object store the records live in (e2e/seed.setup.ts reads their keys). */
+export const DB = 'spec-decoder';
+export const STORE = 'records';
 
 function open(): Promise<IDBDatabase> {
   return new Promise((resolve, reject) => {

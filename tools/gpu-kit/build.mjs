@@ -106,26 +106,25 @@ copyFileSync(
 copyFileSync(systemLibrary('libstdc++.so.6', 'apt-get install -y libstdc++6'), join(kit, 'lib/compat/libstdc++.so.6'));
 
 const du = (path) => Number(execFileSync('du', ['-sb', path], { encoding: 'utf8' }).split('\t')[0]);
+/** tar + xz of `entries` under `dir`. KIT_XZ_OPT=-1 packs in seconds while iterating (too big to carry then: the size
+ * checks below say so). */
+const packXz = (file, dir, entries) =>
+  execFileSync('tar', ['-cJf', file, '-C', dir, ...entries], {
+    env: { ...process.env, XZ_OPT: process.env.KIT_XZ_OPT ?? '-9 -T0' },
+  });
 console.log(`kit folder: ${MB(du(kit))}; compressing (xz)...`);
-// KIT_XZ_OPT=-1 packs in seconds while iterating (too big to carry then: the size check below says so).
-execFileSync('tar', ['-cJf', archive, '-C', out, 'kit'], {
-  env: { ...process.env, XZ_OPT: process.env.KIT_XZ_OPT ?? '-9 -T0' },
-});
+packXz(archive, out, ['kit']);
 
 /** The models the GPU run uses, packed: the tree leaves public/models behind (LEAVE_BEHIND) and run.sh unpacks these. */
 const PACKED_MODELS = ['austen-target', 'austen-draft', 'austen-eagle3'];
 const modelsArchive = join(out, 'models.tar.xz');
 console.log(`packing ${PACKED_MODELS.join(', ')} (xz)...`);
-execFileSync('tar', ['-cJf', modelsArchive, '-C', join(root, 'public/models'), ...PACKED_MODELS], {
-  env: { ...process.env, XZ_OPT: process.env.KIT_XZ_OPT ?? '-9 -T0' },
-});
+packXz(modelsArchive, join(root, 'public/models'), PACKED_MODELS);
 
 /** The Medusa heads, packed apart: with the kit in a first call, not the models (see the header). */
 const medusaArchive = join(out, 'medusa.tar.xz');
 console.log('packing austen-medusa apart (xz)...');
-execFileSync('tar', ['-cJf', medusaArchive, '-C', join(root, 'public/models'), 'austen-medusa'], {
-  env: { ...process.env, XZ_OPT: process.env.KIT_XZ_OPT ?? '-9 -T0' },
-});
+packXz(medusaArchive, join(root, 'public/models'), ['austen-medusa']);
 
 /*
  * Tracked files the GPU run does not need or gets packed (LEAVE_BEHIND, leave-behind.mjs: the models, in
@@ -154,10 +153,11 @@ for (const [what, path] of [
 ]) {
   console.log(`  ${what.padEnd(10)} ${MB(statSync(join(kit, path)).size)}`);
 }
+const withHeads = statSync(archive).size + statSync(medusaArchive).size + tracked;
 console.log(
-  `${medusaArchive}: ${MB(statSync(medusaArchive).size)} (carried in a call of its own with the kit: kit, heads and tree come to ${MB(statSync(archive).size + statSync(medusaArchive).size + tracked)})`,
+  `${medusaArchive}: ${MB(statSync(medusaArchive).size)} (carried in a call of its own with the kit: kit, heads and tree come to ${MB(withHeads)})`,
 );
-if (statSync(archive).size + statSync(medusaArchive).size + tracked > LIMIT) {
+if (withHeads > LIMIT) {
   console.error('Too big to travel with the tree: the kit, the Medusa heads and the tracked files exceed 64 MiB.');
   process.exit(1);
 }
