@@ -382,6 +382,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       embeddingType,
       ...(options.layerSwitches ? { layerSwitches: true } : {}),
       ...(options.hidden ? { hidden: options.hidden } : {}),
+      ...(options.device === 'wasm' ? { foldHalfWeights: true } : {}),
     });
     const { externalData } = graph;
     const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = {

@@ -3,9 +3,12 @@ import { checkTreeConsistency, type TreeCheckOptions } from '../../diagnostics/t
 import { chainBias } from '../../engine/tree';
 import { ortForNode } from '../../runtime/ort-node';
 import { maxDiff } from '../../util/max-diff';
+import type { LoadedModel } from '../load';
 import { ModelRunner } from '../runner';
-import { randomModel } from '../testing/random-model';
+import { parseSafetensors, writeSafetensors } from '../safetensors';
+import { type RandomModel, randomModel } from '../testing/random-model';
 import { referenceForward } from '../testing/reference-llama';
+import { buildLlamaGraph } from './llama';
 
 const ort = ortForNode();
 
@@ -160,4 +163,54 @@ describe('tree calls and cache compaction (wasm EP)', () => {
     await fp32.release();
     await fp16.release();
   });
+});
+
+describe('fp16 checkpoints in an fp32 graph on the wasm EP (folded Casts)', () => {
+  /** The same model with its fp16 values stored as fp32: what the folded graph must compute with, bit for bit. */
+  function storedAsF32(rm: RandomModel): LoadedModel {
+    const tensors = [...rm.model.weights.values()].map((t) => ({
+      name: t.name,
+      dtype: 'F32' as const,
+      shape: t.shape,
+      data: new Uint8Array(rm.weights(t.name).buffer),
+    }));
+    const bytes = writeSafetensors(tensors);
+    const parsed = parseSafetensors('model.safetensors', bytes);
+    return {
+      ...rm.model,
+      spec: `${rm.model.spec}-as-f32`,
+      weights: parsed.tensors,
+      files: new Map([['model.safetensors', bytes]]),
+    };
+  }
+
+  for (const graph of ['plain', 'fused', 'hybrid'] as const) {
+    it(`hands onnxruntime the checkpoint's fp16 bytes, nothing converted in JavaScript (${graph} graph)`, () => {
+      const { model } = randomModel({ model_type: 'qwen2' }, 'F16');
+      const build = (foldHalfWeights: boolean) =>
+        buildLlamaGraph(model.config, model.weights, model.files, { compute: 'fp32', variant: graph, foldHalfWeights });
+      const converted = build(false);
+      const folded = build(true);
+      expect(converted.convertedBytes).toBeGreaterThan(0);
+      expect(folded.convertedBytes).toBe(0);
+      expect(folded.externalData.map((e) => e.path)).toEqual(['model.safetensors']);
+    });
+
+    it(`computes what the same weights stored as fp32 compute, bit for bit (${graph} graph)`, async () => {
+      const rm = randomModel({ model_type: 'qwen2' }, 'F16');
+      const half = await ModelRunner.create(ort, rm.model, { device: 'wasm', graph });
+      const full = await ModelRunner.create(ort, storedAsF32(rm), { device: 'wasm', graph });
+      const prefill = {
+        tokens: PROMPT,
+        positions: PROMPT.map((_, i) => i),
+        bias: chainBias(0, PROMPT.length),
+        rows: PROMPT.map((_, i) => i),
+      };
+      expect(maxDiff(await half.forward(prefill), await full.forward(prefill))).toBe(0);
+      const tree = { tokens: [5, 9, 11], positions: [7, 8, 8], bias: chainBias(7, 3), rows: [0, 1, 2] };
+      expect(maxDiff(await half.forward(tree), await full.forward(tree))).toBe(0);
+      await half.release();
+      await full.release();
+    });
+  }
 });

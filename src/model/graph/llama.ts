@@ -144,6 +144,12 @@ export interface BuildOptions {
   interface?: GraphInterface;
   /** Put every weight in one external buffer of this name (an exported model.onnx_data), converted or copied. */
   weightsFile?: string;
+  /**
+   * fp16 checkpoint weights of an fp32 graph go in as they are, behind Cast nodes onnxruntime folds while it creates
+   * the session (WeightStoreOptions.foldHalf): for the wasm EP only. A load of the bundled target in Node: about
+   * 0.3 s less JavaScript (no fp32 copy of 57 MB), 28 MB less handed to onnxruntime.
+   */
+  foldHalfWeights?: boolean;
   /** Build only the first N layers and output the final hidden state instead of logits (a cost probe). */
   probeLayers?: number;
   /** int4 quantisation progress: fraction done, 0..1. */
@@ -246,6 +252,7 @@ export function buildLlamaGraph(
   const store = new WeightStore(g, weights, files, T, {
     ...(options.weightsFile ? { weightsFile: options.weightsFile } : {}),
     ...(options.int4 ? { int4: options.int4 } : {}),
+    ...(options.foldHalfWeights ? { foldHalf: true } : {}),
     onQuantized: (done) => options.onQuantize?.(totalQuantized > 0 ? Math.min(1, done / totalQuantized) : 1),
   });
   const cast = (x: string, to: OnnxDataType) => g.op('Cast', [x], { to: DATA_TYPE_CODE[to] });

@@ -86,6 +86,8 @@ export interface OnnxBranch {
 
 export class OnnxGraph {
   private nodes: NodeDef[] = [];
+  /** Nodes over initializers alone (weight conversions), serialised first whatever branch was being built. */
+  private prelude: NodeDef[] = [];
   /** Where node() puts nodes: this graph, or the branch being built. */
   private sink: NodeDef[] = this.nodes;
   private inputs: ValueInfo[] = [];
@@ -157,6 +159,15 @@ export class OnnxGraph {
     return [...outputs];
   }
 
+  /**
+   * A node at the top of the graph, before all others, whatever branch is being built: for a weight's conversion,
+   * whose inputs are initializers (onnxruntime folds such a node into a constant when it creates the session).
+   */
+  preludeNode(opType: string, inputs: readonly string[], output: string, attrs: Attrs = {}): string {
+    this.prelude.push({ opType, inputs, outputs: [output], attrs, domain: '', name: this.fresh(`n_${opType}`) });
+    return output;
+  }
+
   /** A node with exactly one output; returns that output's name. */
   op(opType: string, inputs: readonly string[], attrs: Attrs = {}, output?: string): string {
     const [out] = this.node(opType, inputs, { attrs, outputs: output ? [output] : 1 });
@@ -191,7 +202,7 @@ export class OnnxGraph {
   }
 
   get nodeCount(): number {
-    return this.nodes.length;
+    return this.prelude.length + this.nodes.length;
   }
 
   toBytes(producer = 'spec-decoder'): Uint8Array {
@@ -209,7 +220,7 @@ export class OnnxGraph {
   /** @internal read access for the serialiser */
   parts() {
     return {
-      nodes: this.nodes,
+      nodes: [...this.prelude, ...this.nodes],
       inputs: this.inputs,
       outputs: this.outputs,
       initializers: this.initializers,

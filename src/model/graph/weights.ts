@@ -16,7 +16,7 @@ import {
   quantizeRows,
 } from '../quant';
 import type { SafetensorsDtype, TensorEntry } from '../safetensors';
-import type { OnnxDataType, OnnxGraph } from './onnx';
+import { DATA_TYPE_CODE, type OnnxDataType, type OnnxGraph } from './onnx';
 
 export const ONNX_DTYPE: Partial<Record<SafetensorsDtype, OnnxDataType>> = {
   F32: 'float32',
@@ -50,6 +50,13 @@ export interface WeightStoreOptions {
   /** Put every weight in this one external buffer (an exported model.onnx_data), converted or copied. */
   weightsFile?: string;
   int4?: Int4Options;
+  /**
+   * fp32 initializers from fp16 checkpoint tensors (stacked or not) as the fp16 bytes in place behind a Cast (and a
+   * Concat), which onnxruntime folds into fp32 constants while it creates the session, in its own wasm: no fp32 copy
+   * is made in JavaScript and half the bytes are handed over. For the wasm EP, whose constant folding runs on the
+   * CPU kernels it executes with; a WebGPU session is not given nodes it might run at every call.
+   */
+  foldHalf?: boolean;
   /** Called as int4 or int8 quantisation proceeds: elements done so far. */
   onQuantized?: (elements: number) => void;
 }
@@ -112,20 +119,43 @@ export class WeightStore {
     return { location: this.ownFile, offset, length: bytes.byteLength };
   }
 
+  /** The tensor as an initializer pointing at its bytes in the checkpoint (stored type, no copy). */
+  private inPlace(t: TensorEntry, as: string): string {
+    this.usedFiles.add(t.file);
+    return this.g.initializer({
+      name: as,
+      dataType: ONNX_DTYPE[t.dtype] as OnnxDataType,
+      dims: t.shape,
+      external: { location: t.file, offset: t.offset, length: t.byteLength },
+    });
+  }
+
+  /** Whether these tensors become an fp32 initializer through a folded Cast (options.foldHalf). */
+  private folds(names: readonly string[], dtype: 'float32' | 'float16'): boolean {
+    return (
+      this.options.foldHalf === true &&
+      !this.options.weightsFile &&
+      dtype === 'float32' &&
+      names.every((n) => this.entry(n).dtype === 'F16')
+    );
+  }
+
+  /** The fp16 checkpoint tensor in place, once, for a folded conversion. */
+  private half(name: string): string {
+    const as = `${name}.f16`;
+    if (this.made.has(as)) return as;
+    this.made.add(as);
+    return this.inPlace(this.entry(name), as);
+  }
+
   /** A checkpoint tensor in `dtype` (default: the compute type), under its own name. */
   float(name: string, dtype: 'float32' | 'float16' = this.T, as = name): string {
     if (this.made.has(as)) return as;
     this.made.add(as);
     const t = this.entry(name);
-    if (ONNX_DTYPE[t.dtype] === dtype && !this.options.weightsFile) {
-      this.usedFiles.add(t.file);
-      return this.g.initializer({
-        name: as,
-        dataType: dtype,
-        dims: t.shape,
-        external: { location: t.file, offset: t.offset, length: t.byteLength },
-      });
-    }
+    if (ONNX_DTYPE[t.dtype] === dtype && !this.options.weightsFile) return this.inPlace(t, as);
+    if (this.folds([name], dtype))
+      return this.g.preludeNode('Cast', [this.half(name)], as, { to: DATA_TYPE_CODE.float32 });
     const bytes = convertFloats(this.bytesOf(t), t.dtype as FloatDtype, dtype);
     return this.g.initializer({ name: as, dataType: dtype, dims: t.shape, external: this.external(bytes) });
   }
@@ -135,6 +165,15 @@ export class WeightStore {
     if (names.length === 1) return this.float(names[0] as string);
     if (this.made.has(as)) return as;
     this.made.add(as);
+    if (this.folds(names, this.T)) {
+      const stacked = this.g.preludeNode(
+        'Concat',
+        names.map((n) => this.half(n)),
+        `${as}.f16`,
+        { axis: 0 },
+      );
+      return this.g.preludeNode('Cast', [stacked], as, { to: DATA_TYPE_CODE.float32 });
+    }
     const parts = names.map((n) =>
       convertFloats(this.bytesOf(this.entry(n)), this.entry(n).dtype as FloatDtype, this.T),
     );
