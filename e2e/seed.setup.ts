@@ -4,11 +4,12 @@ import { expect, test } from './fixtures';
 
 /**
  * Runs before the webgpu project's tests: loads the bundled pair on wasm and on WebGPU once, as a first visit does,
- * and keeps what the engine remembered in IndexedDB (the graph variant it measured for each model and device, the
- * cost curve, the thread count) as the storage every webgpu test starts from, as a returning visitor's browser would.
- * Measuring the variants is most of a first load (7 of 13 s on wasm here; on SwiftShader more); paid once here, not
- * in each of some fifty tests. It is a test of the first visit too: it fails unless both devices' choices were
- * measured and stored.
+ * and keeps what the engine remembered in IndexedDB (the graph variant it measured for each model on WebGPU, the
+ * cost curves, the thread count) as the storage every webgpu test starts from, as a returning visitor's browser
+ * would. Measuring the variants is most of a first load on SwiftShader; paid once here, not in each of some fifty
+ * tests. It is a test of the first visit too: it fails unless both models' WebGPU choices were measured and stored,
+ * and if wasm measured its variants (it knows them: WASM_VARIANTS in src/model/variant.ts; measuring was 7 of a
+ * first visit's 13 s here).
  */
 test('a first visit on wasm and on WebGPU, its remembered records kept for the other tests', async ({ page }) => {
   test.setTimeout(600_000);
@@ -38,7 +39,9 @@ test('a first visit on wasm and on WebGPU, its remembered records kept for the o
       }),
     [DB, STORE] as const,
   );
-  // Both devices' variant choices are among them, or the other tests would measure again.
-  expect(records.filter((k) => k.startsWith('graph-variant:')).length).toBeGreaterThanOrEqual(2);
+  // Both models' WebGPU variant choices are among them, or the other tests would measure again; wasm measures none.
+  const choices = records.filter((k) => k.startsWith('graph-variant:'));
+  expect(choices.filter((k) => k.includes(':webgpu/')).length).toBeGreaterThanOrEqual(2);
+  expect(choices.filter((k) => k.includes(':wasm/'))).toEqual([]);
   await page.context().storageState({ path: SEED_STATE, indexedDB: true });
 });

@@ -46,7 +46,14 @@ import { createSession } from './ort-exclusive';
 import { chooseCompute, type Device, type Precision, precisionLabel, resolvePrecision } from './precision';
 import type { Int4Options } from './quant';
 import type { ProgressCallback } from './source';
-import { checkVariant, measureVariants, type VariantMemory, type VariantTiming } from './variant';
+import {
+  checkVariant,
+  measureVariants,
+  type VariantMemory,
+  type VariantTiming,
+  WASM_VARIANTS,
+  wasmVariant,
+} from './variant';
 
 /** What the runner needs of onnxruntime-web (its wasm or its WebGPU build). */
 export type Ort = Pick<typeof OrtModule, 'InferenceSession' | 'Tensor'> & Partial<Pick<typeof OrtModule, 'env'>>;
@@ -281,21 +288,22 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
         );
     }
     if (options.graph === 'auto') {
-      options.onProgress?.({ status: 'building', name: model.spec, file: 'choosing the graph variant' });
-      const choice = await measureVariants(
-        ort,
-        model,
-        options.device,
-        probePrecision,
-        embeddingType,
-        options.variantMemory,
-      );
+      // On wasm the variant is known (WASM_VARIANTS); on WebGPU it is measured, once per adapter.
+      const wasm = options.device === 'wasm';
+      if (!wasm) options.onProgress?.({ status: 'building', name: model.spec, file: 'choosing the graph variant' });
+      const choice = wasm
+        ? await wasmVariant(ort, model, probePrecision, embeddingType, options.variantMemory)
+        : await measureVariants(ort, model, options.device, probePrecision, embeddingType, options.variantMemory);
       variantTimings = choice.timings;
-      // Exact decoding falls back to the other variants that can be row-invariant, fastest first.
-      const others = choice.timings
-        .filter((t) => !t.error && t.variant !== choice.variant)
-        .sort((a, b) => a.q1 + a.q16 - (b.q1 + b.q16))
-        .map((t) => t.variant);
+      // Exact decoding falls back to the other variants that can be row-invariant, fastest first (on wasm unmeasured:
+      // in WASM_VARIANTS' order).
+      const others =
+        choice.timings.length > 0
+          ? choice.timings
+              .filter((t) => !t.error && t.variant !== choice.variant)
+              .sort((a, b) => a.q1 + a.q16 - (b.q1 + b.q16))
+              .map((t) => t.variant)
+          : WASM_VARIANTS.filter((v) => v !== choice.variant);
       variants = options.exact ? [choice.variant, ...others] : [choice.variant];
     }
     const failures: string[] = [];

@@ -246,6 +246,83 @@ export async function checkVariant(
   return error;
 }
 
+/**
+ * The graph variant on wasm, where it is known without measuring: onnxruntime's CPU kernels are one code base on
+ * every machine, and every measurement on record ranks them alike. The hybrid graph is the fused one with the
+ * attention as MatMuls because the CPU's GroupQueryAttention is slow for many query rows: on the 2-layer probe
+ * (fastest ms at q = 1 / q = 16, bundled target, 2026-11-30, Node, 2 wasm threads) fp32 hybrid 0.43-0.57 / 2.00-2.15,
+ * plain 0.71-0.74 / 2.11-2.67, fused 0.53-0.71 / 4.32-7.57; int8 hybrid 0.48-0.55 / 1.43-1.48 against plain 0.63-0.71
+ * / 1.44-1.69; int4 hybrid 2.67-2.79 / 4.34-4.52, plain 2.92-2.96 / 4.52-4.61, fused 2.74-2.75 / 5.95-6.18; the draft
+ * model alike; in Chromium (1 thread) the target hybrid 1.49 / 13.79, plain 1.56 / 13.89, fused 1.45 / 16.97. (fp16
+ * compute on wasm ties within noise.) Measuring cost more than the difference it finds: 0.5-0.7 s a model in Node and
+ * about 7 of a first visit's 13 s in Chromium. Exact decoding falls back to plain.
+ */
+export const WASM_VARIANTS: readonly GraphVariant[] = ['hybrid', 'plain'];
+
+/** Where a variant choice is remembered for this device, shape and precision (and adapter, on WebGPU). */
+async function choiceKeys(
+  ort: Ort,
+  model: LoadedModel,
+  device: Device,
+  precision: Required<ProbePrecision>,
+  embeddingType: 'float16' | 'float32' | undefined,
+): Promise<{ key: string; storeKey: string }> {
+  const cfg = model.config;
+  const key = [
+    device,
+    cfg.hiddenSize,
+    cfg.intermediateSize,
+    cfg.numHeads,
+    cfg.numKvHeads,
+    cfg.headDim,
+    precision.weights,
+    precision.compute,
+    ...(precision.rowInvariant ? ['row-invariant'] : []),
+  ].join('/');
+  // Measured in an earlier process or visit with this onnxruntime build: about a second saved at every start.
+  // v2: the fastest-of-nine probe (choices made by the earlier median-of-five probe are measured again); v3: the
+  // results checked before timing (a choice made without the check is measured again).
+  // onnxruntime's own adapter where it has one (an app may have set it, or a power preference), else the default.
+  const inUse = (ort.env as { webgpu?: { adapter?: AdapterLike } } | undefined)?.webgpu?.adapter;
+  const adapter = device === 'webgpu' ? `/${await adapterIdentity(undefined, inUse)}` : '';
+  return { key, storeKey: `graph-variant:v3:${ort.env?.versions?.web ?? '?'}:${key}/${embeddingType ?? ''}${adapter}` };
+}
+
+/** A choice remembered in this process, or in `memory` by an earlier one (null: none that applies). */
+async function rememberedChoice(
+  keys: { key: string; storeKey: string },
+  candidates: readonly GraphVariant[],
+  memory: VariantMemory | undefined,
+): Promise<VariantChoice | null> {
+  const known = remembered.get(keys.key);
+  if (known) return known;
+  const stored = memory ? await safeGet(memory, keys.storeKey) : undefined;
+  if (!isChoice(stored) || !candidates.includes(stored.variant)) return null;
+  remembered.set(keys.key, stored);
+  return stored;
+}
+
+/**
+ * graph 'auto' on wasm: a choice measured and remembered earlier (by a version that measured on wasm, or
+ * measureVariants called for it), else WASM_VARIANTS' first, not measured (no timings).
+ */
+export async function wasmVariant(
+  ort: Ort,
+  model: LoadedModel,
+  precision: Required<ProbePrecision>,
+  embeddingType?: 'float16' | 'float32',
+  memory?: VariantMemory,
+): Promise<VariantChoice> {
+  const candidates = precision.rowInvariant ? ROW_INVARIANT_VARIANTS : GRAPH_VARIANTS;
+  const keys = await choiceKeys(ort, model, 'wasm', precision, embeddingType);
+  return (
+    (await rememberedChoice(keys, candidates, memory)) ?? {
+      variant: WASM_VARIANTS.find((v) => candidates.includes(v)) ?? 'plain',
+      timings: [],
+    }
+  );
+}
+
 export async function measureVariants(
   ort: Ort,
   model: LoadedModel,
@@ -259,36 +336,13 @@ export async function measureVariants(
   // choice between processes (hybrid's T(16) measured 7.4 to 17.1 ms in three runs, plain's T(1) 0.85 to 5.0): the
   // fastest of nine, after three warm-up rounds, is what each variant does once its kernels are optimised.
   const [warmups, reps] = device === 'webgpu' ? [1, 2] : [3, 9];
-  const cfg = model.config;
-
   const probes: Probe[] = [];
   const timings: VariantTiming[] = [];
-  const key = [
-    device,
-    cfg.hiddenSize,
-    cfg.intermediateSize,
-    cfg.numHeads,
-    cfg.numKvHeads,
-    cfg.headDim,
-    precision.weights,
-    precision.compute,
-    ...(precision.rowInvariant ? ['row-invariant'] : []),
-  ].join('/');
   const candidates = precision.rowInvariant ? ROW_INVARIANT_VARIANTS : GRAPH_VARIANTS;
-  const known = remembered.get(key);
+  const keys = await choiceKeys(ort, model, device, precision, embeddingType);
+  const { key, storeKey } = keys;
+  const known = await rememberedChoice(keys, candidates, memory);
   if (known) return known;
-  // Measured in an earlier process or visit with this onnxruntime build: about a second saved at every start.
-  // v2: the fastest-of-nine probe (choices made by the earlier median-of-five probe are measured again); v3: the
-  // results checked before timing (a choice made without the check is measured again).
-  // onnxruntime's own adapter where it has one (an app may have set it, or a power preference), else the default.
-  const inUse = (ort.env as { webgpu?: { adapter?: AdapterLike } } | undefined)?.webgpu?.adapter;
-  const adapter = device === 'webgpu' ? `/${await adapterIdentity(undefined, inUse)}` : '';
-  const storeKey = `graph-variant:v3:${ort.env?.versions?.web ?? '?'}:${key}/${embeddingType ?? ''}${adapter}`;
-  const stored = memory ? await safeGet(memory, storeKey) : undefined;
-  if (isChoice(stored) && candidates.includes(stored.variant)) {
-    remembered.set(key, stored);
-    return stored;
-  }
   await openProbes(ort, model, device, precision, candidates, embeddingType, probes, timings);
   await dropWrongVariants(ort, probes, timings, precision.compute);
   const call = async (p: Probe, q: number) => {

@@ -13,7 +13,7 @@ import { int4Reference } from '../testing/quantized-reference';
 import { GRAPH_TEST_MODELS, randomModel } from '../testing/random-model';
 import { referenceForward } from '../testing/reference-llama';
 import { visibleStore } from '../testing/visible-store';
-import { forgetVariantChoices } from '../variant';
+import { forgetVariantChoices, measureVariants } from '../variant';
 
 const ort = ortForNode();
 const PROMPT = [3, 17, 42, 8, 25, 60, 1];
@@ -202,45 +202,70 @@ describe('top k in the graph', () => {
 });
 
 describe("graph 'auto'", () => {
-  it('times both variants on the first layers and keeps the faster', async () => {
+  const FP32 = { weights: 'float', compute: 'fp32', rowInvariant: false } as const;
+
+  it('on wasm takes the hybrid graph without measuring: no probe built, nothing timed or stored', async () => {
     const { model } = randomModel();
-    const r = await ModelRunner.create(ort, model, { device: 'wasm', graph: 'auto' });
-    const timings = r.variantTimings;
-    expect(timings.map((t) => t.variant)).toEqual(['fused', 'hybrid', 'plain']);
-    for (const t of timings) expect(t.q1).toBeGreaterThan(0);
-    const best = [...timings].sort((x, y) => x.q1 + x.q16 - (y.q1 + y.q16))[0];
-    expect(r.variant).toBe(best?.variant);
+    const { records, memory } = visibleStore();
+    forgetVariantChoices();
+    const steps: string[] = [];
+    const r = await ModelRunner.create(ort, model, {
+      device: 'wasm',
+      graph: 'auto',
+      variantMemory: memory,
+      onProgress: (p) => {
+        if (p.status === 'building' && p.file) steps.push(p.file);
+      },
+    });
+    expect(r.variant).toBe('hybrid');
+    expect(r.variantTimings).toEqual([]);
+    expect(steps).toEqual([]);
+    expect([...records.keys()]).toEqual([]);
     await r.release();
   });
 
-  it('remembers the choice in the store it is given, so a fresh process builds without measuring', async () => {
+  it('measureVariants (what WebGPU runs) times every variant on the first layers and keeps the faster', async () => {
+    const { model } = randomModel();
+    forgetVariantChoices();
+    const choice = await measureVariants(ort, model, 'wasm', FP32);
+    expect(choice.timings.map((t) => t.variant)).toEqual(['fused', 'hybrid', 'plain']);
+    for (const t of choice.timings) expect(t.q1).toBeGreaterThan(0);
+    const best = [...choice.timings].sort((x, y) => x.q1 + x.q16 - (y.q1 + y.q16))[0];
+    expect(choice.variant).toBe(best?.variant);
+  });
+
+  it('a choice remembered in the store is used, so a fresh process builds without measuring', async () => {
     const { model } = randomModel({ hidden_size: 48, intermediate_size: 96 });
     const { records, memory } = visibleStore();
     forgetVariantChoices();
-    const first = await ModelRunner.create(ort, model, { device: 'wasm', graph: 'auto', variantMemory: memory });
-    await first.release();
+    const measured = await measureVariants(ort, model, 'wasm', FP32, 'float16', memory);
     const [key] = [...records.keys()];
     expect(key).toMatch(/^graph-variant:/);
-    // Another process: nothing in memory here, the store says "fused" (whatever was measured), and it is used.
+    // Another process: nothing in memory here, the store says "fused" (whatever was measured), and it is used, by
+    // measureVariants and by a runner on wasm (a choice measured there by an earlier version is kept).
     forgetVariantChoices();
-    const other = first.variant === 'fused' ? 'plain' : 'fused';
+    const other = measured.variant === 'fused' ? 'plain' : 'fused';
     records.set(key as string, { ...(records.get(key as string) as object), variant: other });
+    expect((await measureVariants(ort, model, 'wasm', FP32, 'float16', memory)).variant).toBe(other);
+    forgetVariantChoices();
     const second = await ModelRunner.create(ort, model, { device: 'wasm', graph: 'auto', variantMemory: memory });
     expect(second.variant).toBe(other);
     await second.release();
-    // A record that is not a choice is measured again (and overwritten).
+    // A record that is not a choice is measured again (and overwritten); the runner on wasm takes hybrid.
     forgetVariantChoices();
     records.set(key as string, { variant: 'mystery' });
     const third = await ModelRunner.create(ort, model, { device: 'wasm', graph: 'auto', variantMemory: memory });
-    expect((records.get(key as string) as { variant: string }).variant).toBe(third.variant);
+    expect(third.variant).toBe('hybrid');
     await third.release();
+    forgetVariantChoices();
+    const again = await measureVariants(ort, model, 'wasm', FP32, 'float16', memory);
+    expect((records.get(key as string) as { variant: string }).variant).toBe(again.variant);
     // Nor a choice whose timings were cut short or edited (the runner read them and threw, on every load).
     forgetVariantChoices();
     records.set(key as string, { variant: other, timings: [null] });
-    const fourth = await ModelRunner.create(ort, model, { device: 'wasm', graph: 'auto', variantMemory: memory });
+    await measureVariants(ort, model, 'wasm', FP32, 'float16', memory);
     const rewritten = records.get(key as string) as { timings: unknown[] };
     expect(rewritten.timings.length).toBeGreaterThan(1);
     expect(rewritten.timings.every((t) => t !== null)).toBe(true);
-    await fourth.release();
   });
 });
