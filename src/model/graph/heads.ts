@@ -48,10 +48,14 @@ export const HEAD_OUTPUTS = {
   presentValue: 'present.0.value',
 };
 
-function setup(name: string, heads: LoadedHeads, compute: 'fp32' | 'fp16') {
+/**
+ * @param foldHalf fp16 weights of an fp32 graph handed over as they are, behind Casts onnxruntime folds (for the wasm
+ *   EP: WeightStoreOptions.foldHalf)
+ */
+function setup(name: string, heads: LoadedHeads, compute: 'fp32' | 'fp16', foldHalf: boolean) {
   const T: 'float32' | 'float16' = compute === 'fp16' ? 'float16' : 'float32';
   const g = new OnnxGraph(name);
-  const store = new WeightStore(g, heads.weights, heads.files, T);
+  const store = new WeightStore(g, heads.weights, heads.files, T, foldHalf ? { foldHalf } : {});
   const cast = (x: string, to: OnnxDataType) => g.op('Cast', [x], { to: DATA_TYPE_CODE[to] });
   const toT = (x: string) => (T === 'float32' ? x : cast(x, T));
   const toF32 = (x: string) => (T === 'float32' ? x : cast(x, 'float32'));
@@ -60,10 +64,10 @@ function setup(name: string, heads: LoadedHeads, compute: 'fp32' | 'fp16') {
   return { g, store, T, cast, toT, toF32, gemm };
 }
 
-export function buildMedusaGraph(heads: LoadedHeads, compute: 'fp32' | 'fp16'): BuiltHeadsGraph {
+export function buildMedusaGraph(heads: LoadedHeads, compute: 'fp32' | 'fp16', foldHalf = false): BuiltHeadsGraph {
   const shape = heads.medusa;
   if (!shape) throw new Error('buildMedusaGraph: not Medusa heads');
-  const { g, store, T, toT, toF32, gemm } = setup('medusa_heads', heads, compute);
+  const { g, store, T, toT, toF32, gemm } = setup('medusa_heads', heads, compute, foldHalf);
   const d = heads.weights.get('0.0.linear.weight')?.shape[1] as number;
   const V = heads.weights.get(`0.${shape.layers}.weight`)?.shape[0] as number;
   const h = toT(g.input(HEAD_INPUTS.hidden, 'float32', ['rows', d]));
@@ -95,10 +99,11 @@ export function buildEagle3Graph(
   heads: LoadedHeads,
   compute: 'fp32' | 'fp16',
   form: Eagle3Form = 'fused',
+  foldHalf = false,
 ): BuiltHeadsGraph {
   const e = heads.eagle3;
   if (!e) throw new Error('buildEagle3Graph: not EAGLE-3 heads');
-  const { g, store, T, cast, toT, toF32, gemm } = setup('eagle3_head', heads, compute);
+  const { g, store, T, cast, toT, toF32, gemm } = setup('eagle3_head', heads, compute, foldHalf);
   const d = e.numHeads * e.headDim;
   const { numHeads: nh, numKvHeads: kvh, headDim: hd } = e;
   const embeds = toT(g.input(HEAD_INPUTS.tokenEmbeds, 'float32', ['q', d]));

@@ -12,6 +12,8 @@ import { topK } from '../../engine/sampling';
 import { chainBias } from '../../engine/tree';
 import { ortForNode } from '../../runtime/ort-node';
 import { maxDiff } from '../../util/max-diff';
+import { buildEagle3Graph, buildMedusaGraph } from '../graph/heads';
+import { CONVERTED_WEIGHTS } from '../graph/weights';
 import { loadModel } from '../load';
 import { ModelRunner } from '../runner';
 import { loadHeads } from './load';
@@ -116,4 +118,20 @@ describe('hidden states and heads against PyTorch (bundled target and heads, fp3
       }
     },
   );
+});
+
+describe('the heads on the wasm EP take their fp16 files as they are', () => {
+  it.each(['medusa', 'eagle3'] as const)('%s: nothing converted in JavaScript (folded Casts)', async (kind) => {
+    const model = await loadModel(fx.target.model_dir, {});
+    const heads = await loadHeads(fx[kind === 'medusa' ? 'medusa' : 'eagle'].model_dir, model.config);
+    const build = (foldHalf: boolean) =>
+      kind === 'medusa'
+        ? buildMedusaGraph(heads, 'fp32', foldHalf)
+        : buildEagle3Graph(heads, 'fp32', 'fused', foldHalf);
+    const files = [...heads.files.keys()];
+    expect(build(false).externalData.map((e) => e.path)).toContain(CONVERTED_WEIGHTS);
+    const folded = build(true).externalData.map((e) => e.path);
+    expect(folded).not.toContain(CONVERTED_WEIGHTS);
+    for (const path of folded) expect(files).toContain(path);
+  });
 });

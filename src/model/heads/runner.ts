@@ -94,7 +94,7 @@ export class MedusaHeadsRunner {
   ): Promise<MedusaHeadsRunner> {
     const shape = heads.medusa;
     if (!shape) throw new ModelLoadError(`heads model ${heads.spec}: these are not Medusa heads`);
-    const built = buildMedusaGraph(heads, compute);
+    const built = buildMedusaGraph(heads, compute, device === 'wasm');
     const s = await session(ort, built, device, heads.spec);
     const first = heads.weights.get(`0.${shape.layers}.weight`)?.shape as number[];
     const feeds = await Feeds.open(ort, device, GPU_FED);
@@ -160,7 +160,7 @@ export class Eagle3HeadRunner {
     cacheOnGpu = true,
   ): Promise<Eagle3HeadRunner> {
     if (!heads.eagle3) throw new ModelLoadError(`heads model ${heads.spec}: these are not EAGLE-3 heads`);
-    const built = buildEagle3Graph(heads, compute, form);
+    const built = buildEagle3Graph(heads, compute, form, device === 'wasm');
     const onGpu = cacheOnGpu ? [HEAD_OUTPUTS.presentKey, HEAD_OUTPUTS.presentValue] : [];
     const s = await session(ort, built, device, heads.spec, onGpu);
     return new Eagle3HeadRunner(ort, s, heads, target, compute, await Feeds.open(ort, device, GPU_FED));
