@@ -1,5 +1,5 @@
 /**
- * Choosing the graph variant on this device by measurement. Building every full session would hold the weights
+ * Choosing the graph variant by measurement, on WebGPU (on wasm the variant is known: WASM_VARIANTS). Building every full session would hold the weights
  * several times; instead each body is built for the model's first two layers (real widths, real weights, no head)
  * and timed against the others, interleaved, at q = 1 (decoding) and q = 16 (a verify call) after a short context;
  * the least T(1) + T(16) wins. Per-layer cost is what the variants differ in (the head and the embedding are the
@@ -288,6 +288,10 @@ async function choiceKeys(
   return { key, storeKey: `graph-variant:v3:${ort.env?.versions?.web ?? '?'}:${key}/${embeddingType ?? ''}${adapter}` };
 }
 
+/** The variants a choice is made among: those that can take the row-invariant attention when it is asked for. */
+const candidatesFor = (precision: ProbePrecision): readonly GraphVariant[] =>
+  precision.rowInvariant ? ROW_INVARIANT_VARIANTS : GRAPH_VARIANTS;
+
 /** A choice remembered in this process, or in `memory` by an earlier one (null: none that applies). */
 async function rememberedChoice(
   keys: { key: string; storeKey: string },
@@ -313,7 +317,7 @@ export async function wasmVariant(
   embeddingType?: 'float16' | 'float32',
   memory?: VariantMemory,
 ): Promise<VariantChoice> {
-  const candidates = precision.rowInvariant ? ROW_INVARIANT_VARIANTS : GRAPH_VARIANTS;
+  const candidates = candidatesFor(precision);
   const keys = await choiceKeys(ort, model, 'wasm', precision, embeddingType);
   return (
     (await rememberedChoice(keys, candidates, memory)) ?? {
@@ -338,7 +342,7 @@ export async function measureVariants(
   const [warmups, reps] = device === 'webgpu' ? [1, 2] : [3, 9];
   const probes: Probe[] = [];
   const timings: VariantTiming[] = [];
-  const candidates = precision.rowInvariant ? ROW_INVARIANT_VARIANTS : GRAPH_VARIANTS;
+  const candidates = candidatesFor(precision);
   const keys = await choiceKeys(ort, model, device, precision, embeddingType);
   const { key, storeKey } = keys;
   const known = await rememberedChoice(keys, candidates, memory);
