@@ -7,7 +7,8 @@
  *
  * On WebGPU the cache never leaves the GPU (present.* are gpu-buffer outputs fed back as the next past.*; the
  * previous ones are disposed, so GPU memory does not grow across calls); only the logits rows or token ids come
- * back. `bytesRead` counts what came back.
+ * back. `bytesRead` counts what came back. On wasm (plain and hybrid graphs) the cache is kept in JavaScript
+ * (host-cache.ts): each call feeds the past and gets back only its own rows, and compaction happens here.
  */
 import type * as OrtModule from 'onnxruntime-web';
 import {
@@ -32,6 +33,8 @@ import {
   type GraphVariant,
   HIDDEN_ROWS,
   type HiddenKind,
+  newKey,
+  newValue,
   pastKey,
   pastValue,
   presentKey,
@@ -41,6 +44,7 @@ import {
   runMlp,
   type WeightFormat,
 } from './graph/llama';
+import { HostCache } from './host-cache';
 import type { LoadedModel } from './load';
 import { createSession } from './ort-exclusive';
 import { chooseCompute, type Device, type Precision, precisionLabel, resolvePrecision } from './precision';
@@ -108,6 +112,11 @@ export interface RunnerOptions {
   layerSwitches?: boolean;
   /** Also return hidden states for draft heads (see HiddenKind); absent: no hidden outputs at all. */
   hidden?: HiddenKind;
+  /**
+   * On wasm, keep the KV cache in JavaScript (host-cache.ts) rather than passing it through every call: default true
+   * where the graph's attention is MatMuls (plain, hybrid); false passes it through as on WebGPU (comparisons).
+   */
+  hostCache?: boolean;
   onProgress?: ProgressCallback;
 }
 
@@ -160,6 +169,8 @@ const GPU_FED = [
 
 export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLayers'> {
   private cache: Tensor[] = [];
+  /** The cache in JavaScript, for a graph built with hostCache (then `cache` stays empty). */
+  private readonly host: HostCache | null;
   private cacheLength = 0;
   private pendingKeep: number[] | null = null;
   private released = false;
@@ -181,6 +192,10 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     readonly variantTimings: VariantTiming[],
     private readonly feeds: Feeds,
   ) {
+    const c = model.config;
+    this.host = graph.hostCache
+      ? new HostCache(c.numLayers, c.numKvHeads, c.headDim, graph.compute === 'fp16' ? 'float16' : 'float32')
+      : null;
     this.reset();
   }
   /**
@@ -391,6 +406,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       ...(options.layerSwitches ? { layerSwitches: true } : {}),
       ...(options.hidden ? { hidden: options.hidden } : {}),
       ...(options.device === 'wasm' ? { foldHalfWeights: true } : {}),
+      ...(options.device === 'wasm' && variant !== 'fused' && options.hostCache !== false ? { hostCache: true } : {}),
     });
     const { externalData } = graph;
     const preferredOutputLocation: Record<string, 'gpu-buffer' | 'cpu'> = {
@@ -467,6 +483,8 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       this.canSkipLayers,
       // Only when on, so that records of the other graphs keep their keys.
       ...(this.graph.rowInvariantAttention ? ['row-invariant'] : []),
+      // The cache kept in JavaScript changes what a call costs (measured curves), not what it computes.
+      ...(this.graph.hostCache ? ['host-cache'] : []),
     ]);
     let h = 0x811c9dc5;
     for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
@@ -507,6 +525,12 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
 
   /** Drop the whole cache (a new prompt). */
   reset(): void {
+    this.cacheLength = 0;
+    this.pendingKeep = null;
+    if (this.host) {
+      this.host.clear();
+      return;
+    }
     this.disposeCache();
     const { numLayers, numKvHeads, headDim } = this.model.config;
     const empty = () =>
@@ -600,6 +624,13 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       if (!Number.isInteger(t) || t < 0 || t >= vocab)
         throw new RangeError(`forward: token id ${t} is not in [0, ${vocab})`);
     }
+    const host = this.host;
+    if (host && this.pendingKeep) {
+      host.compact(this.pendingKeep);
+      this.cacheLength = host.length;
+      this.pendingKeep = null;
+    }
+    host?.ensure(Math.max(kept, 1));
     const keepList = this.pendingKeep ?? Array.from({ length: this.cacheLength }, (_, i) => i);
     const feeds: Record<string, Tensor> = {
       [GRAPH_INPUTS.inputIds]: this.feeds.tensor(GRAPH_INPUTS.inputIds, 'int64', int64s(input.tokens), [1, q]),
@@ -610,15 +641,14 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
         Float32Array.from(input.positions),
         [q, 1],
       ),
-      [GRAPH_INPUTS.attentionBias]: this.feeds.tensor(GRAPH_INPUTS.attentionBias, 'float32', input.bias, [
-        1,
-        1,
-        q,
-        total,
-      ]),
-      [GRAPH_INPUTS.keepIndices]: this.feeds.tensor(GRAPH_INPUTS.keepIndices, 'int64', int64s(keepList), [
-        keepList.length,
-      ]),
+      [GRAPH_INPUTS.attentionBias]: host
+        ? this.feeds.tensor(GRAPH_INPUTS.attentionBias, 'float32', host.bias(input.bias, q), [
+            1,
+            1,
+            q,
+            host.capacity + q,
+          ])
+        : this.feeds.tensor(GRAPH_INPUTS.attentionBias, 'float32', input.bias, [1, 1, q, total]),
       [GRAPH_INPUTS.logitsRows]: this.feeds.tensor(GRAPH_INPUTS.logitsRows, 'int64', int64s(input.rows), [
         input.rows.length,
       ]),
@@ -642,17 +672,35 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       feeds[HIDDEN_ROWS] = this.feeds.tensor(HIDDEN_ROWS, 'int64', hiddenRows, [hiddenRows.length]);
       fetches.push(hiddenName);
     }
-    for (let i = 0; i < this.config.numLayers; i++) {
+    const L = this.config.numLayers;
+    if (!host)
+      feeds[GRAPH_INPUTS.keepIndices] = this.feeds.tensor(GRAPH_INPUTS.keepIndices, 'int64', int64s(keepList), [
+        keepList.length,
+      ]);
+    for (let i = 0; i < L; i++) {
+      if (host) {
+        [feeds[pastKey(i)], feeds[pastValue(i)]] = host.feeds(this.ort, i);
+        fetches.push(newKey(i), newValue(i));
+        continue;
+      }
       feeds[pastKey(i)] = this.cache[2 * i] as Tensor;
       feeds[pastValue(i)] = this.cache[2 * i + 1] as Tensor;
       fetches.push(presentKey(i), presentValue(i));
     }
     const out = await this.session.run(feeds, fetches);
     this.calls++;
-    this.disposeCache();
-    this.cache = [];
-    for (let i = 0; i < this.config.numLayers; i++) {
-      this.cache.push(out[presentKey(i)] as Tensor, out[presentValue(i)] as Tensor);
+    if (host) {
+      host.ensure(kept + q);
+      for (let i = 0; i < L; i++) {
+        const k = (out[newKey(i)] as Tensor).data as Float32Array | Uint16Array;
+        const v = (out[newValue(i)] as Tensor).data as Float32Array | Uint16Array;
+        host.append(i, k, v, q);
+      }
+      host.advance(q);
+    } else {
+      this.disposeCache();
+      this.cache = [];
+      for (let i = 0; i < L; i++) this.cache.push(out[presentKey(i)] as Tensor, out[presentValue(i)] as Tensor);
     }
     this.cacheLength = total;
     this.pendingKeep = null;
@@ -675,6 +723,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
         return Float32Array.from(data as unknown as ArrayLike<number>);
       throw new Error(`readCache: unexpected ${t.type} cache`);
     };
+    if (this.host) return { ...this.host.read(layer), length: this.cacheLength };
     return {
       key: await read(this.cache[2 * layer] as Tensor),
       value: await read(this.cache[2 * layer + 1] as Tensor),

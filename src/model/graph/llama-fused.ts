@@ -19,8 +19,8 @@ import { firstTableRow, fusedOps } from './fused-ops';
 import { layerCache } from './layer-cache';
 import type { GraphContext } from './llama';
 import { type AttentionInputs, attentionInputs, groupedAttention } from './plain-ops';
-import { pastKey, presentKey, presentValue, runAttention, runMlp } from './signature';
-import { isSwitched, switchSubLayer, switchTypes, zeroCacheSlots } from './switches';
+import { pastKey, runAttention, runMlp } from './signature';
+import { isSwitched, skippedCache, switchSubLayer, switchTypes, zeroCacheSlots } from './switches';
 
 const MS = 'com.microsoft';
 
@@ -135,16 +135,16 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
     return [pre.sum, pre.normed];
   };
 
-  const zeroKv = ctx.layerSwitches ? zeroCacheSlots(ctx) : '';
-  const { residual, cache } = switchTypes(ctx);
+  const zeroKv = ctx.layerSwitches ? zeroCacheSlots(ctx) : null;
+  const { residual, cacheK, cacheV } = switchTypes(ctx);
 
   let x = ctx.embed(inputs.inputIds); // [q, H], the residual stream
   let h = norm(x, 'model.layers.0.input_layernorm.weight'); // x normed for the next sub-layer
   for (let i = 0; i < ctx.layers; i++) {
     ctx.layerInput(i, x);
-    const { keptK, keptV } = layerCache(ctx, i);
+    const { keptK, keptV, names } = layerCache(ctx, i);
     if (!isSwitched(ctx, i)) {
-      [x, h] = attentionLayer(i, x, h, keptK, keptV, [presentKey(i), presentValue(i)]) as [string, string];
+      [x, h] = attentionLayer(i, x, h, keptK, keptV, names) as [string, string];
       [x, h] = mlpLayer(i, x, h) as [string, string];
       continue;
     }
@@ -154,15 +154,14 @@ export function buildFusedBody(ctx: GraphContext, attention: 'gqa' | 'matmul' = 
       ctx,
       `attention_${i}`,
       runAttention(i),
-      [residual, residual, cache, cache],
+      [residual, residual, cacheK, cacheV],
       () => attentionLayer(i, x0, h0, keptK, keptV, null),
       () => [
         g.op('Identity', [x0]),
         norm(x0, `model.layers.${i}.post_attention_layernorm.weight`),
-        g.op('Concat', [keptK, zeroKv], { axis: 2 }),
-        g.op('Concat', [keptV, zeroKv], { axis: 2 }),
+        ...skippedCache(ctx, keptK, keptV, zeroKv as { k: string; v: string }),
       ],
-      [`model.layers.${i}.attention_out`, `model.layers.${i}.attention_normed`, presentKey(i), presentValue(i)],
+      [`model.layers.${i}.attention_out`, `model.layers.${i}.attention_normed`, ...names],
     ) as [string, string];
     const [x1, h1] = [x, h];
     [x, h] = switchSubLayer(
@@ -200,11 +199,23 @@ function matmulAttention(
   const { numHeads: nh, numKvHeads: kvh, headDim: hd } = cfg;
   const heads = (x: string, n: number) => g.op('Reshape', [x, g.constInt64([1, -1, n, hd])]); // [1, q, n, hd]
   const asCache = (x: string, n: number) => g.op('Transpose', [heads(x, n)], { perm: [0, 2, 1, 3] }); // [1, n, q, hd]
-  const presentK = g.op('Concat', [keptK, asCache(k, kvh)], { axis: 2 }, names?.[0]);
-  const presentV = g.op('Concat', [keptV, asCache(v, kvh)], { axis: 2 }, names?.[1]);
   const scale = toT(g.constFloat32([1 / Math.sqrt(hd)], [], `scale_${i}`));
-  const kT = g.op('Transpose', [presentK], { perm: [1, 0, 3, 2] }); // [kvh, 1, hd, total]
-  const vT = g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] }); // [kvh, 1, total, hd]
+  let presentK: string;
+  let presentV: string;
+  let kT: string;
+  let vT: string;
+  if (ctx.hostCache) {
+    // The caller's cache (layer-cache.ts): this call's rows in its layouts, appended to the kept past.
+    presentK = g.op('Transpose', [heads(k, kvh)], { perm: [2, 0, 3, 1] }, names?.[0]); // [kvh, 1, hd, q]
+    presentV = g.op('Transpose', [heads(v, kvh)], { perm: [2, 0, 1, 3] }, names?.[1]); // [kvh, 1, q, hd]
+    kT = g.op('Concat', [keptK, presentK], { axis: 3 }); // [kvh, 1, hd, cap + q]
+    vT = g.op('Concat', [keptV, presentV], { axis: 2 }); // [kvh, 1, cap + q, hd]
+  } else {
+    presentK = g.op('Concat', [keptK, asCache(k, kvh)], { axis: 2 }, names?.[0]);
+    presentV = g.op('Concat', [keptV, asCache(v, kvh)], { axis: 2 }, names?.[1]);
+    kT = g.op('Transpose', [presentK], { perm: [1, 0, 3, 2] }); // [kvh, 1, hd, total]
+    vT = g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] }); // [kvh, 1, total, hd]
+  }
   const attended = groupedAttention(g, g.op('Mul', [asCache(q, nh), scale]), kT, vT, shared);
   const out = g.op('Reshape', [attended, g.constInt64([1, nh, -1, hd])]); // [1, nh, q, hd]
   // [1, q, nh, hd]; reshaped to [q, nh*hd] by the caller

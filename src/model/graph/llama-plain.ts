@@ -7,15 +7,15 @@
 import { layerCache } from './layer-cache';
 import type { GraphContext } from './llama';
 import { attentionInputs, plainOps } from './plain-ops';
-import { presentKey, presentValue, runAttention, runMlp } from './signature';
-import { isSwitched, switchSubLayer, switchTypes, zeroCacheSlots } from './switches';
+import { runAttention, runMlp } from './signature';
+import { isSwitched, skippedCache, switchSubLayer, switchTypes, zeroCacheSlots } from './switches';
 
 export function buildPlainBody(ctx: GraphContext): string {
   const { g, cfg, store, T, inputs, cast, toT, linear } = ctx;
   const { numHeads: nh, numKvHeads: kvh } = cfg;
   const { logitsRows } = inputs;
 
-  const ops = plainOps(g, T, cast, (w) => store.float(w), cfg);
+  const ops = plainOps(g, T, cast, (w) => store.float(w), { ...cfg, hostCache: ctx.hostCache });
   const { rmsNorm, toHeads } = ops;
 
   // Embedding: [q, H].
@@ -48,14 +48,14 @@ export function buildPlainBody(ctx: GraphContext): string {
     return g.op('Add', [x0, linear(ops.swiglu(gate, up), w('mlp.down_proj'), `${p}.mlp.down_proj`)]);
   };
 
-  const zeroKv = ctx.layerSwitches ? zeroCacheSlots(ctx) : '';
-  const { residual, cache } = switchTypes(ctx);
+  const zeroKv = ctx.layerSwitches ? zeroCacheSlots(ctx) : null;
+  const { residual, cacheK, cacheV } = switchTypes(ctx);
 
   for (let i = 0; i < ctx.layers; i++) {
     ctx.layerInput(i, x);
-    const { keptK, keptV } = layerCache(ctx, i);
+    const { keptK, keptV, names } = layerCache(ctx, i);
     if (!isSwitched(ctx, i)) {
-      [x] = attention(i, x, keptK, keptV, [presentKey(i), presentValue(i)]) as [string];
+      [x] = attention(i, x, keptK, keptV, names) as [string];
       x = mlp(i, x);
       continue;
     }
@@ -64,14 +64,10 @@ export function buildPlainBody(ctx: GraphContext): string {
       ctx,
       `attention_${i}`,
       runAttention(i),
-      [residual, cache, cache],
+      [residual, cacheK, cacheV],
       () => attention(i, x0, keptK, keptV, null),
-      () => [
-        g.op('Identity', [x0]),
-        g.op('Concat', [keptK, zeroKv], { axis: 2 }),
-        g.op('Concat', [keptV, zeroKv], { axis: 2 }),
-      ],
-      [`model.layers.${i}.attention_out`, presentKey(i), presentValue(i)],
+      () => [g.op('Identity', [x0]), ...skippedCache(ctx, keptK, keptV, zeroKv as { k: string; v: string })],
+      [`model.layers.${i}.attention_out`, ...names],
     ) as [string];
     const x1 = x;
     [x] = switchSubLayer(

@@ -38,6 +38,8 @@ import {
   GRAPH_INPUTS,
   GRAPH_OUTPUTS,
   HIDDEN_ROWS,
+  newKey,
+  newValue,
   pastKey,
   pastValue,
   presentKey,
@@ -69,6 +71,8 @@ export {
   GRAPH_OUTPUTS,
   HIDDEN_ROWS,
   MASKED,
+  newKey,
+  newValue,
   pastKey,
   pastValue,
   presentKey,
@@ -118,6 +122,8 @@ export interface BuiltGraph {
   variant: GraphVariant;
   /** Built with sub-layer switches (run_attention.{i} / run_mlp.{i} inputs). */
   layerSwitches: boolean;
+  /** The caller keeps the cache (BuildOptions.hostCache): past in the attention's layouts, new.{i}.* out. */
+  hostCache: boolean;
   /** The attention is in its row-invariant form (BuildOptions.rowInvariantAttention, in a variant that has it). */
   rowInvariantAttention: boolean;
   /** Bytes of weights that had to be converted or quantised (0 when all were used in place). */
@@ -178,6 +184,16 @@ export interface BuildOptions {
    * a WebGPU device without shader-f16 cannot gather fp16, so the runner asks for the compute type there.
    */
   embeddingType?: 'float16' | 'float32';
+  /**
+   * The caller keeps the KV cache (the wasm runner, model/host-cache.ts) instead of handing it through every call:
+   * past_key_values.{i}.key comes transposed [kvh, 1, hd, cap] and .value as [kvh, 1, cap, hd] (cap at least the
+   * cache's length; the bias [1, 1, q, cap + q] masks the slots beyond it), already compacted (no keep_indices), and
+   * only this call's rows go out, new.{i}.key [kvh, 1, hd, q] and new.{i}.value [kvh, 1, q, hd]. On the wasm EP every
+   * input and output is copied between JavaScript and onnxruntime's heap: a present cache came out whole each call
+   * (a fresh array), and the graph gathered, concatenated and transposed it again. MatMul attention only (the plain
+   * and hybrid graphs); the tree interface.
+   */
+  hostCache?: boolean;
 }
 
 /** What the two bodies share: the graph, its weights and inputs, and the small helpers over them. */
@@ -197,6 +213,8 @@ export interface GraphContext {
   linear(x: string, names: readonly string[], as: string, biases?: readonly string[]): string;
   /** Token embeddings [q, H] in the compute type. */
   embed(ids: string): string;
+  /** BuildOptions.hostCache. */
+  hostCache: boolean;
   /** Per-token RoPE angles [q, headDim / 2] in fp32, from the position ids. */
   ropeAngles(): string;
   /** Whether sub-layers 1..L-2 are behind If switches. */
@@ -245,6 +263,10 @@ export function buildLlamaGraph(
   const T: 'float32' | 'float16' = compute === 'fp16' ? 'float16' : 'float32';
   const g = new OnnxGraph(`${cfg.modelType}_${options.interface ?? 'tree'}_${variant}_${weightFormat}_${compute}`);
   g.useDomain('com.microsoft', 1);
+  const hostCache = options.hostCache === true;
+  if (hostCache && (variant === 'fused' || options.interface === 'transformers')) {
+    throw new RangeError(`hostCache needs the MatMul attention of the tree interface, not the ${variant} graph's`);
+  }
   if (weightFormat === 'int8' && T !== 'float32') {
     throw new ModelLoadError('int8 weights compute in fp32 (onnxruntime has no fp16 integer matmul): use fp32 compute');
   }
@@ -257,7 +279,8 @@ export function buildLlamaGraph(
   });
   const cast = (x: string, to: OnnxDataType) => g.op('Cast', [x], { to: DATA_TYPE_CODE[to] });
   const toT = (x: string) => (T === 'float32' ? x : cast(x, T));
-  const inputs = options.interface === 'transformers' ? transformersInputs(g, cfg, T) : treeInputs(g, cfg, T, layers);
+  const inputs =
+    options.interface === 'transformers' ? transformersInputs(g, cfg, T) : treeInputs(g, cfg, T, layers, hostCache);
 
   const matmulNBits = (x: string, w: Int4Initializers) =>
     g.node('MatMulNBits', w.zeroPoints ? [x, w.codes, w.scales, w.zeroPoints] : [x, w.codes, w.scales], {
@@ -327,6 +350,7 @@ export function buildLlamaGraph(
     toT,
     linear,
     embed,
+    hostCache,
     ropeAngles,
     layerSwitches,
     rowInvariant: options.rowInvariantAttention ?? weightFormat === 'int8',
@@ -394,6 +418,7 @@ export function buildLlamaGraph(
     weightFormat,
     variant,
     layerSwitches,
+    hostCache,
     rowInvariantAttention: ctx.rowInvariant && ROW_INVARIANT_VARIANTS.includes(variant),
     convertedBytes: store.convertedBytes,
     weightBytes: callWeightBytes(cfg, weightFormat, compute, layers, options.int4?.blockSize),
@@ -448,16 +473,24 @@ function pastInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType, batch: Dim,
   }
 }
 
-function treeInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType, layers: number): CoreInputs {
+function treeInputs(g: OnnxGraph, cfg: LlamaConfig, T: OnnxDataType, layers: number, hostCache: boolean): CoreInputs {
   const inputs: CoreInputs = {
     inputIds: g.input(GRAPH_INPUTS.inputIds, 'int64', [1, 'q']),
     positionIds: g.input(GRAPH_INPUTS.positionIds, 'int64', [1, 'q']),
     ropePositions: g.input(GRAPH_INPUTS.ropePositions, 'float32', ['q', 1]),
     attentionBias: g.input(GRAPH_INPUTS.attentionBias, 'float32', [1, 1, 'q', 'total']),
-    keepIndices: g.input(GRAPH_INPUTS.keepIndices, 'int64', ['kept']),
+    keepIndices: hostCache ? null : g.input(GRAPH_INPUTS.keepIndices, 'int64', ['kept']),
     logitsRows: g.input(GRAPH_INPUTS.logitsRows, 'int64', ['rows']),
   };
-  pastInputs(g, cfg, T, 1, 'past', layers);
+  if (!hostCache) {
+    pastInputs(g, cfg, T, 1, 'past', layers);
+    return inputs;
+  }
+  const { numKvHeads: kvh, headDim: hd } = cfg;
+  for (let i = 0; i < layers; i++) {
+    g.input(pastKey(i), T, [kvh, 1, hd, 'cap']);
+    g.input(pastValue(i), T, [kvh, 1, 'cap', hd]);
+  }
   return inputs;
 }
 

@@ -10,6 +10,8 @@ export interface PlainOpsConfig {
   numKvHeads: number;
   headDim: number;
   rmsNormEps: number;
+  /** The cache is the caller's (layer-cache.ts): the kept K/V come in the attention's layouts, only new rows go out. */
+  hostCache?: boolean;
 }
 
 /**
@@ -146,11 +148,14 @@ export function plainOps(
   const mergedShape = g.constInt64([nh, -1, hd]);
   const flatShape = g.constInt64([0, -1]);
   const asPast = g.constInt64([0]); // Unsqueeze axes: [kvh, q, hd] -> [1, kvh, q, hd]
+  const asHeads = g.constInt64([1]); // Unsqueeze axes: [kvh, q, hd] -> [kvh, 1, q, hd]
 
   /**
    * Attention of rotated queries [nh, q, hd] and keys/values [kvh, q, hd] over the kept cache [1, kvh, kept, hd]
    * under an additive bias [1, 1, q, kept + q] in the compute type, given as attentionInputs. Returns the context
-   * [q, nh * hd] and the present K/V [1, kvh, kept + q, hd] (named as given).
+   * [q, nh * hd] and the present K/V [1, kvh, kept + q, hd] (named as given). With hostCache the kept cache comes as
+   * keys [kvh, 1, hd, cap] and values [kvh, 1, cap, hd], the bias is [1, 1, q, cap + q], and the K/V returned are this
+   * call's rows alone in those layouts.
    */
   const attend = (
     q: string,
@@ -161,12 +166,23 @@ export function plainOps(
     shared: AttentionInputs,
     names: [string, string] | null,
   ) => {
-    const presentK = g.op('Concat', [keptK, g.op('Unsqueeze', [k, asPast])], { axis: 2 }, names?.[0]);
-    const presentV = g.op('Concat', [keptV, g.op('Unsqueeze', [v, asPast])], { axis: 2 }, names?.[1]);
     // Queries [kvh, group, q, hd] against keys [kvh, 1, hd, total] (the cache's batch axis moved into the
     // broadcast axis).
-    const kT = g.op('Transpose', [presentK], { perm: [1, 0, 3, 2] });
-    const vT = g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] });
+    let presentK: string;
+    let presentV: string;
+    let kT: string;
+    let vT: string;
+    if (cfg.hostCache) {
+      presentK = g.op('Unsqueeze', [g.op('Transpose', [k], { perm: [0, 2, 1] }), asHeads], {}, names?.[0]);
+      presentV = g.op('Unsqueeze', [v, asHeads], {}, names?.[1]);
+      kT = g.op('Concat', [keptK, presentK], { axis: 3 });
+      vT = g.op('Concat', [keptV, presentV], { axis: 2 });
+    } else {
+      presentK = g.op('Concat', [keptK, g.op('Unsqueeze', [k, asPast])], { axis: 2 }, names?.[0]);
+      presentV = g.op('Concat', [keptV, g.op('Unsqueeze', [v, asPast])], { axis: 2 }, names?.[1]);
+      kT = g.op('Transpose', [presentK], { perm: [1, 0, 3, 2] });
+      vT = g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] });
+    }
     const attended = groupedAttention(g, g.op('Mul', [q, scale]), kT, vT, shared);
     const ctxHeads = g.op('Reshape', [attended, mergedShape]); // [nh, q, hd]
     const ctx = g.op('Reshape', [g.op('Transpose', [ctxHeads], { perm: [1, 0, 2] }), flatShape]); // [q, nh*hd]

@@ -36,6 +36,12 @@ export const pastKey = (i: number) => `past_key_values.${i}.key`;
 export const pastValue = (i: number) => `past_key_values.${i}.value`;
 export const presentKey = (i: number) => `present.${i}.key`;
 export const presentValue = (i: number) => `present.${i}.value`;
+/**
+ * Graphs built with hostCache: this call's keys and values of layer i alone, laid out as the caller's cache holds
+ * them (keys transposed [kvh, 1, hd, q], values [kvh, 1, q, hd]); past_key_values.{i}.* come in the same layouts.
+ */
+export const newKey = (i: number) => `new.${i}.key`;
+export const newValue = (i: number) => `new.${i}.value`;
 
 /**
  * Layer switches (graphs built with layerSwitches): a scalar bool per sub-layer of every decoder layer but the first

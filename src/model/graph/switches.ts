@@ -15,26 +15,64 @@ export function isSwitched(ctx: GraphContext, i: number): boolean {
 }
 
 /**
- * Zeros for this call's cache slots [1, kvh, q, hd]: a skipped attention sub-layer still writes them, so every
- * layer's cache keeps the same length; those slots belong to draft tokens and are dropped before verification.
+ * Zeros for this call's cache slots: a skipped attention sub-layer still writes them, so every layer's cache keeps
+ * the same length; those slots belong to draft tokens and are dropped before verification. [1, kvh, q, hd] each;
+ * with hostCache the new rows in their own layouts, [kvh, 1, hd, q] and [kvh, 1, q, hd].
  */
-export function zeroCacheSlots(ctx: GraphContext): string {
+export function zeroCacheSlots(ctx: GraphContext): { k: string; v: string } {
   const { g, cfg, T, inputs } = ctx;
   const q = g.op('Slice', [g.op('Shape', [inputs.positionIds]), g.constInt64([1]), g.constInt64([2])]);
-  const shape = g.op('Concat', [g.constInt64([1, cfg.numKvHeads]), q, g.constInt64([cfg.headDim])], { axis: 0 });
   const zero = { name: 'zero', dataType: T, dims: [1], raw: new Uint8Array(T === 'float16' ? 2 : 4) };
-  return g.op('ConstantOfShape', [shape], { value: zero });
+  const zeros = (dims: (string | number[])[]) =>
+    g.op(
+      'ConstantOfShape',
+      [
+        g.op(
+          'Concat',
+          dims.map((d) => (typeof d === 'string' ? d : g.constInt64(d))),
+          { axis: 0 },
+        ),
+      ],
+      {
+        value: zero,
+      },
+    );
+  const { numKvHeads: kvh, headDim: hd } = cfg;
+  if (ctx.hostCache) return { k: zeros([[kvh, 1, hd], q]), v: zeros([[kvh, 1], q, [hd]]) };
+  const slots = zeros([[1, kvh], q, [hd]]);
+  return { k: slots, v: slots };
 }
 
-/** The value types a switch's outputs have: the residual stream [q, H] and the cache [1, kvh, total, hd]. */
+/**
+ * What a skipped attention sub-layer returns for the cache: the kept past and zeros for this call's slots, or with
+ * hostCache the zeros alone (the caller keeps the past).
+ */
+export function skippedCache(
+  ctx: GraphContext,
+  keptK: string,
+  keptV: string,
+  zero: { k: string; v: string },
+): string[] {
+  if (ctx.hostCache) return [ctx.g.op('Identity', [zero.k]), ctx.g.op('Identity', [zero.v])];
+  return [ctx.g.op('Concat', [keptK, zero.k], { axis: 2 }), ctx.g.op('Concat', [keptV, zero.v], { axis: 2 })];
+}
+
+/**
+ * The value types a switch's outputs have: the residual stream [q, H] and the cache's keys and values, [1, kvh,
+ * total, hd] each, or with hostCache this call's rows ([kvh, 1, hd, q] and [kvh, 1, q, hd]).
+ */
 export function switchTypes(ctx: GraphContext): {
   residual: { dataType: OnnxDataType; shape: Dim[] };
-  cache: { dataType: OnnxDataType; shape: Dim[] };
+  cacheK: { dataType: OnnxDataType; shape: Dim[] };
+  cacheV: { dataType: OnnxDataType; shape: Dim[] };
 } {
   const { cfg, T } = ctx;
+  const { numKvHeads: kvh, headDim: hd } = cfg;
+  const present = { dataType: T, shape: [1, kvh, 'total', hd] };
   return {
     residual: { dataType: T, shape: ['q', cfg.hiddenSize] },
-    cache: { dataType: T, shape: [1, cfg.numKvHeads, 'total', cfg.headDim] },
+    cacheK: ctx.hostCache ? { dataType: T, shape: [kvh, 1, hd, 'q'] } : present,
+    cacheV: ctx.hostCache ? { dataType: T, shape: [kvh, 1, 'q', hd] } : present,
   };
 }
 
