@@ -48,8 +48,8 @@ export function ortThreads(): number | null {
  * How V8 compiles onnxruntime's wasm in a process that loads, generates and ends (the CLI), against the tier-up
  * stall (v8-tiering.ts: a short script's event loop is empty between rounds).
  *
- * Where it can, with compilation hints (wasm-hints.ts): the functions that hold 97.3% of inference's wasm time in
- * fp32 and 96.3% in int8 (152, 85 KB of code) are compiled with TurboFan while the models load, the rest with
+ * Where it can, with compilation hints (wasm-hints.ts): the functions that hold 96.1% of inference's wasm time in
+ * fp32 and 96.3% in int8 (140, 74 KB of code) are compiled with TurboFan while the models load, the rest with
  * Liftoff, and nothing tiers up later.
  * That needs V8 11 (Node 20) and the onnxruntime-web wasm the hot list was measured on (ort-hot-functions.json).
  * Measured on our 2-core machine, plain decoding, 64 tokens, fresh processes on 2 threads: first generation 5.3
