@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MASKED } from '../engine/lm';
+import { f16ToF32 } from './convert';
 import { CHUNK, HostCache } from './host-cache';
 
 const KVH = 2;
@@ -107,6 +108,27 @@ describe('HostCache (the wasm KV cache kept in JavaScript)', () => {
       expect(new Set(row.slice(3, cap))).toEqual(new Set([MASKED]));
       expect(row.slice(cap)).toEqual(Array.from(bias.subarray(r * 5 + 3, r * 5 + 5)));
     }
+  });
+
+  it('keeps fp16 rows as bit patterns, also when they come as a Float16Array (Chromium)', () => {
+    const cache = new HostCache(1, KVH, HD, 'float16');
+    const q = 2;
+    cache.ensure(q);
+    const bits = (sign: number) => Uint16Array.from({ length: KVH * HD * q }, (_, i) => 0x3c00 + sign + i);
+    // What a Float16Array looks like to the cache: the same bytes, its elements read as numbers (1.0, 1.0009765625, ...).
+    const asHalfFloats = (u: Uint16Array) => {
+      const view: Record<string, unknown> = { buffer: u.buffer, byteOffset: u.byteOffset, length: u.length };
+      u.forEach((h, i) => {
+        view[i] = f16ToF32(h);
+      });
+      return view as unknown as Float32Array;
+    };
+    cache.append(0, asHalfFloats(bits(0)), asHalfFloats(bits(0x8000)), q);
+    cache.advance(q);
+    const { key, value } = cache.read(0);
+    expect(key.every((x) => x >= 1 && x < 2)).toBe(true);
+    expect(value.every((x) => x <= -1 && x > -2)).toBe(true);
+    expect(Array.from(key).sort()).toEqual(Array.from(bits(0), f16ToF32).sort());
   });
 
   it('refuses rows past its capacity or of the wrong size, and clear() drops the capacity too', () => {

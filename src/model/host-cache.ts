@@ -133,10 +133,26 @@ export class HostCache {
   }
 
   /**
+   * A tensor's data as this cache's element type: fp16 bit patterns stay bit patterns (where onnxruntime hands out a
+   * Float16Array, as in Chromium, its elements would otherwise be written as numbers).
+   */
+  private bits(x: ArrayBufferView & { length: number }): Floats {
+    if (this.type === 'float32') return x as Float32Array;
+    return x instanceof Uint16Array ? x : new Uint16Array(x.buffer, x.byteOffset, x.length);
+  }
+
+  /**
    * Write a call's rows of layer i after the slots in use: keys [kvh, 1, hd, q], values [kvh, 1, q, hd] (as the graph
    * returns them). Every layer first, then advance().
    */
-  append(i: number, newK: Floats, newV: Floats, q: number): void {
+  append(
+    i: number,
+    keys: ArrayBufferView & { length: number },
+    values: ArrayBufferView & { length: number },
+    q: number,
+  ): void {
+    const newK = this.bits(keys);
+    const newV = this.bits(values);
     const { kvh, hd, cap, length } = this;
     if (length + q > cap) throw new Error(`host cache: ${length} + ${q} slots exceed the capacity ${cap}`);
     if (newK.length !== kvh * hd * q || newV.length !== kvh * q * hd)

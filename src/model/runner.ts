@@ -692,9 +692,12 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     if (host) {
       host.ensure(kept + q);
       for (let i = 0; i < L; i++) {
-        const k = (out[newKey(i)] as Tensor).data as Float32Array | Uint16Array;
-        const v = (out[newValue(i)] as Tensor).data as Float32Array | Uint16Array;
-        host.append(i, k, v, q);
+        host.append(
+          i,
+          (out[newKey(i)] as Tensor).data as Float32Array,
+          (out[newValue(i)] as Tensor).data as Float32Array,
+          q,
+        );
       }
       host.advance(q);
     } else {
