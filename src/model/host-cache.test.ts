@@ -93,6 +93,24 @@ describe('HostCache (the wasm KV cache kept in JavaScript)', () => {
     expect(values(cache.read(0).value)).toEqual(f32(expected(0, slots).value));
   });
 
+  it('comes back down to one spare CHUNK after a wide call whose slots are mostly dropped', () => {
+    const cache = new HostCache(2, KVH, HD, 'float32');
+    call(cache, 32);
+    call(cache, 64); // a 64-wide call on 32 slots: capacity 96
+    expect(cache.capacity).toBe(96);
+    const kept = [...Array.from({ length: 30 }, (_, s) => s), 40, 70, 95];
+    cache.compact(kept); // 33 in use: 64 rounded, plus one spare chunk
+    expect(cache.capacity).toBe(2 * CHUNK + CHUNK);
+    call(cache, 1);
+    const slots = [...kept, 33];
+    for (const layer of [0, 1]) {
+      expect(values(cache.read(layer).key)).toEqual(f32(expected(layer, slots).key));
+      expect(values(cache.read(layer).value)).toEqual(f32(expected(layer, slots).value));
+    }
+    cache.compact(Array.from({ length: 20 }, (_, s) => s)); // 20 in use: 32 rounded, plus one spare chunk
+    expect(cache.capacity).toBe(2 * CHUNK);
+  });
+
   it('lays the bias out over the fed slots: the ones in use, the spare ones masked, then the call', () => {
     const cache = new HostCache(1, KVH, HD, 'float32');
     call(cache, 3, 1);

@@ -56,8 +56,10 @@ export class HostCache {
 
   /** Room for at least n slots (the rows in use are carried over). */
   ensure(n: number): void {
-    if (n <= this.cap) return;
-    const cap = Math.ceil(n / CHUNK) * CHUNK;
+    if (n > this.cap) this.resize(Math.ceil(n / CHUNK) * CHUNK);
+  }
+
+  private resize(cap: number): void {
     const { kvh, hd, length } = this;
     const rows = kvh * hd;
     for (let i = 0; i < this.layers; i++) {
@@ -73,7 +75,12 @@ export class HostCache {
     this.cap = cap;
   }
 
-  /** Keep only these slots, in this order (indices below the length; the runner has checked them). */
+  /**
+   * Keep only these slots, in this order (indices below the length; the runner has checked them). Every call feeds
+   * all the capacity, so after a wide call most of whose slots are dropped (a big tree, a wide calibration call) the
+   * capacity comes back down to one spare CHUNK: a 64-wide call left the next one-token call attending over twice
+   * the slots, and a calibration that interleaves widths measured T(1) 1.3x a one-token call's real cost.
+   */
   compact(keep: readonly number[]): void {
     let from = 0;
     while (from < keep.length && keep[from] === from) from++;
@@ -104,6 +111,8 @@ export class HostCache {
       }
     }
     this.length = keep.length;
+    const spare = Math.ceil(this.length / CHUNK) * CHUNK + CHUNK;
+    if (this.cap > spare) this.resize(spare);
   }
 
   /**

@@ -509,7 +509,7 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
 
   /**
    * Keep only these cache slots (indices into the cache as `length` sees it, in order); applied inside the next
-   * call. A second keep before that call composes with the first.
+   * call (with the cache in JavaScript, at once). A second keep before that call composes with the first.
    */
   keep(indices: ArrayLike<number>): void {
     const list = Array.from(indices);
@@ -521,6 +521,12 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     }
     const pending = this.pendingKeep;
     this.pendingKeep = pending ? list.map((i) => pending[i] as number) : list;
+    // The cache in JavaScript compacts now, between calls (a capacity it shrinks is not paid inside the next call).
+    if (this.host) {
+      this.host.compact(this.pendingKeep);
+      this.cacheLength = this.host.length;
+      this.pendingKeep = null;
+    }
   }
 
   /** Drop the whole cache (a new prompt). */
@@ -625,11 +631,6 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
         throw new RangeError(`forward: token id ${t} is not in [0, ${vocab})`);
     }
     const host = this.host;
-    if (host && this.pendingKeep) {
-      host.compact(this.pendingKeep);
-      this.cacheLength = host.length;
-      this.pendingKeep = null;
-    }
     host?.ensure(Math.max(kept, 1));
     const keepList = this.pendingKeep ?? Array.from({ length: this.cacheLength }, (_, i) => i);
     const feeds: Record<string, Tensor> = {
