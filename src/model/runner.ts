@@ -519,14 +519,14 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
         throw new RangeError(`keep: slot ${i} is outside the cache (length ${length})`);
       }
     }
-    const pending = this.pendingKeep;
-    this.pendingKeep = pending ? list.map((i) => pending[i] as number) : list;
     // The cache in JavaScript compacts now, between calls (a capacity it shrinks is not paid inside the next call).
     if (this.host) {
-      this.host.compact(this.pendingKeep);
+      this.host.compact(list);
       this.cacheLength = this.host.length;
-      this.pendingKeep = null;
+      return;
     }
+    const pending = this.pendingKeep;
+    this.pendingKeep = pending ? list.map((i) => pending[i] as number) : list;
   }
 
   /** Drop the whole cache (a new prompt). */
@@ -632,7 +632,6 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     }
     const host = this.host;
     host?.ensure(Math.max(kept, 1));
-    const keepList = this.pendingKeep ?? Array.from({ length: this.cacheLength }, (_, i) => i);
     const feeds: Record<string, Tensor> = {
       [GRAPH_INPUTS.inputIds]: this.feeds.tensor(GRAPH_INPUTS.inputIds, 'int64', int64s(input.tokens), [1, q]),
       [GRAPH_INPUTS.positionIds]: this.feeds.tensor(GRAPH_INPUTS.positionIds, 'int64', int64s(input.positions), [1, q]),
@@ -674,10 +673,13 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
       fetches.push(hiddenName);
     }
     const L = this.config.numLayers;
-    if (!host)
+    if (!host) {
+      // Compaction inside the call (the cache passes through the graph): the slots kept, all of them if none is pending.
+      const keepList = this.pendingKeep ?? Array.from({ length: this.cacheLength }, (_, i) => i);
       feeds[GRAPH_INPUTS.keepIndices] = this.feeds.tensor(GRAPH_INPUTS.keepIndices, 'int64', int64s(keepList), [
         keepList.length,
       ]);
+    }
     for (let i = 0; i < L; i++) {
       if (host) {
         [feeds[pastKey(i)], feeds[pastValue(i)]] = host.feeds(this.ort, i);

@@ -7,6 +7,7 @@
  * hd]; slots past the cache's length are masked by the bias), and only this call's rows go out (new.{i}.*).
  */
 import type { GraphContext } from './llama';
+import type { OnnxGraph } from './onnx';
 import { newKey, newValue, pastKey, pastValue, presentKey, presentValue } from './signature';
 
 export function layerCache(ctx: GraphContext, i: number): { keptK: string; keptV: string; names: [string, string] } {
@@ -24,5 +25,38 @@ export function layerCache(ctx: GraphContext, i: number): { keptK: string; keptV
     keptK: keepIndices ? g.op('Gather', [pastKey(i), keepIndices], { axis: 2 }) : pastKey(i),
     keptV: keepIndices ? g.op('Gather', [pastValue(i), keepIndices], { axis: 2 }) : pastValue(i),
     names: [presentKey(i), presentValue(i)],
+  };
+}
+
+/**
+ * This call's keys and values [1, kvh, q, hd] joined to the kept cache for the attention's MatMuls, which read keys
+ * [kvh, 1, hd, total] and values [kvh, 1, total, hd] (the cache's batch axis moved into the broadcast axis). Also
+ * returns the K/V the graph outputs, named `names`: the present cache [1, kvh, total, hd] each, or with hostCache
+ * this call's rows alone in the caller's layouts (then the kept cache comes in the MatMuls' layouts already).
+ */
+export function joinCache(
+  g: OnnxGraph,
+  hostCache: boolean,
+  k: string,
+  v: string,
+  keptK: string,
+  keptV: string,
+  names: [string, string] | null,
+): { kT: string; vT: string; present: [string, string] } {
+  if (hostCache) {
+    const newK = g.op('Transpose', [k], { perm: [1, 0, 3, 2] }, names?.[0]); // [kvh, 1, hd, q]
+    const newV = g.op('Transpose', [v], { perm: [1, 0, 2, 3] }, names?.[1]); // [kvh, 1, q, hd]
+    return {
+      kT: g.op('Concat', [keptK, newK], { axis: 3 }), // [kvh, 1, hd, cap + q]
+      vT: g.op('Concat', [keptV, newV], { axis: 2 }), // [kvh, 1, cap + q, hd]
+      present: [newK, newV],
+    };
+  }
+  const presentK = g.op('Concat', [keptK, k], { axis: 2 }, names?.[0]);
+  const presentV = g.op('Concat', [keptV, v], { axis: 2 }, names?.[1]);
+  return {
+    kT: g.op('Transpose', [presentK], { perm: [1, 0, 3, 2] }), // [kvh, 1, hd, total]
+    vT: g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] }), // [kvh, 1, total, hd]
+    present: [presentK, presentV],
   };
 }

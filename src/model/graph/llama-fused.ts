@@ -16,7 +16,7 @@
  */
 
 import { firstTableRow, fusedOps } from './fused-ops';
-import { layerCache } from './layer-cache';
+import { joinCache, layerCache } from './layer-cache';
 import type { GraphContext } from './llama';
 import { type AttentionInputs, attentionInputs, groupedAttention } from './plain-ops';
 import { pastKey, runAttention, runMlp } from './signature';
@@ -200,24 +200,9 @@ function matmulAttention(
   const heads = (x: string, n: number) => g.op('Reshape', [x, g.constInt64([1, -1, n, hd])]); // [1, q, n, hd]
   const asCache = (x: string, n: number) => g.op('Transpose', [heads(x, n)], { perm: [0, 2, 1, 3] }); // [1, n, q, hd]
   const scale = toT(g.constFloat32([1 / Math.sqrt(hd)], [], `scale_${i}`));
-  let presentK: string;
-  let presentV: string;
-  let kT: string;
-  let vT: string;
-  if (ctx.hostCache) {
-    // The caller's cache (layer-cache.ts): this call's rows in its layouts, appended to the kept past.
-    presentK = g.op('Transpose', [heads(k, kvh)], { perm: [2, 0, 3, 1] }, names?.[0]); // [kvh, 1, hd, q]
-    presentV = g.op('Transpose', [heads(v, kvh)], { perm: [2, 0, 1, 3] }, names?.[1]); // [kvh, 1, q, hd]
-    kT = g.op('Concat', [keptK, presentK], { axis: 3 }); // [kvh, 1, hd, cap + q]
-    vT = g.op('Concat', [keptV, presentV], { axis: 2 }); // [kvh, 1, cap + q, hd]
-  } else {
-    presentK = g.op('Concat', [keptK, asCache(k, kvh)], { axis: 2 }, names?.[0]);
-    presentV = g.op('Concat', [keptV, asCache(v, kvh)], { axis: 2 }, names?.[1]);
-    kT = g.op('Transpose', [presentK], { perm: [1, 0, 3, 2] }); // [kvh, 1, hd, total]
-    vT = g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] }); // [kvh, 1, total, hd]
-  }
+  const { kT, vT, present } = joinCache(g, ctx.hostCache, asCache(k, kvh), asCache(v, kvh), keptK, keptV, names);
   const attended = groupedAttention(g, g.op('Mul', [asCache(q, nh), scale]), kT, vT, shared);
   const out = g.op('Reshape', [attended, g.constInt64([1, nh, -1, hd])]); // [1, nh, q, hd]
   // [1, q, nh, hd]; reshaped to [q, nh*hd] by the caller
-  return { ctx: g.op('Transpose', [out], { perm: [0, 2, 1, 3] }), present: [presentK, presentV] };
+  return { ctx: g.op('Transpose', [out], { perm: [0, 2, 1, 3] }), present };
 }

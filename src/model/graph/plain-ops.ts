@@ -3,6 +3,7 @@
  * EAGLE head: RMSNorm with fp32 statistics, RoPE by rotating halves, and grouped-query attention over a cache as
  * two MatMuls over a broadcast axis (no K/V copy per head).
  */
+import { joinCache } from './layer-cache';
 import type { OnnxDataType, OnnxGraph } from './onnx';
 
 export interface PlainOpsConfig {
@@ -148,7 +149,6 @@ export function plainOps(
   const mergedShape = g.constInt64([nh, -1, hd]);
   const flatShape = g.constInt64([0, -1]);
   const asPast = g.constInt64([0]); // Unsqueeze axes: [kvh, q, hd] -> [1, kvh, q, hd]
-  const asHeads = g.constInt64([1]); // Unsqueeze axes: [kvh, q, hd] -> [kvh, 1, q, hd]
 
   /**
    * Attention of rotated queries [nh, q, hd] and keys/values [kvh, q, hd] over the kept cache [1, kvh, kept, hd]
@@ -166,24 +166,18 @@ export function plainOps(
     shared: AttentionInputs,
     names: [string, string] | null,
   ) => {
-    // Queries [kvh, group, q, hd] against keys [kvh, 1, hd, total] (the cache's batch axis moved into the
-    // broadcast axis).
-    let presentK: string;
-    let presentV: string;
-    let kT: string;
-    let vT: string;
-    if (cfg.hostCache) {
-      presentK = g.op('Unsqueeze', [g.op('Transpose', [k], { perm: [0, 2, 1] }), asHeads], {}, names?.[0]);
-      presentV = g.op('Unsqueeze', [v, asHeads], {}, names?.[1]);
-      kT = g.op('Concat', [keptK, presentK], { axis: 3 });
-      vT = g.op('Concat', [keptV, presentV], { axis: 2 });
-    } else {
-      presentK = g.op('Concat', [keptK, g.op('Unsqueeze', [k, asPast])], { axis: 2 }, names?.[0]);
-      presentV = g.op('Concat', [keptV, g.op('Unsqueeze', [v, asPast])], { axis: 2 }, names?.[1]);
-      kT = g.op('Transpose', [presentK], { perm: [1, 0, 3, 2] });
-      vT = g.op('Transpose', [presentV], { perm: [1, 0, 2, 3] });
-    }
-    const attended = groupedAttention(g, g.op('Mul', [q, scale]), kT, vT, shared);
+    const joined = joinCache(
+      g,
+      cfg.hostCache === true,
+      g.op('Unsqueeze', [k, asPast]),
+      g.op('Unsqueeze', [v, asPast]),
+      keptK,
+      keptV,
+      names,
+    );
+    const [presentK, presentV] = joined.present;
+    // Queries [kvh, group, q, hd] against keys [kvh, 1, hd, total].
+    const attended = groupedAttention(g, g.op('Mul', [q, scale]), joined.kT, joined.vT, shared);
     const ctxHeads = g.op('Reshape', [attended, mergedShape]); // [nh, q, hd]
     const ctx = g.op('Reshape', [g.op('Transpose', [ctxHeads], { perm: [1, 0, 2] }), flatShape]); // [q, nh*hd]
     return { ctx, presentK, presentV };

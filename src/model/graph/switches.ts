@@ -23,23 +23,18 @@ export function zeroCacheSlots(ctx: GraphContext): { k: string; v: string } {
   const { g, cfg, T, inputs } = ctx;
   const q = g.op('Slice', [g.op('Shape', [inputs.positionIds]), g.constInt64([1]), g.constInt64([2])]);
   const zero = { name: 'zero', dataType: T, dims: [1], raw: new Uint8Array(T === 'float16' ? 2 : 4) };
-  const zeros = (dims: (string | number[])[]) =>
-    g.op(
-      'ConstantOfShape',
-      [
-        g.op(
-          'Concat',
-          dims.map((d) => (typeof d === 'string' ? d : g.constInt64(d))),
-          { axis: 0 },
-        ),
-      ],
-      {
-        value: zero,
-      },
+  /** Zeros of the shape whose parts are given: constant dims, or the call's width q. */
+  const zeros = (...parts: (string | number[])[]) => {
+    const shape = g.op(
+      'Concat',
+      parts.map((d) => (typeof d === 'string' ? d : g.constInt64(d))),
+      { axis: 0 },
     );
+    return g.op('ConstantOfShape', [shape], { value: zero });
+  };
   const { numKvHeads: kvh, headDim: hd } = cfg;
-  if (ctx.hostCache) return { k: zeros([[kvh, 1, hd], q]), v: zeros([[kvh, 1], q, [hd]]) };
-  const slots = zeros([[1, kvh], q, [hd]]);
+  if (ctx.hostCache) return { k: zeros([kvh, 1, hd], q), v: zeros([kvh, 1], q, [hd]) };
+  const slots = zeros([1, kvh], q, [hd]);
   return { k: slots, v: slots };
 }
 
