@@ -8,7 +8,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SpecEngine } from '../src/engine/engine';
 import { identityOf, PRIOR_KEY, readPrior, type WeightsIdentity } from '../src/engine/priors';
-import type { ProgressInfo } from '../src/model/source';
 import { ortForNode } from '../src/runtime/ort-node';
 import { chainDrafters, measureChain, priorEntry, priorPrompts, withPrior, writePrior } from './acceptance';
 

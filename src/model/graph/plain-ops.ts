@@ -113,7 +113,7 @@ export function plainOps(
   weight: (name: string) => string,
   cfg: PlainOpsConfig,
 ) {
-  const { numHeads: nh, numKvHeads: kvh, headDim: hd } = cfg;
+  const { numHeads: nh, headDim: hd } = cfg;
   const toT = (x: string) => (T === 'float32' ? x : cast(x, T));
   const eps = g.constFloat32([cfg.rmsNormEps], [], 'eps');
   /** RMSNorm with fp32 statistics: weight * (x / sqrt(mean(x^2) + eps)), as HF's LlamaRMSNorm. */
