@@ -9,8 +9,9 @@ import { ModelLoadError } from './errors';
 import { GRAPH_VARIANTS } from './graph/llama';
 import { hiddenKindFor, type LoadedHeads, loadHeads, type OpenedHeads, openHeads, timeHeadsCalls } from './heads/index';
 import { assertSameVocabulary, type LoadedModel, type LoadOptions, loadModel } from './load';
+import { startOrt } from './ort-start';
 import { PRECISIONS } from './precision';
-import { ModelRunner, type RunnerOptions } from './runner';
+import { ModelRunner, type RunnerOptions, sessionError } from './runner';
 
 export { parseLlamaConfig } from './config';
 export type { DeviceChoice, Placement } from './device-choice';
@@ -210,6 +211,9 @@ export async function openModels(
 ): Promise<OpenedModels> {
   checkPlacement(options);
   checkDeviceAndGraph(options);
+  // onnxruntime's wasm compiled and started while the files are read (ort-start.ts); on WebGPU its start needs the
+  // adapter, which the target's session asks for.
+  const ortStarted = options.device === 'wasm' ? startOrt(ort) : Promise.resolve(null);
   const targetLoad = asRole('target', specs.target, () => loadModel(specs.target, options));
   const draftLoad = specs.draft
     ? asRole('draft', specs.draft, () => loadModel(specs.draft as string, options))
@@ -238,9 +242,11 @@ export async function openModels(
   const ortVersion = (ort as { env?: { versions?: { web?: string } } }).env?.versions?.web ?? '?';
   try {
     const hidden = headsModel ? hiddenKindFor(headsModel.kind) : undefined;
-    const target = await asRole('target', specs.target, () =>
-      ModelRunner.create(ort, targetModel, runnerOptions({ ...options, ...(hidden ? { hidden } : {}) })),
-    );
+    const target = await asRole('target', specs.target, async () => {
+      const failed = await ortStarted;
+      if (failed) throw sessionError(failed, ort, `${specs.target}: onnxruntime could not start`);
+      return ModelRunner.create(ort, targetModel, runnerOptions({ ...options, ...(hidden ? { hidden } : {}) }));
+    });
     built.push(target);
     const opened = draftModel
       ? await asRole('draft', specs.draft as string, () =>

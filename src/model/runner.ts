@@ -154,6 +154,19 @@ export class SessionCreateError extends ModelLoadError {
 }
 
 /**
+ * What a failed InferenceSession.create (or onnxruntime's start, ort-start.ts) is reported as: the page's fault (its
+ * Content-Security-Policy, onnxruntime's files not served), or `what` failed with onnxruntime's message.
+ */
+export function sessionError(e: unknown, ort: Pick<Ort, 'env'>, what: string): Error {
+  const message = (e as Error)?.message ?? String(e);
+  // The page, not the model: a Content-Security-Policy without 'wasm-unsafe-eval' stops onnxruntime's wasm.
+  if (blockedByCsp(message)) return new Error(CSP_BLOCKS_WASM);
+  const missing = ortFilesMissing(message, ort.env?.wasm?.wasmPaths);
+  if (missing) return new Error(missing);
+  return new SessionCreateError(`${what}: ${message}`);
+}
+
+/**
  * The inputs that only GPU kernels read (the embedding's, the cache's and the rows' Gathers, the bias's Cast, the
  * rotary angles' Mul), written into GPU buffers on WebGPU (gpu-feeds.ts). position_ids and top_k stay CPU tensors:
  * CPU kernels read them (Shape, TopK's k), so a GPU buffer would be downloaded again.
@@ -433,13 +446,10 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
         preferredOutputLocation,
       });
     } catch (e) {
-      const message = (e as Error).message;
-      // The page, not the model: a Content-Security-Policy without 'wasm-unsafe-eval' stops onnxruntime's wasm.
-      if (blockedByCsp(message)) throw new Error(CSP_BLOCKS_WASM);
-      const missing = ortFilesMissing(message, ort.env?.wasm?.wasmPaths);
-      if (missing) throw new Error(missing);
-      throw new SessionCreateError(
-        `${model.spec}: could not create a ${options.device} session (${label}, ${variant} graph): ${message}`,
+      throw sessionError(
+        e,
+        ort,
+        `${model.spec}: could not create a ${options.device} session (${label}, ${variant} graph)`,
       );
     }
     options.onProgress?.({ status: 'ready', name: model.spec });
