@@ -5,7 +5,7 @@
  * background compiles) until the process says it is done.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-web';
@@ -95,7 +95,7 @@ describe('the hot functions of onnxruntime-web wasm', () => {
   it('make a valid hinted binary on this V8, and say why not elsewhere', () => {
     expect(hintedOrtWasm(ortWasmPath(), '12.4.254.21').reason).toMatch(/V8 12\.4\.254\.21 .*V8 11/);
     if (!hintsHere) return;
-    const hinted = hintedOrtWasm();
+    const hinted = hintedOrtWasm(ortWasmPath(), process.versions.v8, null);
     expect(hinted.reason).toBeUndefined();
     const bytes = hinted.bytes as Uint8Array<ArrayBuffer>;
     expect(WebAssembly.validate(bytes)).toBe(true);
@@ -105,8 +105,57 @@ describe('the hot functions of onnxruntime-web wasm', () => {
 
     const other = join(mkdtempSync(join(tmpdir(), 'hints-')), 'ort.wasm');
     writeFileSync(other, readFileSync(ortWasmPath()).subarray(0, 4096));
-    expect(hintedOrtWasm(other).reason).toMatch(/is not the wasm the hot functions were measured on/);
+    expect(hintedOrtWasm(other, process.versions.v8, null).reason).toMatch(
+      /is not the wasm the hot functions were measured on/,
+    );
     expect(hintedOrtWasm(join(tmpdir(), 'no-such.wasm')).reason).toMatch(/not found/);
+  });
+});
+
+describe('the hinted wasm kept on disk', () => {
+  const v8 = process.versions.v8;
+  const wasmFiles = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.wasm'));
+
+  it.runIf(hintsHere)('is written once, read back by a later call, and made again when the copy is not whole', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hinted-cache-'));
+    const first = hintedOrtWasm(ortWasmPath(), v8, dir).bytes as Uint8Array;
+    expect(wasmFiles(dir)).toHaveLength(1);
+    const kept = join(dir, wasmFiles(dir)[0] as string);
+    expect(Buffer.from(readFileSync(kept)).equals(Buffer.from(first))).toBe(true);
+    // A later call reads the file: marked bytes of the same length come back as they are.
+    const marked = Buffer.from(first);
+    marked[marked.length - 1] = (marked[marked.length - 1] as number) ^ 0xff;
+    writeFileSync(kept, marked);
+    expect(Buffer.from(hintedOrtWasm(ortWasmPath(), v8, dir).bytes as Uint8Array).equals(marked)).toBe(true);
+    // A copy of another length than its name says (cut short) is not read: the hints are made again, written whole.
+    writeFileSync(kept, marked.subarray(0, 1000));
+    expect(Buffer.from(hintedOrtWasm(ortWasmPath(), v8, dir).bytes as Uint8Array).equals(Buffer.from(first))).toBe(
+      true,
+    );
+    expect(wasmFiles(dir)).toHaveLength(1);
+    expect(readFileSync(kept).length).toBe(first.length);
+  });
+
+  it.runIf(hintsHere)('keeps one entry per wasm file, and only the newest besides the one in use', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hinted-cache-'));
+    const copies = [1, 2, 3].map((i) => {
+      const copy = join(mkdtempSync(join(tmpdir(), `hinted-wasm-${i}-`)), 'ort.wasm');
+      copyFileSync(ortWasmPath(), copy);
+      return copy;
+    });
+    expect(hintedOrtWasm(copies[0], v8, dir).reason).toBeUndefined();
+    expect(hintedOrtWasm(copies[1], v8, dir).reason).toBeUndefined();
+    expect(wasmFiles(dir)).toHaveLength(2);
+    expect(hintedOrtWasm(copies[2], v8, dir).reason).toBeUndefined();
+    expect(wasmFiles(dir)).toHaveLength(2);
+  });
+
+  it.runIf(hintsHere)('is not needed: a folder that cannot be written still gives the hinted wasm', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'hinted-cache-')), 'a-file');
+    writeFileSync(file, 'not a folder');
+    const hinted = hintedOrtWasm(ortWasmPath(), v8, join(file, 'cache'));
+    expect(hinted.reason).toBeUndefined();
+    expect(wasmLayout(hinted.bytes as Uint8Array).hinted).toBe(true);
   });
 });
 

@@ -3,11 +3,12 @@
  * steady and nothing depends on worker threads.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import * as ort from 'onnxruntime-web';
 import hot from './ort-hot-functions.json';
+import { defaultStorePath } from './store-node';
 import { isThreadCount } from './threads';
 import { avoidTierUpStall, compileWithHints, HINTS_V8, v8ReadsHints } from './v8-tiering';
 import { addCompilationHints } from './wasm-hints';
@@ -110,17 +111,85 @@ export function ortWasmPath(): string {
 /**
  * onnxruntime's wasm with compilation hints for its hot functions, or why not: another V8 than the hints were made
  * for, or another wasm than the hot list was measured on (tools/wasm-hot-functions.ts writes a new list).
+ *
+ * Checking the wasm (its SHA-256) and adding the hints took 80-130 ms of a CLI run that ends in about 2 s, so the
+ * hinted copy is kept in `cacheDir` (the records' folder, store-node.ts) under a name made of the wasm's identity
+ * on disk (path, inode, size, modification and change times: reinstalling the package changes the last) and the
+ * hot list; a later process reads that instead (null: no cache).
  */
 export function hintedOrtWasm(
   path = ortWasmPath(),
   v8 = process.versions.v8,
+  cacheDir: string | null = dirname(defaultStorePath()),
 ): { bytes: Uint8Array<ArrayBuffer>; reason?: undefined } | { bytes?: undefined; reason: string } {
   if (!v8ReadsHints(v8)) return { reason: `V8 ${v8} (compilation hints are read by V8 ${HINTS_V8})` };
   if (!existsSync(path)) return { reason: `${path} not found` };
+  const cache = cacheDir ? hintedCache(path, cacheDir) : null;
+  const kept = cache?.read();
+  if (kept) return { bytes: kept };
   const wasm = readFileSync(path);
   if (wasm.length !== hot.bytes || createHash('sha256').update(wasm).digest('hex') !== hot.sha256)
     return {
       reason: `${path} is not the wasm the hot functions were measured on (onnxruntime-web ${hot.onnxruntimeWeb})`,
     };
-  return { bytes: addCompilationHints(wasm, hot.functions) };
+  const bytes = addCompilationHints(wasm, hot.functions);
+  cache?.write(bytes);
+  return { bytes };
+}
+
+const HINTED_PREFIX = 'ort-wasm-hinted-';
+
+/** Where hintedOrtWasm keeps the hinted copy of the wasm at `path`: read it, or write it (errors ignored). */
+export function hintedCache(
+  path: string,
+  dir: string,
+): {
+  read(): Uint8Array<ArrayBuffer> | null;
+  write(bytes: Uint8Array): void;
+} {
+  const s = statSync(path);
+  const key = createHash('sha256')
+    .update(JSON.stringify([resolve(path), s.ino, s.size, s.mtimeMs, s.ctimeMs, hot.sha256, hot.functions]))
+    .digest('hex')
+    .slice(0, 16);
+  // The hinted copy's length is in the name: a file of another length is not read.
+  const named = (length: number) => join(dir, `${HINTED_PREFIX}${key}-${length}.wasm`);
+  const find = () => {
+    try {
+      return readdirSync(dir).find((f) => f.startsWith(`${HINTED_PREFIX}${key}-`)) ?? null;
+    } catch {
+      return null;
+    }
+  };
+  return {
+    read() {
+      const found = find();
+      const length = found ? Number(/-(\d+)\.wasm$/.exec(found)?.[1]) : Number.NaN;
+      if (!found || !Number.isSafeInteger(length)) return null;
+      try {
+        const bytes = readFileSync(join(dir, found));
+        if (bytes.length !== length) return null;
+        return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length) as Uint8Array<ArrayBuffer>;
+      } catch {
+        return null;
+      }
+    },
+    write(bytes) {
+      try {
+        mkdirSync(dir, { recursive: true });
+        const file = named(bytes.length);
+        const partial = `${file}.${process.pid}.tmp`;
+        writeFileSync(partial, bytes);
+        renameSync(partial, file);
+        // Copies for other wasm files (another install, another checkout sharing the folder): the newest one stays.
+        const others = readdirSync(dir)
+          .filter((f) => f.startsWith(HINTED_PREFIX) && f.endsWith('.wasm') && join(dir, f) !== file)
+          .map((f) => ({ f, t: statSync(join(dir, f)).mtimeMs }))
+          .sort((a, b) => b.t - a.t);
+        for (const { f } of others.slice(1)) rmSync(join(dir, f), { force: true });
+      } catch {
+        // A folder that cannot be written: the next process adds the hints again.
+      }
+    },
+  };
 }
