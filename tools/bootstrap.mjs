@@ -50,13 +50,14 @@ function ensureNodeModules() {
   const lock = readFileSync(join(root, 'package-lock.json'));
   const want = createHash('sha256').update(lock).digest('hex');
   const stamp = join(root, 'node_modules', '.bootstrap-lock-sha256');
-  if (existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === want) return;
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === want) return want;
   say('Installing npm packages from package-lock.json...');
   if (run('npm', ['install', '--no-audit', '--no-fund']) !== 0) {
     console.error('npm install failed: see the output above.');
     process.exit(1);
   }
   writeFileSync(stamp, `${want}\n`);
+  return want;
 }
 
 function ensureChromium() {
@@ -134,9 +135,12 @@ function tsx(script, cwd = process.cwd()) {
   process.exit(r.status ?? (r.signal ? 128 + (constants.signals[r.signal] ?? 0) : 1));
 }
 
-/** What the CLI's bundle is made from: every file under src/ by path, size and modification time (a few ms). */
-function sourcesKey() {
-  const hash = createHash('sha256').update('cli bundle v1\n');
+/**
+ * What the CLI's bundle is made from: every file under src/ by path, size and modification time (a few ms), and the
+ * installed packages (by the lock file's hash) since transformers.js is bundled too.
+ */
+function sourcesKey(lock) {
+  const hash = createHash('sha256').update(`cli bundle v2\n${lock}\n`);
   const walk = (dir) => {
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       const path = join(dir, entry.name);
@@ -151,33 +155,62 @@ function sourcesKey() {
   return hash.digest('hex').slice(0, 16);
 }
 
+/** What the CLI needs of transformers.js: its tokenizers and chat templates, never images or its own inference. */
+const NO_SHARP =
+  "export default function sharp() { throw new Error('image processing (sharp) is not part of the spec-decoder CLI'); }";
+
+/**
+ * Packages stay outside the CLI's bundle (imported from node_modules), except transformers.js: bundled, without the
+ * two native libraries its Node build loads as it is imported, which the CLI never uses. sharp (images) is replaced
+ * by a function that says so (transformers.js refuses to load with none); onnxruntime-node (its own inference; ours
+ * is onnxruntime-web) is not required, in the one line that requires it (if that line changes in another
+ * transformers.js, the package is required as before). Importing the CLI took 0.25-0.3 s, 0.15 s of it sharp.
+ */
+const cliPackages = {
+  name: 'cli-packages',
+  setup(b) {
+    b.onResolve({ filter: /^sharp$/ }, (a) => ({ path: a.path, namespace: 'cli-stub' }));
+    b.onLoad({ filter: /.*/, namespace: 'cli-stub' }, () => ({ contents: NO_SHARP, loader: 'js' }));
+    b.onResolve({ filter: /^[^./]/ }, (a) =>
+      a.kind === 'entry-point' || a.path === '@huggingface/transformers' ? undefined : { path: a.path, external: true },
+    );
+    b.onLoad({ filter: /[\\/]@huggingface[\\/]transformers[\\/]dist[\\/]transformers\.node\.mjs$/ }, (a) => ({
+      contents: readFileSync(a.path, 'utf8').replace('requireFromHere("onnxruntime-node")', '{}'),
+      loader: 'js',
+    }));
+  },
+};
+
 /**
  * `npm run generate -- …`: the terminal front end, run in this process from one bundled file. Nothing is installed
  * for `--device webgpu`: without a Vulkan adapter the CLI falls back to wasm and says why (installing lavapipe with
  * apt-get is `npm test`'s business; run as root, a generate with no adapter ran apt-get for 10 s, then exited 1). Under tsx's loader the CLI's module graph took 0.8-0.9 s to load (every import
- * resolved through the loader's hooks); bundled, 0.1-0.2 s, transformers.js included. The bundle is made by esbuild
+ * resolved through the loader's hooks); bundled, 0.1-0.2 s, transformers.js included (cliPackages). The bundle is made by esbuild
  * (about 0.1 s) when src/ changed since the last one, into node_modules/.cache, written whole through a rename.
  */
 async function generate() {
   const args = process.argv.slice(3);
   setupToStderr = true;
+  let lock;
   try {
-    ensureNodeModules();
+    lock = ensureNodeModules();
   } finally {
     setupToStderr = false;
   }
   const folder = join(root, 'node_modules', '.cache', 'spec-decoder-cli');
-  const file = join(folder, `cli-${sourcesKey()}.mjs`);
+  const file = join(folder, `cli-${sourcesKey(lock)}.mjs`);
   if (!existsSync(file)) {
-    const { buildSync } = await import('esbuild');
-    const built = buildSync({
+    const { build } = await import('esbuild');
+    const built = await build({
       entryPoints: [join(root, 'src', 'cli.ts')],
       bundle: true,
       platform: 'node',
       format: 'esm',
-      packages: 'external',
       write: false,
       logLevel: 'error',
+      minifyWhitespace: true,
+      minifySyntax: true,
+      plugins: [cliPackages],
     });
     mkdirSync(folder, { recursive: true });
     const partial = `${file}.${process.pid}.tmp`;
