@@ -4,7 +4,7 @@
  * under src/ makes a new bundle (never a stale one).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -79,6 +79,22 @@ describe('npm run generate (the bundled CLI)', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 90_000);
+
+  it('bundles transformers.js without the native packages the CLI never uses (sharp, onnxruntime-node)', () => {
+    expect(generate('--help').status).toBe(0);
+    const [bundle] = readdirSync(cache).filter((f) => f.endsWith('.mjs'));
+    const text = readFileSync(join(cache, bundle as string), 'utf8');
+    // transformers.js is in the bundle (its tokenizer classes), not imported from node_modules.
+    const has = (re: RegExp) => re.test(text);
+    expect(
+      has(/\bPreTrainedTokenizer\s*=\s*class\b|\bclass PreTrainedTokenizer\b/),
+      'transformers.js in the bundle',
+    ).toBe(true);
+    expect(has(/from\s*["']@huggingface\/transformers["']/), 'transformers.js imported').toBe(false);
+    // If another transformers.js loads them differently, this fails: the CLI's import would pay 0.15 s again.
+    expect(has(/from\s*["']sharp["']|require\w*\(\s*["']sharp["']\s*\)/), 'sharp loaded').toBe(false);
+    expect(has(/["']onnxruntime-node["']/), 'onnxruntime-node required').toBe(false);
+  });
 
   it('bundles again when a source file changed', () => {
     const touched = join('src', 'cli.ts');
