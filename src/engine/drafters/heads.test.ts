@@ -106,6 +106,18 @@ describe('Medusa heads', () => {
     expect(cheap.draftCalls).toBeGreaterThanOrEqual(cheap.rounds - 1);
   });
 
+  it('does not rest after a call that found nothing while calls pay on balance, where a call costs next to nothing', async () => {
+    // A node pays where it is accepted one time in five or more: the noisy heads find nothing worth verifying in
+    // some rounds and pay in others.
+    const curve = costsWith((q) => 1 + 0.2 * (q - 1));
+    // Heads on the CPU beside a target on a GPU: a thousandth of a target call. Called every round.
+    const cheap = await tauOf('medusa', 1.5, [4, 5, 6], curve, 1, 0.001);
+    expect(cheap.draftCalls).toBeGreaterThanOrEqual(cheap.rounds - 1);
+    // The same heads at half a target call (wasm): rests after calls that found nothing.
+    const dear = await tauOf('medusa', 1.5, [4, 5, 6], curve, 1, 0.5);
+    expect(dear.draftCalls).toBeLessThan(dear.rounds - 1);
+  });
+
   it('a one-token prompt drafts from the second round on (no state before the root until the target has run)', async () => {
     const s = await tauOf('medusa', 0, [7]);
     expect(s.tau).toBeGreaterThan(3.5);
