@@ -8,6 +8,7 @@ import { choiceKey, type DeviceChoice, isPlacement, openDraftOn, openOnFaster } 
 import { ModelLoadError } from './errors';
 import { GRAPH_VARIANTS } from './graph/llama';
 import { hiddenKindFor, type LoadedHeads, loadHeads, type OpenedHeads, openHeads, timeHeadsCalls } from './heads/index';
+import { isNode } from './hub/id';
 import { assertSameVocabulary, type LoadedModel, type LoadOptions, loadModel } from './load';
 import { startOrt } from './ort-start';
 import { PRECISIONS } from './precision';
@@ -211,9 +212,12 @@ export async function openModels(
 ): Promise<OpenedModels> {
   checkPlacement(options);
   checkDeviceAndGraph(options);
-  // onnxruntime's wasm compiled and started while the files are read (ort-start.ts); on WebGPU its start needs the
-  // adapter, which the target's session asks for.
-  const ortStarted = options.device === 'wasm' ? startOrt(ort) : Promise.resolve(null);
+  // onnxruntime's wasm compiled and started while the files are read (ort-start.ts): in Node, where a process starts
+  // its one onnxruntime once. Not in a browser, where each engine gets a worker and an onnxruntime of its own: a load
+  // that failed on its files there paid for a start it never used (20 fuzzed folders through the element took 60-66
+  // s against 27), and no gain showed within that day's noise. On WebGPU the start needs the adapter, which the
+  // target's session asks for.
+  const ortStarted = options.device === 'wasm' && isNode ? startOrt(ort) : Promise.resolve(null);
   const targetLoad = asRole('target', specs.target, () => loadModel(specs.target, options));
   const draftLoad = specs.draft
     ? asRole('draft', specs.draft, () => loadModel(specs.draft as string, options))

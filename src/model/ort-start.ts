@@ -1,11 +1,11 @@
 /**
- * onnxruntime started while the model files are read. Its first session makes onnxruntime-web fetch (in a browser),
- * compile and instantiate its wasm, start its threads and build what any first session builds (the CPU kernels'
- * registry, in wasm on the main thread); a later session pays none of that. That used to wait until the target's
- * files had been read and checked and its graph built, one after the other. Now a one-node session is created as
- * the load starts: V8 compiles the wasm on a background thread and onnxruntime's worker threads start while the
- * main thread reads and parses the models, and the target's session, queued behind it (ort-exclusive.ts), finds
- * onnxruntime ready.
+ * onnxruntime started while the model files are read. Its first session makes onnxruntime-web compile and
+ * instantiate its wasm, start its threads and build what any first session builds (the CPU kernels' registry, in
+ * wasm on the main thread); a later session pays none of that. That used to wait until the target's files had been
+ * read and checked and its graph built, one after the other. Now a one-node session is created as the load starts:
+ * V8 compiles the wasm on a background thread and onnxruntime's worker threads start while the main thread reads
+ * and parses the models, and the target's session, queued behind it (ort-exclusive.ts), finds onnxruntime ready.
+ * openModels does this in Node only (index.ts says why).
  */
 import { OnnxGraph } from './graph/onnx';
 import { createSession } from './ort-exclusive';
