@@ -186,7 +186,7 @@ const cliPackages = {
  * for `--device webgpu`: without a Vulkan adapter the CLI falls back to wasm and says why (installing lavapipe with
  * apt-get is `npm test`'s business; run as root, a generate with no adapter ran apt-get for 10 s, then exited 1). Under tsx's loader the CLI's module graph took 0.8-0.9 s to load (every import
  * resolved through the loader's hooks); bundled, 0.1-0.2 s, transformers.js included (cliPackages). The bundle is made by esbuild
- * (about 0.1 s) when src/ changed since the last one, into node_modules/.cache, written whole through a rename.
+ * (about 0.5 s with transformers.js inside) when src/ or the lock file changed since the last one, into node_modules/.cache, written whole through a rename.
  */
 async function generate() {
   const args = process.argv.slice(3);

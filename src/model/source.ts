@@ -6,7 +6,7 @@
  */
 import { DownloadError, ModelLoadError } from './errors';
 import { type ByteProgress, readBody, request } from './hub/download';
-import { parseHubId } from './hub/id';
+import { isNode, parseHubId } from './hub/id';
 import { exclusive, shareDownload } from './hub/shared';
 import { type HubOptions, type HubReadEvents, HubSource } from './hub/source';
 
@@ -36,8 +36,6 @@ export interface FileSource {
 }
 
 export type { HubOptions } from './hub/source';
-
-const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
 
 class HttpSource implements FileSource {
   constructor(readonly location: string) {}

@@ -82,7 +82,10 @@ export class MedusaDrafter implements Drafter {
   private keys: string[] = [];
   private calledThisRound = false;
   private lastNote: DrafterNote | null = null;
-  /** Rounds left without calling the heads, and how many heads calls in a row found no tree worth verifying. */
+  /**
+   * Rounds left without calling the heads, and how many heads calls in a row found no tree worth verifying while the
+   * balance below was not positive (the calls a rest follows).
+   */
   private skip = 0;
   private unpaid = 0;
   /**
