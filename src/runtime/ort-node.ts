@@ -11,7 +11,7 @@ import hot from './ort-hot-functions.json';
 import { defaultStorePath } from './store-node';
 import { isThreadCount } from './threads';
 import { avoidTierUpStall, compileWithHints, HINTS_V8, v8ReadsHints } from './v8-tiering';
-import { addCompilationHints } from './wasm-hints';
+import { addCompilationHints, EAGER_LIFTOFF, EAGER_TURBOFAN } from './wasm-hints';
 
 let configured: number | null = null;
 let warnedThreads = false;
@@ -49,9 +49,10 @@ export function ortThreads(): number | null {
  * How V8 compiles onnxruntime's wasm in a process that loads, generates and ends (the CLI), against the tier-up
  * stall (v8-tiering.ts: a short script's event loop is empty between rounds).
  *
- * Where it can, with compilation hints (wasm-hints.ts): the functions that hold 96.1% of inference's wasm time in
- * fp32 and 96.3% in int8 (140, 74 KB of code) are compiled with TurboFan while the models load, the rest with
- * Liftoff, and nothing tiers up later.
+ * Where it can, with compilation hints (wasm-hints.ts): the functions that hold 97.1% of inference's wasm time in
+ * fp32 and 96.0% in int8 (136, 86 KB of code) are compiled with TurboFan while the models load, the others a load
+ * and a generation run (3,887, 4.4 MB) with Liftoff alongside, the rest with Liftoff when first called, and nothing
+ * tiers up later.
  * That needs V8 11 (Node 20) and the onnxruntime-web wasm the hot list was measured on (ort-hot-functions.json).
  * Measured on our 2-core machine, plain decoding, 64 tokens, fresh processes on 2 threads: first generation 5.3
  * ms/token against 12.4 under default tiering and 6.9 on Liftoff only, 1.25x its own steady state, no wait, the
@@ -132,7 +133,10 @@ export function hintedOrtWasm(
     return {
       reason: `${path} is not the wasm the hot functions were measured on (onnxruntime-web ${hot.onnxruntimeWeb})`,
     };
-  const bytes = addCompilationHints(wasm, hot.functions);
+  const bytes = addCompilationHints(wasm, [
+    { functions: hot.functions, hint: EAGER_TURBOFAN },
+    { functions: hot.warm, hint: EAGER_LIFTOFF },
+  ]);
   cache?.write(bytes);
   return { bytes };
 }
@@ -149,7 +153,7 @@ export function hintedCache(
 } {
   const s = statSync(path);
   const key = createHash('sha256')
-    .update(JSON.stringify([resolve(path), s.ino, s.size, s.mtimeMs, s.ctimeMs, hot.sha256, hot.functions]))
+    .update(JSON.stringify([resolve(path), s.ino, s.size, s.mtimeMs, s.ctimeMs, hot.sha256, hot.functions, hot.warm]))
     .digest('hex')
     .slice(0, 16);
   // The hinted copy's length is in the name: a file of another length is not read.

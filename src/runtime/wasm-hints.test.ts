@@ -1,7 +1,7 @@
 /**
  * The compilation hints section (wasm-hints.ts) on a small hand-made module: where it goes, that the module stays
  * valid and runs the same, and, in a fresh Node process with the flags compileWithHints sets, that V8 compiles the
- * hinted function with TurboFan and the others with Liftoff.
+ * hinted functions up front (with TurboFan or Liftoff, as hinted) and the others with Liftoff when first called.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { v8ReadsHints } from './v8-tiering';
-import { addCompilationHints, EAGER_TURBOFAN, wasmLayout } from './wasm-hints';
+import { addCompilationHints, EAGER_LIFTOFF, EAGER_TURBOFAN, wasmLayout } from './wasm-hints';
 
 const section = (id: number, payload: number[]) => [id, payload.length, ...payload];
 const name = (s: string) => [s.length, ...new TextEncoder().encode(s)];
@@ -83,7 +83,10 @@ describe('compilation hints', () => {
 
   it('adds one byte per declared function after the function section; the module stays valid and runs the same', async () => {
     const plain = tinyModule();
-    const hinted = addCompilationHints(plain, [2]);
+    const hinted = addCompilationHints(plain, [
+      { functions: [2], hint: EAGER_TURBOFAN },
+      { functions: [3], hint: EAGER_LIFTOFF },
+    ]);
     expect(WebAssembly.validate(hinted)).toBe(true);
     const layout = wasmLayout(hinted);
     expect(layout.hinted).toBe(true);
@@ -91,7 +94,7 @@ describe('compilation hints', () => {
     const header = 1 + 1 + name('compilationHints').length + 1;
     expect(hinted.length).toBe(plain.length + header + 3);
     const hints = hinted.subarray(layout.afterFunctionSection + header, layout.afterFunctionSection + header + 3);
-    expect([...hints]).toEqual([0, EAGER_TURBOFAN, 0]);
+    expect([...hints]).toEqual([0, EAGER_TURBOFAN, EAGER_LIFTOFF]);
     const imports = { env: { g: () => 0 } };
     const run = async (bytes: Uint8Array<ArrayBuffer>) => {
       const { instance } = await WebAssembly.instantiate(bytes, imports);
@@ -102,18 +105,31 @@ describe('compilation hints', () => {
     expect(await run(plain)).toEqual([20, 30, 50]);
   });
 
-  it('refuses an import, an index past the functions, or a binary hinted already', () => {
+  it('refuses an import, an index past the functions, a function hinted twice, a binary hinted already', () => {
     const plain = tinyModule();
-    expect(() => addCompilationHints(plain, [0])).toThrow(/function 0 is not a declared function/);
-    expect(() => addCompilationHints(plain, [4])).toThrow(/function 4 is not a declared function/);
-    expect(() => addCompilationHints(addCompilationHints(plain, [1]), [2])).toThrow(/already has compilation hints/);
+    const turbofan = (...functions: number[]) => [{ functions, hint: EAGER_TURBOFAN }];
+    expect(() => addCompilationHints(plain, turbofan(0))).toThrow(/function 0 is not a declared function/);
+    expect(() => addCompilationHints(plain, turbofan(4))).toThrow(/function 4 is not a declared function/);
+    expect(() => addCompilationHints(plain, [...turbofan(1, 2), { functions: [2], hint: EAGER_LIFTOFF }])).toThrow(
+      /function 2 is given two hints/,
+    );
+    expect(() => addCompilationHints(plain, [{ functions: [1], hint: 0 }])).toThrow(/hint 0 is not a hint byte/);
+    expect(() => addCompilationHints(addCompilationHints(plain, turbofan(1)), turbofan(2))).toThrow(
+      /already has compilation hints/,
+    );
   });
 
   it.runIf(v8ReadsHints())(
-    "make V8 compile the hinted function with TurboFan and the rest with Liftoff (compileWithHints' flags)",
+    "make V8 compile the hinted functions up front, with TurboFan or Liftoff, the rest with Liftoff when called (compileWithHints' flags)",
     () => {
       const dir = mkdtempSync(join(tmpdir(), 'hints-'));
-      writeFileSync(join(dir, 'm.wasm'), addCompilationHints(tinyModule(), [2]));
+      writeFileSync(
+        join(dir, 'm.wasm'),
+        addCompilationHints(tinyModule(), [
+          { functions: [2], hint: EAGER_TURBOFAN },
+          { functions: [3], hint: EAGER_LIFTOFF },
+        ]),
+      );
       const tiering = fileURLToPath(new URL('./v8-tiering.ts', import.meta.url));
       writeFileSync(
         join(dir, 'run.mts'),
@@ -123,6 +139,7 @@ describe('compilation hints', () => {
           'compileWithHints();',
           `const m = await WebAssembly.instantiate(readFileSync(${JSON.stringify(join(dir, 'm.wasm'))}), { env: { g: () => 0 } });`,
           'const f = m.instance.exports;',
+          "console.log('calling');",
           'console.log(JSON.stringify([f.f1(), f.f2(), f.f3()]));',
         ].join('\n'),
       );
@@ -131,8 +148,12 @@ describe('compilation hints', () => {
         ['--trace-wasm-compilation-times', '--import', 'tsx', join(dir, 'run.mts')],
         { encoding: 'utf8' },
       );
-      const tier = (f: number) => new RegExp(`#${f} using (\\w+)`).exec(out)?.[1];
+      const [before, after] = out.split('calling\n');
+      const tier = (f: number, text = out) => new RegExp(`#${f} using (\\w+)`).exec(text ?? '')?.[1];
       expect([tier(1), tier(2), tier(3)]).toEqual(['Liftoff', 'TurboFan', 'Liftoff']);
+      // Compiled as the module compiles: the two hinted functions; the other one once it is called.
+      expect([tier(1, before), tier(2, before), tier(3, before)]).toEqual([undefined, 'TurboFan', 'Liftoff']);
+      expect(tier(1, after)).toBe('Liftoff');
       expect(out).toContain('[20,30,50]');
     },
   );

@@ -3,14 +3,23 @@
  * section `compilationHints` (behind `--experimental-wasm-compilation-hints`): one byte per declared function with
  * its compile strategy and tiers. We mark the few hundred functions that inference actually spends its time in
  * (measured by tools/wasm-hot-functions.ts, listed in ort-hot-functions.json) "eager, TurboFan": V8 compiles them
- * with its optimising compiler on background threads while the models load, everything else with Liftoff, and
- * nothing tiers up later. The first generation then runs on optimised kernels from its first token, without the
- * background compiles that make a tier-up process wait (v8-tiering.ts). The binary is changed in memory only:
- * onnxruntime gets it as `env.wasm.wasmBinary`.
+ * with its optimising compiler on background threads while the models load, and the few thousand others a load and a
+ * generation run (the "warm" list beside it) "eager, Liftoff": compiled on those threads too rather than on first
+ * call, on the main thread (one of them, 0.9 MB of body that builds onnxruntime's kernel registry, took 0.16 s there).
+ * Everything else is compiled with Liftoff when first called, and nothing tiers up later. The first generation then
+ * runs on optimised kernels from its first token, without the background compiles that make a tier-up process wait
+ * (v8-tiering.ts). The binary is changed in memory only: onnxruntime gets it as `env.wasm.wasmBinary`.
  */
 
 /** Strategy eager (2), baseline tier optimised (2 << 2), top tier optimised (2 << 4): see V8's module decoder. */
 export const EAGER_TURBOFAN = 0x2a;
+
+/**
+ * Strategy eager (2), baseline and top tier baseline (1 << 2, 1 << 4): compiled with Liftoff while the module
+ * compiles (on V8's background threads, while the models are read) instead of on first call (on the thread that
+ * calls it: the main thread, for everything a session's creation runs).
+ */
+export const EAGER_LIFTOFF = 0x16;
 
 /** The section's name in the binary. */
 const SECTION = 'compilationHints';
@@ -111,23 +120,30 @@ export function wasmLayout(bytes: Uint8Array): WasmLayout {
   return { importedFunctions, declaredFunctions, afterFunctionSection, hinted, bodySizes };
 }
 
+/** A hint and the functions it is given to (indices as V8's profiler and traces give them, imports counted). */
+export interface HintGroup {
+  functions: readonly number[];
+  hint: number;
+}
+
 /**
- * A copy of `bytes` with a compilationHints section: `hint` for each function index in `functions` (indices as V8's
- * profiler and traces give them, imports counted), the default (0: V8 decides) for every other declared function.
+ * A copy of `bytes` with a compilationHints section: each group's hint for its functions, the default (0: V8
+ * decides, which is lazy Liftoff under Node's flags) for every other declared function. A function in two groups is
+ * refused.
  */
-export function addCompilationHints(
-  bytes: Uint8Array,
-  functions: readonly number[],
-  hint = EAGER_TURBOFAN,
-): Uint8Array<ArrayBuffer> {
+export function addCompilationHints(bytes: Uint8Array, groups: readonly HintGroup[]): Uint8Array<ArrayBuffer> {
   const layout = wasmLayout(bytes);
   if (layout.hinted) throw new Error('the wasm binary already has compilation hints');
   const hints = new Uint8Array(layout.declaredFunctions);
-  for (const f of functions) {
-    const i = f - layout.importedFunctions;
-    if (!Number.isInteger(i) || i < 0 || i >= hints.length)
-      throw new Error(`function ${f} is not a declared function of this binary`);
-    hints[i] = hint;
+  for (const { functions, hint } of groups) {
+    if (!Number.isInteger(hint) || hint < 1 || hint > 0xff) throw new Error(`hint ${hint} is not a hint byte`);
+    for (const f of functions) {
+      const i = f - layout.importedFunctions;
+      if (!Number.isInteger(i) || i < 0 || i >= hints.length)
+        throw new Error(`function ${f} is not a declared function of this binary`);
+      if (hints[i]) throw new Error(`function ${f} is given two hints`);
+      hints[i] = hint;
+    }
   }
   const nameBytes = new TextEncoder().encode(SECTION);
   const payload = [...encodeLeb(nameBytes.length), ...nameBytes, ...encodeLeb(hints.length)];
