@@ -60,6 +60,30 @@ describe('remembered costs', () => {
     expect((await calibrateCosts({ ...request(lm, store), fresh: true })).source).toBe('measured');
   });
 
+  it("are taken without the spot check's calls when a single-token call timed since the load agrees", async () => {
+    vi.spyOn(performance, 'now').mockImplementation(() => clock);
+    const store = new MemoryStore();
+    const lm = new TimedLM(1);
+    const first = await calibrateCosts(request(lm, store));
+    const t1 = first.costs.curve.points[0]?.ms as number;
+    const calls = vi.spyOn(lm, 'forward');
+    const agreed = await calibrateCosts({ ...request(lm, store), recentSingleMs: 1.2 * t1 });
+    expect(agreed.source).toBe('remembered');
+    expect(agreed.costs).toEqual(first.costs);
+    expect(calls).not.toHaveBeenCalled();
+    // Twice the record (a cold first call, or another machine): the spot check decides, with calls of its own.
+    expect((await calibrateCosts({ ...request(lm, store), recentSingleMs: 2 * t1 })).source).toBe('remembered');
+    expect(calls).toHaveBeenCalled();
+    calls.mockClear();
+    lm.perToken = 10;
+    expect((await calibrateCosts({ ...request(lm, store), recentSingleMs: 10 * t1 })).source).toBe('measured');
+    // An explicit calibrate() measures whatever the warm-up said.
+    calls.mockClear();
+    expect((await calibrateCosts({ ...request(lm, store), fresh: true, recentSingleMs: 10 * t1 })).source).toBe(
+      'measured',
+    );
+  });
+
   it('are ignored when too old or malformed', async () => {
     vi.spyOn(performance, 'now').mockImplementation(() => clock);
     const store = new MemoryStore();

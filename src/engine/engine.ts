@@ -145,13 +145,13 @@ const LEARNED_VERSION = 1;
  * took 3.96 s where the next took 2.29 (Dawn in Node), and in Chromium auto's chain measured 1.9 s on that round
  * against 1.1, looked slower than the EAGLE head, and lost its first prompt to it (bench --trace).
  */
-const WARMUP_CALLS: readonly { q: number; read: 'logits' | 'ids' | 'top' }[] = [
+const WARMUP_CALLS: readonly { q: number; read: 'logits' | 'ids' | 'top'; context?: number }[] = [
   { q: 32, read: 'logits' },
+  { q: 1, read: 'logits', context: 32 },
+  { q: 1, read: 'ids', context: 32 },
+  { q: 1, read: 'logits', context: 32 },
   { q: 16, read: 'ids' },
   { q: 13, read: 'top' },
-  { q: 1, read: 'ids' },
-  { q: 1, read: 'logits' },
-  { q: 1, read: 'ids' },
 ];
 
 const CALIBRATION_TEXT =
@@ -179,6 +179,11 @@ export class SpecEngine {
   /** A cancel() under way: a generate() started meanwhile waits for it instead of finding the engine busy. */
   private cancelling: Promise<GenerationResult | null> | null = null;
   private costs: CostModel | null = null;
+  /**
+   * The warm-up's fastest single-token target call reading its logits (as the calibration's calls do), in ms: the
+   * first calibration checks a remembered record against it before timing calls of its own.
+   */
+  private warmSingleMs: number | undefined;
   /** Acceptance priors that apply to the loaded drafters (readPriors()). */
   private priors: { draft?: AcceptancePrior; heads?: AcceptancePrior } = {};
   readonly timings: EngineTimings = { loadMs: 0, warmupMs: 0, calibrationMs: 0, calibration: 'none' };
@@ -235,20 +240,28 @@ export class SpecEngine {
    */
   async warmup(): Promise<void> {
     const started = performance.now();
+    const singles: number[] = [];
     for (const lm of [this.target, this.draft]) {
       if (!lm) continue;
-      for (const { q, read } of WARMUP_CALLS) {
-        if (q + 1 > lm.config.maxPositions) continue;
-        lm.reset();
+      // Single tokens follow the prompt-sized chunk's tokens, as a generation's do (its first cached tokens kept).
+      let cached = 0;
+      for (const { q, read, context = 0 } of WARMUP_CALLS) {
+        const at = context <= cached && context + q + 1 <= lm.config.maxPositions ? context : 0;
+        if (at + q + 1 > lm.config.maxPositions) continue;
+        if (at === 0) lm.reset();
+        else lm.keep(Array.from({ length: at }, (_, i) => i));
         const tokens = Array.from({ length: q }, (_, i) => i % lm.config.vocabSize);
         const input: ForwardInput = {
           tokens,
-          positions: tokens.map((_, i) => i),
-          bias: chainBias(0, q),
+          positions: tokens.map((_, i) => at + i),
+          bias: chainBias(at, q),
           rows: [q - 1],
         };
+        cached = at + q;
         if (read === 'logits') {
+          const t = performance.now();
           await lm.forward(input);
+          if (lm === this.target && q === 1) singles.push(performance.now() - t);
           continue;
         }
         // A round's reads: every node's row, and for heads every node's hidden state. The draft model's trees read
@@ -262,6 +275,7 @@ export class SpecEngine {
       lm.reset();
     }
     if (this.heads) await warmupHeads(this.heads, this.target.hiddenWidth);
+    if (singles.length > 0) this.warmSingleMs = Math.min(...singles);
     this.timings.warmupMs += performance.now() - started;
   }
 
@@ -419,7 +433,9 @@ export class SpecEngine {
       warmRounds,
       store: this.store,
       fresh,
+      ...(fresh || this.warmSingleMs === undefined ? {} : { recentSingleMs: this.warmSingleMs }),
     });
+    this.warmSingleMs = undefined;
     let { costs, ms } = result;
     if (this.heads) {
       // The heads' calls are timed every time (a few milliseconds): the remembered record is the models' alone. Each
