@@ -207,6 +207,9 @@ test('the page\'s "exact" box loads the target for exact decoding on wasm, and t
   const s = await generateToEnd(page, el);
   expect((await loaded())?.exact).toBe(true);
   await expect(el.locator('[part="runtime"]')).toContainText('on wasm (fp32, exact');
+  // The load's and the warm-up's times beside it (a page's onnxruntime starts with the target's session: no start of
+  // its own to report).
+  await expect(el.locator('[part="timings"]')).toHaveText(/^; loaded in \d+\.\d+ s, warm-up \d+\.\d+ s$/);
   const cli = cliGreedy(PROMPT, 'chain', TOKENS, ['--exact']);
   expect(cli.runtime.target.exact).toBe(true);
   expect(s.done?.tokens).toEqual(cli.tokens);

@@ -295,7 +295,10 @@ describe('CLI runs (bundled models)', () => {
     ).toBe(0);
     expect(io.stdout()).toMatch(/^She was.+\n$/s);
     expect(io.stdout()).not.toContain('tok/s');
-    expect(io.stderr()).toMatch(/chain: 8 tokens in .* stop: max-tokens\n$/);
+    expect(io.stderr()).toMatch(
+      /chain: 8 tokens in .* stop: max-tokens\nloaded in \d+\.\d+ s[^\n]*, warm-up \d+\.\d+ s[^\n]*\n$/,
+    );
+    // The load's times on their own line after the stats (onnxruntime's start only where it was measured alone).
     const long = capture();
     const words = 'and then '.repeat(1200);
     expect(await main(['--prompt', words, '--method', 'ar', '--max-new-tokens', '4', '--threads', '1'], long)).toBe(2);
@@ -319,7 +322,9 @@ describe('CLI runs (bundled models)', () => {
     const text = { ...capture(), signal: interruptAfter(7) };
     expect(await main(args, text)).toBe(130);
     expect(text.stdout().length).toBeGreaterThan('She was'.length + 5);
-    expect(text.stderr()).toMatch(/ in 5 rounds .*stop: cancelled\n$/);
+    expect(text.stderr()).toMatch(
+      / in 5 rounds .*stop: cancelled\nloaded in \d+\.\d+ s[^\n]*, warm-up \d+\.\d+ s[^\n]*\n$/,
+    );
     const json = { ...capture(), signal: interruptAfter(7) };
     expect(await main([...args, '--json'], json)).toBe(130);
     const result = JSON.parse(json.stdout());
@@ -353,10 +358,14 @@ describe('CLI runs (bundled models)', () => {
     const interrupted = await cli(['--max-new-tokens', '1000'], (child) => child.kill('SIGINT'));
     expect(interrupted.code).toBe(130);
     expect(interrupted.out.startsWith('She was')).toBe(true);
-    expect(interrupted.err).toMatch(/stop: cancelled\n$/);
+    expect(interrupted.err).toMatch(/stop: cancelled\nloaded in \d+\.\d+ s[^\n]*, warm-up \d+\.\d+ s[^\n]*\n$/);
+    // A process of its own starts onnxruntime beside the reading, and says how long that took.
+    expect(interrupted.err).toMatch(
+      /loaded in \d+\.\d+ s \(onnxruntime's start \d+\.\d+ s of it, beside the reading\)/,
+    );
     const terminated = await cli(['--max-new-tokens', '1000'], (child) => child.kill('SIGTERM'));
     expect(terminated.code).toBe(143);
-    expect(terminated.err).toMatch(/stop: cancelled\n$/);
+    expect(terminated.err).toMatch(/stop: cancelled\nloaded in \d+\.\d+ s[^\n]*, warm-up \d+\.\d+ s[^\n]*\n$/);
     const piped = await cli(['--max-new-tokens', '1000'], (child) => child.stdout?.destroy());
     expect(piped.err).not.toMatch(/EPIPE|Error/);
     expect(piped.code).toBe(0);

@@ -8,6 +8,7 @@ import { jsonResult, painter, type RoundIds, roundIds, statsLine, wantColour } f
 import { methodSpec, uses } from './engine/drafters/index';
 import { SpecEngine } from './engine/engine';
 import { GenerationError, type GenerationResult } from './engine/events';
+import { timingsText } from './engine/timings';
 import { type DeviceChoice, placementNotes } from './model/index';
 import type { ProgressInfo } from './model/source';
 import { nodeRuntime } from './runtime/node-device';
@@ -229,7 +230,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       // stdout is the text; the stats and notes go to stderr (both show on a terminal).
       echo();
       io.out('\n');
-      io.err(`\n${paint.dim(statsLine(result, options.method))}\n`);
+      io.err(`\n${paint.dim(statsLine(result, options.method))}\n${paint.dim(timingsText(engine.timings))}\n`);
       if (options.verify === 'typical' && options.sampling.temperature > 0 && verifiesDrafts(options.method)) {
         io.err(
           `${paint.dim("note: typical acceptance is LOSSY: the output is not exactly the target's distribution")}\n`,

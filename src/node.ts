@@ -24,7 +24,6 @@ export {
   EngineBusyError,
   type EngineGenerateOptions,
   type EngineLoadOptions,
-  type EngineTimings,
   MethodUnavailableError,
   SpecEngine,
 } from './engine/engine';
@@ -40,6 +39,7 @@ export { type EngineParts, type GenerateOptions, generate, generateAll } from '.
 export { type CausalLM, ContextLimitError, type ForwardInput, MASKED } from './engine/lm';
 export { GREEDY, type SamplingParams } from './engine/sampling';
 export { type KeyValueStore, MemoryStore } from './engine/store';
+export { type EngineTimings, timingsText } from './engine/timings';
 export type { NodeStatus, VerifyRule } from './engine/verify';
 export {
   type ComputeType,

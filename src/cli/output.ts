@@ -1,8 +1,8 @@
 /** What the terminal front end prints: coloured rounds (on a terminal), the stats line, and the JSON object. */
 import type { Method } from '../engine/drafters/index';
-import type { EngineTimings } from '../engine/engine';
 import type { GenerationResult, RoundEvent } from '../engine/events';
 import { armsText } from '../engine/stats';
+import type { EngineTimings } from '../engine/timings';
 import type { ThreadTiming } from '../runtime/thread-probe';
 
 /** Colour when stdout is a terminal, unless NO_COLOR is set; FORCE_COLOR (not "0") forces it. */

@@ -39,6 +39,7 @@ import { type AcceptancePrior, identityOf, type ModelIdentity, PRIOR_KEY, readPr
 import { checkPromptShape } from './prompt';
 import { type SamplingParams, withDefaults } from './sampling';
 import { type KeyValueStore, MemoryStore, safeGet, safeSet } from './store';
+import type { EngineTimings } from './timings';
 import { chainBias } from './tree';
 
 type Ort = Parameters<typeof openModels>[0];
@@ -157,17 +158,6 @@ const WARMUP_CALLS: readonly { q: number; read: 'logits' | 'ids' | 'top'; contex
 const CALIBRATION_TEXT =
   'It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.';
 
-/** Where an engine's time went before generating (milliseconds), reported by the CLI, the worker and the bench. */
-export interface EngineTimings {
-  /** Reading the model files and building the sessions. */
-  loadMs: number;
-  /** The warm-up calls after loading. */
-  warmupMs: number;
-  /** Measuring (or checking a remembered) cost curve; 0 until it happens. */
-  calibrationMs: number;
-  calibration: 'none' | 'measured' | 'remembered';
-}
-
 export class SpecEngine {
   private readonly drafters = new Map<string, Drafter>();
   /** Methods whose drafter has started from what the store remembers of its learning (once per drafter). */
@@ -228,6 +218,7 @@ export class SpecEngine {
       store,
     );
     engine.timings.loadMs = performance.now() - started;
+    if (opened.startMs !== undefined) engine.timings.startMs = opened.startMs;
     for (const warning of engine.readPriors()) options.onProgress?.({ status: 'warning', ...warning });
     if (warmup) await engine.warmup();
     return engine;

@@ -10,7 +10,7 @@ import { GRAPH_VARIANTS } from './graph/llama';
 import { hiddenKindFor, type LoadedHeads, loadHeads, type OpenedHeads, openHeads, timeHeadsCalls } from './heads/index';
 import { isNode } from './hub/id';
 import { assertSameVocabulary, type LoadedModel, type LoadOptions, loadModel } from './load';
-import { startOrt } from './ort-start';
+import { ortStartAsked, ortStartMs, startOrt } from './ort-start';
 import { PRECISIONS } from './precision';
 import { ModelRunner, type RunnerOptions, sessionError } from './runner';
 
@@ -198,6 +198,12 @@ export interface OpenedModels {
   /** Where the heads run and how that was decided. */
   headsDevice: DeviceChoice | null;
   heads: OpenedHeads | null;
+  /**
+   * onnxruntime's start (ms), where this load started it on its own (ort-start.ts: Node, wasm) beside the reading of
+   * the files: part of the load's time, overlapping it. Absent where it was started before (another engine in the
+   * process) or not on its own (a browser, WebGPU: the target's session starts it).
+   */
+  startMs?: number;
 }
 
 /**
@@ -217,6 +223,7 @@ export async function openModels(
   // that failed on its files there paid for a start it never used (20 fuzzed folders through the element took 60-66
   // s against 27), and no gain showed within that day's noise. On WebGPU the start needs the adapter, which the
   // target's session asks for.
+  const startsHere = options.device === 'wasm' && isNode && !ortStartAsked(ort);
   const ortStarted = options.device === 'wasm' && isNode ? startOrt(ort) : Promise.resolve(null);
   const targetLoad = asRole('target', specs.target, () => loadModel(specs.target, options));
   const draftLoad = specs.draft
@@ -283,12 +290,14 @@ export async function openModels(
         )
       : null;
     const heads = headsOpened?.built ?? null;
+    const startMs = startsHere ? ortStartMs(ort) : undefined;
     return {
       target,
       draft,
       draftDevice: opened?.choice ?? null,
       heads,
       headsDevice: headsOpened?.choice ?? null,
+      ...(startMs !== undefined ? { startMs } : {}),
     };
   } catch (e) {
     for (const m of built) await m.release();

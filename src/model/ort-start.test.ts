@@ -5,7 +5,7 @@
 import * as ort from 'onnxruntime-web';
 import { describe, expect, it } from 'vitest';
 import { openModels } from './index';
-import { startOrt } from './ort-start';
+import { ortStartAsked, ortStartMs, startOrt } from './ort-start';
 import type { Ort } from './runner';
 
 const TARGET = 'public/models/austen-target';
@@ -45,6 +45,34 @@ describe('onnxruntime started while the models load', () => {
     );
     // The target's own session was never asked for: it would only have said "previous call … failed".
     expect(asked).toHaveLength(1);
+  });
+
+  it('times the start once it is done, and the load that started it reports the time', async () => {
+    ort.env.wasm.numThreads = 1;
+    // An onnxruntime object of its own (the same runtime underneath), so this test starts it whatever ran before.
+    const own = { ...ort, InferenceSession: ort.InferenceSession } as unknown as Ort;
+    expect(ortStartAsked(own)).toBe(false);
+    const opened = await openModels(own, { target: TARGET }, { device: 'wasm' });
+    expect(ortStartAsked(own)).toBe(true);
+    expect(opened.startMs).toBe(ortStartMs(own));
+    expect(opened.startMs).toBeGreaterThan(0);
+    await opened.target.release();
+    // A second load in the process finds it started: no start of its own to report.
+    const again = await openModels(own, { target: TARGET }, { device: 'wasm' });
+    expect(again.startMs).toBeUndefined();
+    await again.target.release();
+    // Before it is done there is no time to report.
+    const slow = {
+      ...ort,
+      InferenceSession: {
+        create: () =>
+          new Promise((done) => setTimeout(() => done({ run: async () => ({}), release: async () => {} }), 30)),
+      },
+    } as unknown as Ort;
+    const started = startOrt(slow);
+    expect(ortStartMs(slow)).toBeUndefined();
+    expect(await started).toBeNull();
+    expect(ortStartMs(slow)).toBeGreaterThanOrEqual(25);
   });
 
   it('names the target and says onnxruntime could not start, in one line', async () => {

@@ -14,6 +14,9 @@ import type { Ort } from './runner';
 /** Each onnxruntime's start, once (a second engine in the process starts nothing; a failed start stays failed). */
 const starts = new WeakMap<object, Promise<unknown>>();
 
+/** How long each onnxruntime's start took (ms), once it is done. */
+const durations = new WeakMap<object, number>();
+
 /** A graph of one Identity node: the smallest session onnxruntime builds. */
 function oneNodeModel(): Uint8Array {
   const g = new OnnxGraph('start');
@@ -30,15 +33,34 @@ function oneNodeModel(): Uint8Array {
 export function startOrt(ort: Ort): Promise<unknown> {
   let start = starts.get(ort);
   if (!start) {
-    start = createSession(ort, oneNodeModel(), { executionProviders: ['wasm'], logSeverityLevel: 3 }).then(
-      (session) =>
-        session.release().then(
-          () => null,
-          () => null,
-        ),
-      (e: unknown) => e ?? new Error('onnxruntime could not start'),
-    );
+    const began = performance.now();
+    start = createSession(ort, oneNodeModel(), { executionProviders: ['wasm'], logSeverityLevel: 3 })
+      .then(
+        (session) =>
+          session.release().then(
+            () => null,
+            () => null,
+          ),
+        (e: unknown) => e ?? new Error('onnxruntime could not start'),
+      )
+      .then((outcome) => {
+        durations.set(ort, performance.now() - began);
+        return outcome;
+      });
     starts.set(ort, start);
   }
   return start;
+}
+
+/** Whether this onnxruntime's start has been asked for (it may still be under way). */
+export function ortStartAsked(ort: Ort): boolean {
+  return starts.has(ort);
+}
+
+/**
+ * How long this onnxruntime's start took (ms: its wasm compiled and instantiated, its threads started, its runtime's
+ * first-session set-up), once startOrt's promise has resolved; undefined before, or when it was never started here.
+ */
+export function ortStartMs(ort: Ort): number | undefined {
+  return durations.get(ort);
 }

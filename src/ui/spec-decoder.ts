@@ -41,6 +41,7 @@ import {
 } from '../engine/drafters/index';
 import type { GenerationResult, GenerationStats, RoundEvent } from '../engine/events';
 import { statsFromEvents } from '../engine/stats';
+import { timingsText } from '../engine/timings';
 import type { Placement } from '../model/device-choice';
 import { type CachedRepo, clearCachedModels, listCachedModels } from '../model/hub/cache-admin';
 import { PRECISIONS } from '../model/precision';
@@ -961,7 +962,11 @@ export class SpecDecoder extends LitElement {
                   'draft',
                   this.loadInfo,
                   this.loadInfo.draftDevice,
-                )}${elsewhere('heads', this.loadInfo, this.loadInfo.headsDevice)})</small
+                )}${elsewhere('heads', this.loadInfo, this.loadInfo.headsDevice)})${
+                  this.loadInfo.timings
+                    ? html`<span part="timings">; ${timingsText(this.loadInfo.timings)}</span>`
+                    : nothing
+                }</small
               >`
             : nothing
         }

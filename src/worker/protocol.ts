@@ -1,8 +1,8 @@
 /** The typed messages between EngineClient (main thread) and the engine worker. */
 import type { Method } from '../engine/drafters/index';
-import type { EngineTimings } from '../engine/engine';
 import type { GenerationResult, RoundEvent } from '../engine/events';
 import type { SamplingParams } from '../engine/sampling';
+import type { EngineTimings } from '../engine/timings';
 import type { VerifyRule } from '../engine/verify';
 import type { Placement } from '../model/device-choice';
 import type { ProgressInfo } from '../model/source';
