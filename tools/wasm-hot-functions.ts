@@ -123,8 +123,11 @@ async function main(): Promise<void> {
     const byModule = new Map<string, number[]>();
     for (const line of lines) {
       const compiled = /^Compiled function (0x[0-9a-f]+)#(\d+) using /.exec(line);
-      if (compiled)
-        byModule.set(compiled[1] as string, [...(byModule.get(compiled[1] as string) ?? []), Number(compiled[2])]);
+      if (!compiled) continue;
+      const module = compiled[1] as string;
+      const functions = byModule.get(module) ?? [];
+      functions.push(Number(compiled[2]));
+      byModule.set(module, functions);
     }
     const ort = [...byModule.values()].sort((a, b) => b.length - a.length)[0] ?? [];
     for (const f of ort) ran.add(f);
