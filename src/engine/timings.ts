@@ -9,7 +9,7 @@ export interface EngineTimings {
    * engine in a process that had started it already.
    */
   startMs?: number;
-  /** The warm-up calls after loading. */
+  /** The warm-up calls after loading; 0 when there were none (`warmup: false`: a software WebGPU adapter). */
   warmupMs: number;
   /** Measuring (or checking a remembered) cost curve; 0 until it happens. */
   calibrationMs: number;
@@ -20,7 +20,8 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(ms < 100 ? 3 : 2)} s`;
 
 /**
  * One line for people: "loaded in 1.16 s (onnxruntime's start 0.64 s of it, beside the reading), warm-up 0.07 s,
- * costs remembered (checked in 0.001 s)". The calibration part only once it has happened.
+ * costs remembered (checked in 0.001 s)". "no warm-up" when there was none; the calibration part only once it has
+ * happened.
  */
 export function timingsText(t: EngineTimings): string {
   const start = t.startMs !== undefined ? ` (onnxruntime's start ${seconds(t.startMs)} of it, beside the reading)` : '';
@@ -30,5 +31,6 @@ export function timingsText(t: EngineTimings): string {
       : t.calibration === 'remembered'
         ? `, costs remembered (checked in ${seconds(t.calibrationMs)})`
         : '';
-  return `loaded in ${seconds(t.loadMs)}${start}, warm-up ${seconds(t.warmupMs)}${costs}`;
+  const warmup = t.warmupMs > 0 ? `warm-up ${seconds(t.warmupMs)}` : 'no warm-up';
+  return `loaded in ${seconds(t.loadMs)}${start}, ${warmup}${costs}`;
 }

@@ -30,7 +30,7 @@ describe('chooseDevice', () => {
   });
 
   it('auto takes a hardware adapter', () => {
-    expect(chooseDevice('auto', hardware)).toMatchObject({ device: 'webgpu', calibration: 'auto' });
+    expect(chooseDevice('auto', hardware)).toMatchObject({ device: 'webgpu', calibration: 'auto', warmup: true });
     expect(chooseDevice('auto', hardware).fallback).toBeUndefined();
     expect(chooseDevice('auto', hardware).warning).toBeUndefined();
   });
@@ -41,14 +41,16 @@ describe('chooseDevice', () => {
       expect(d.device).toBe('wasm');
       expect(d.fallback).toMatch(/software WebGPU adapter .*device="webgpu"/);
       expect(d.calibration).toBe('auto');
+      expect(d.warmup).toBe(true);
     }
   });
 
-  it('an explicit webgpu keeps a software adapter, with a warning, and no self-timing', () => {
+  it('an explicit webgpu keeps a software adapter, with a warning, no self-timing and no warm-up', () => {
     const d = chooseDevice('webgpu', swiftshader);
-    expect(d).toMatchObject({ device: 'webgpu', calibration: 'never' });
+    expect(d).toMatchObject({ device: 'webgpu', calibration: 'never', warmup: false });
     expect(d.warning).toMatch(/software WebGPU adapter.*slower/);
-    expect(chooseDevice('webgpu', hardware)).toMatchObject({ device: 'webgpu', calibration: 'auto' });
+    expect(chooseDevice('webgpu', hardware)).toMatchObject({ device: 'webgpu', calibration: 'auto', warmup: true });
+    expect(chooseDevice('wasm', null)).toMatchObject({ device: 'wasm', calibration: 'auto', warmup: true });
   });
 
   it('without an adapter, auto and webgpu fall back to wasm with the probe reason; wasm is wasm', () => {
@@ -58,6 +60,6 @@ describe('chooseDevice', () => {
         fallback: expect.stringContaining('no WebGPU adapter'),
       });
     }
-    expect(chooseDevice('wasm', null)).toEqual({ device: 'wasm', calibration: 'auto' });
+    expect(chooseDevice('wasm', null)).toEqual({ device: 'wasm', calibration: 'auto', warmup: true });
   });
 });

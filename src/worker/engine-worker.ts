@@ -139,7 +139,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
   await old?.release();
   const choice = chooseDevice(req.device, req.device === 'wasm' ? null : await probeWebGpu(self.navigator.gpu));
   let { device, fallback } = choice;
-  const { adapter, warning, calibration } = choice;
+  const { adapter, warning, calibration, warmup } = choice;
   const threads = device === 'wasm' ? await wasmThreads(ort, req) : null;
   const options = {
     target: req.target,
@@ -148,6 +148,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     ...(req.compute ? { compute: req.compute } : {}),
     ...(req.precision ? { precision: req.precision } : {}),
     calibration,
+    warmup,
     store: new IndexedDbStore(),
     ...(req.hub ? { hub: req.hub } : {}),
     ...(req.layerSwitches ? { layerSwitches: true } : {}),
@@ -186,7 +187,7 @@ async function load(id: number, req: LoadRequest): Promise<LoadInfo> {
     device = 'wasm';
     fallback = `WebGPU session failed (${(e as Error).message}); running on the wasm (CPU) backend instead`;
     noteIfWasm(device);
-    engine = await SpecEngine.load(ort, { ...options, ...extrasOn(device), device, calibration: 'auto' });
+    engine = await SpecEngine.load(ort, { ...options, ...extrasOn(device), device, calibration: 'auto', warmup: true });
   }
   // Whatever this load ran, onnxruntime's wasm has started: its thread count is fixed for this worker.
   started ??= threads ?? {
