@@ -194,6 +194,29 @@ describe('loadModel: a model folder from disk', () => {
     );
   });
 
+  it('shares one tokenizer between folders whose tokenizer files are the same, and only those', async () => {
+    const target = await loadModel(BUNDLED_TARGET);
+    const draft = await loadModel('public/models/austen-draft');
+    expect(draft.tokenizer).toBe(target.tokenizer);
+    expect(draft.vocab).toBe(target.vocab);
+    const copy = await loadModel(folder());
+    expect(copy.tokenizer).toBe(target.tokenizer);
+    // Another tokenizer_config.json (here: model_max_length) gets a tokenizer of its own.
+    const config = JSON.parse(readFileSync(join(BUNDLED_TARGET, 'tokenizer_config.json'), 'utf8'));
+    const other = await loadModel(
+      folder({}, (d) =>
+        writeFileSync(join(d, 'tokenizer_config.json'), JSON.stringify({ ...config, model_max_length: 512 })),
+      ),
+    );
+    expect(other.tokenizer).not.toBe(target.tokenizer);
+    expect(other.tokenizer.encode('It is a truth')).toEqual(target.tokenizer.encode('It is a truth'));
+    // A tokenizer.json that differs by a byte (a trailing newline) is made again too.
+    const text = readFileSync(join(BUNDLED_TARGET, 'tokenizer.json'), 'utf8');
+    const newline = await loadModel(folder({}, (d) => writeFileSync(join(d, 'tokenizer.json'), `${text}\n`)));
+    expect(newline.tokenizer).not.toBe(target.tokenizer);
+    expect(newline.tokenizer.encode('It is a truth')).toEqual(target.tokenizer.encode('It is a truth'));
+  });
+
   it('says whether the target or the draft is broken', async () => {
     const broken = folder({}, (d) => writeFileSync(join(d, 'model.safetensors'), new Uint8Array(4)));
     const good = folder();

@@ -14,9 +14,10 @@ import {
   readJson,
   readOptional,
   readRequired,
+  readText,
   resolveSource,
 } from './source';
-import { makeTokenizer, type TextTokenizer } from './tokenizer';
+import { type TextTokenizer, tokenizerFromFiles } from './tokenizer';
 
 export interface LoadedModel {
   /** The spec the model was loaded from (folder, URL or hf:org/name). */
@@ -101,9 +102,9 @@ export async function loadModel(spec: string, options: LoadOptions = {}): Promis
     throw new ModelLoadError(`${source.location}: ${(e as Error).message}`);
   }
   const generationConfig = await readJson(source, 'generation_config.json', false, progress);
-  const tokenizerJson = await readJson(source, 'tokenizer.json', true, progress);
-  const tokenizerConfig = (await readJson(source, 'tokenizer_config.json', false, progress)) ?? {};
-  const tokenizer = makeTokenizer(tokenizerJson, tokenizerConfig);
+  const tokenizerText = await readText(source, 'tokenizer.json', true, progress);
+  const tokenizerConfigText = await readText(source, 'tokenizer_config.json', false, progress);
+  const { tokenizer, vocab } = tokenizerFromFiles(tokenizerText, tokenizerConfigText, source.location);
   const { files, weights } = await readWeights(source, progress);
   try {
     checkWeights(config, weights);
@@ -129,10 +130,6 @@ export async function loadModel(spec: string, options: LoadOptions = {}): Promis
   else if (Array.isArray(eos)) config.eosTokenIds = eos.filter((x): x is number => typeof x === 'number');
   let weightBytes = 0;
   for (const bytes of files.values()) weightBytes += bytes.byteLength;
-  const vocab = ((tokenizerJson.model as { vocab?: Record<string, number> } | undefined)?.vocab ?? {}) as Record<
-    string,
-    number
-  >;
   return {
     spec,
     source,

@@ -210,20 +210,42 @@ export async function readJson(
   progress?: LoadProgress,
 ): Promise<Record<string, unknown> | null>;
 export async function readJson(source: FileSource, file: string, required: boolean, progress?: LoadProgress) {
+  const text = required ? await readText(source, file, true, progress) : await readText(source, file, false, progress);
+  return text === null ? null : parseJsonObject(text, file, source.location);
+}
+
+/** A file's text (UTF-8), or null when an optional file is absent. */
+export async function readText(
+  source: FileSource,
+  file: string,
+  required: true,
+  progress?: LoadProgress,
+): Promise<string>;
+export async function readText(
+  source: FileSource,
+  file: string,
+  required: false,
+  progress?: LoadProgress,
+): Promise<string | null>;
+export async function readText(source: FileSource, file: string, required: boolean, progress?: LoadProgress) {
   const bytes = required ? await readRequired(source, file, progress) : await readOptional(source, file, progress);
-  if (!bytes) return null;
+  return bytes ? new TextDecoder().decode(bytes) : null;
+}
+
+/** A JSON file's text parsed, which must hold an object; errors name the file and where it is. */
+export function parseJsonObject(text: string, file: string, location: string): Record<string, unknown> {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(new TextDecoder().decode(bytes));
+    parsed = JSON.parse(text);
   } catch (e) {
     // V8 quotes the file's first bytes, line breaks included: one line.
     const why = (e as Error).message.replace(/\s+/g, ' ');
-    throw new ModelLoadError(`${file} in ${source.location} is not valid JSON: ${why}`);
+    throw new ModelLoadError(`${file} in ${location} is not valid JSON: ${why}`);
   }
   // null, a number or a list parsed fine and failed later with a JavaScript message ("Cannot use 'in' operator").
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     const held = parsed === null ? 'null' : Array.isArray(parsed) ? 'a list' : `a ${typeof parsed}`;
-    throw new ModelLoadError(`${file} in ${source.location} is not a JSON object (it holds ${held})`);
+    throw new ModelLoadError(`${file} in ${location} is not a JSON object (it holds ${held})`);
   }
   return parsed as Record<string, unknown>;
 }

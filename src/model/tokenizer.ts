@@ -4,6 +4,7 @@
  */
 import * as transformers from '@huggingface/transformers';
 import { ModelLoadError } from './errors';
+import { parseJsonObject } from './source';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
@@ -105,4 +106,38 @@ export function makeTokenizer(tokenizerJson: object, tokenizerConfig: Record<str
     },
     endOfTurnTokens: hasChatTemplate ? endOfTurn(tok, special, eos) : eos === undefined ? [] : [eos],
   };
+}
+
+/** What a tokenizer was made of, to check a later load's files against. */
+const madeFrom = new WeakMap<TextTokenizer, { text: string; config: string | null; vocab: Record<string, number> }>();
+/** Tokenizers by their files' texts, held weakly: one no loaded model uses any more is let go. */
+const made = new Map<string, WeakRef<TextTokenizer>>();
+const forget = new FinalizationRegistry<string>((key) => {
+  if (made.get(key)?.deref() === undefined) made.delete(key);
+});
+
+/**
+ * The tokenizer of a folder's tokenizer.json and tokenizer_config.json (their texts; null: no config), with
+ * tokenizer.json's model.vocab. One made of byte-for-byte the same files is shared while some loaded model still
+ * holds it: a draft model of the target's family ships the target's tokenizer (the bundled pair's files are the
+ * same), and making it again took 40-50 ms of the main thread in a CLI load, beside the compile of onnxruntime's wasm.
+ * Parse errors name the file and `location`.
+ */
+export function tokenizerFromFiles(
+  text: string,
+  configText: string | null,
+  location: string,
+): { tokenizer: TextTokenizer; vocab: Record<string, number> } {
+  const key = `${configText?.length ?? -1}:${configText ?? ''}\u0000${text}`;
+  const kept = made.get(key)?.deref();
+  const from = kept ? madeFrom.get(kept) : undefined;
+  if (kept && from && from.text === text && from.config === configText) return { tokenizer: kept, vocab: from.vocab };
+  const json = parseJsonObject(text, 'tokenizer.json', location);
+  const config = configText === null ? {} : parseJsonObject(configText, 'tokenizer_config.json', location);
+  const tokenizer = makeTokenizer(json, config);
+  const vocab = ((json.model as { vocab?: Record<string, number> } | undefined)?.vocab ?? {}) as Record<string, number>;
+  madeFrom.set(tokenizer, { text, config: configText, vocab });
+  made.set(key, new WeakRef(tokenizer));
+  forget.register(tokenizer, key);
+  return { tokenizer, vocab };
 }
