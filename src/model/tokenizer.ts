@@ -108,8 +108,8 @@ export function makeTokenizer(tokenizerJson: object, tokenizerConfig: Record<str
   };
 }
 
-/** What a tokenizer was made of, to check a later load's files against. */
-const madeFrom = new WeakMap<TextTokenizer, { text: string; config: string | null; vocab: Record<string, number> }>();
+/** tokenizer.json's model.vocab of each tokenizer made by tokenizerFromFiles. */
+const vocabs = new WeakMap<TextTokenizer, Record<string, number>>();
 /** Tokenizers by their files' texts, held weakly: one no loaded model uses any more is let go. */
 const made = new Map<string, WeakRef<TextTokenizer>>();
 const forget = new FinalizationRegistry<string>((key) => {
@@ -120,7 +120,7 @@ const forget = new FinalizationRegistry<string>((key) => {
  * The tokenizer of a folder's tokenizer.json and tokenizer_config.json (their texts; null: no config), with
  * tokenizer.json's model.vocab. One made of byte-for-byte the same files is shared while some loaded model still
  * holds it: a draft model of the target's family ships the target's tokenizer (the bundled pair's files are the
- * same), and making it again took 40-50 ms of the main thread in a CLI load, beside the compile of onnxruntime's wasm.
+ * same), and making it again took 15-45 ms of the main thread in a CLI load, beside the compile of onnxruntime's wasm.
  * Parse errors name the file and `location`.
  */
 export function tokenizerFromFiles(
@@ -128,15 +128,16 @@ export function tokenizerFromFiles(
   configText: string | null,
   location: string,
 ): { tokenizer: TextTokenizer; vocab: Record<string, number> } {
+  // Both texts whole, the config's length first: equal keys are equal files.
   const key = `${configText?.length ?? -1}:${configText ?? ''}\u0000${text}`;
   const kept = made.get(key)?.deref();
-  const from = kept ? madeFrom.get(kept) : undefined;
-  if (kept && from && from.text === text && from.config === configText) return { tokenizer: kept, vocab: from.vocab };
+  const keptVocab = kept && vocabs.get(kept);
+  if (kept && keptVocab) return { tokenizer: kept, vocab: keptVocab };
   const json = parseJsonObject(text, 'tokenizer.json', location);
   const config = configText === null ? {} : parseJsonObject(configText, 'tokenizer_config.json', location);
   const tokenizer = makeTokenizer(json, config);
   const vocab = ((json.model as { vocab?: Record<string, number> } | undefined)?.vocab ?? {}) as Record<string, number>;
-  madeFrom.set(tokenizer, { text, config: configText, vocab });
+  vocabs.set(tokenizer, vocab);
   made.set(key, new WeakRef(tokenizer));
   forget.register(tokenizer, key);
   return { tokenizer, vocab };
