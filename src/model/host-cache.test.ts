@@ -28,14 +28,21 @@ function expected(layer: number, slots: number[]): { key: number[]; value: numbe
   return { key, value: key.map((x) => -x) };
 }
 
-function call(cache: HostCache, q: number, layers = 2): void {
-  cache.ensure(cache.length + q);
-  const first = cache.length;
+/** Every layer's rows as the graph's one output holds them: layer by layer, keys then values, flattened. */
+function newKv(layers: number, first: number, q: number): Float32Array {
+  const n = KVH * HD * q;
+  const all = new Float32Array(2 * n * layers);
   for (let i = 0; i < layers; i++) {
     const { k, v } = rows(i, first, q);
-    cache.append(i, k, v, q);
+    all.set(k, 2 * i * n);
+    all.set(v, (2 * i + 1) * n);
   }
-  cache.advance(q);
+  return all;
+}
+
+function call(cache: HostCache, q: number, layers = 2): void {
+  cache.ensure(cache.length + q);
+  cache.appendAll(newKv(layers, cache.length, q), q);
 }
 
 const values = (a: Float32Array) => Array.from(a, (x) => Math.fround(x));
@@ -141,8 +148,10 @@ describe('HostCache (the wasm KV cache kept in JavaScript)', () => {
       });
       return view as unknown as Float32Array;
     };
-    cache.append(0, asHalfFloats(bits(0)), asHalfFloats(bits(0x8000)), q);
-    cache.advance(q);
+    const both = new Uint16Array(2 * KVH * HD * q);
+    both.set(bits(0));
+    both.set(bits(0x8000), KVH * HD * q);
+    cache.appendAll(asHalfFloats(both), q);
     const { key, value } = cache.read(0);
     expect(key.every((x) => x >= 1 && x < 2)).toBe(true);
     expect(value.every((x) => x <= -1 && x > -2)).toBe(true);
@@ -155,6 +164,10 @@ describe('HostCache (the wasm KV cache kept in JavaScript)', () => {
     const { k, v } = rows(0, 0, 40);
     expect(() => cache.append(0, Uint16Array.from(k), Uint16Array.from(v), 40)).toThrow(/exceed the capacity 32/);
     expect(() => cache.append(0, new Uint16Array(5), new Uint16Array(6), 1)).toThrow(/returned 5 \+ 6 values/);
+    expect(() => cache.appendAll(new Uint16Array(2 * KVH * HD + 1), 1)).toThrow(
+      /returned 13 new values, expected 12 for 1 rows/,
+    );
+    expect(cache.length).toBe(0);
     cache.clear();
     expect([cache.length, cache.capacity]).toEqual([0, 0]);
   });

@@ -176,6 +176,22 @@ export class HostCache {
     for (let h = 0; h < kvh; h++) v.set(newV.subarray(h * q * hd, (h + 1) * q * hd), (h * cap + length) * hd);
   }
 
+  /**
+   * Write a call's rows of every layer from the graph's one NEW_KV output (layer by layer, keys [kvh, 1, hd, q] then
+   * values [kvh, 1, q, hd], flattened), then advance().
+   */
+  appendAll(rows: ArrayBufferView & { length: number }, q: number): void {
+    const all = this.bits(rows);
+    const n = this.kvh * this.hd * q;
+    if (all.length !== 2 * n * this.layers)
+      throw new Error(
+        `host cache: the call returned ${all.length} new values, expected ${2 * n * this.layers} for ${q} rows`,
+      );
+    for (let i = 0; i < this.layers; i++)
+      this.append(i, all.subarray(2 * i * n, (2 * i + 1) * n), all.subarray((2 * i + 1) * n, (2 * i + 2) * n), q);
+    this.advance(q);
+  }
+
   advance(q: number): void {
     this.length += q;
   }

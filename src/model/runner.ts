@@ -33,8 +33,7 @@ import {
   type GraphVariant,
   HIDDEN_ROWS,
   type HiddenKind,
-  newKey,
-  newValue,
+  NEW_KV,
   pastKey,
   pastValue,
   presentKey,
@@ -693,26 +692,18 @@ export class ModelRunner implements CausalLM, Omit<LayerSkippingLM, 'canSkipLaye
     for (let i = 0; i < L; i++) {
       if (host) {
         [feeds[pastKey(i)], feeds[pastValue(i)]] = host.feeds(this.ort, i);
-        fetches.push(newKey(i), newValue(i));
         continue;
       }
       feeds[pastKey(i)] = this.cache[2 * i] as Tensor;
       feeds[pastValue(i)] = this.cache[2 * i + 1] as Tensor;
       fetches.push(presentKey(i), presentValue(i));
     }
+    if (host) fetches.push(NEW_KV);
     const out = await this.session.run(feeds, fetches);
     this.calls++;
     if (host) {
       host.ensure(kept + q);
-      for (let i = 0; i < L; i++) {
-        host.append(
-          i,
-          (out[newKey(i)] as Tensor).data as Float32Array,
-          (out[newValue(i)] as Tensor).data as Float32Array,
-          q,
-        );
-      }
-      host.advance(q);
+      host.appendAll((out[NEW_KV] as Tensor).data as Float32Array | Uint16Array, q);
     } else {
       this.disposeCache();
       this.cache = [];

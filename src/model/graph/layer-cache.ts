@@ -8,16 +8,13 @@
  */
 import type { GraphContext } from './llama';
 import type { OnnxGraph } from './onnx';
-import { newKey, newValue, pastKey, pastValue, presentKey, presentValue } from './signature';
+import { NEW_KV, newKey, newValue, pastKey, pastValue, presentKey, presentValue } from './signature';
 
 export function layerCache(ctx: GraphContext, i: number): { keptK: string; keptV: string; names: [string, string] } {
   const { g, cfg, T, inputs } = ctx;
   const { numKvHeads: kvh, headDim: hd } = cfg;
-  if (ctx.hostCache) {
-    g.output(newKey(i), T, [kvh, 1, hd, 'q']);
-    g.output(newValue(i), T, [kvh, 1, 'q', hd]);
-    return { keptK: pastKey(i), keptV: pastValue(i), names: [newKey(i), newValue(i)] };
-  }
+  // With hostCache the new rows are values of the graph, joined into NEW_KV once every layer is built (joinNewRows).
+  if (ctx.hostCache) return { keptK: pastKey(i), keptV: pastValue(i), names: [newKey(i), newValue(i)] };
   const { keepIndices } = inputs;
   g.output(presentKey(i), T, [1, kvh, 'total', hd]);
   g.output(presentValue(i), T, [1, kvh, 'total', hd]);
@@ -26,6 +23,16 @@ export function layerCache(ctx: GraphContext, i: number): { keptK: string; keptV
     keptV: keepIndices ? g.op('Gather', [pastValue(i), keepIndices], { axis: 2 }) : pastValue(i),
     names: [presentKey(i), presentValue(i)],
   };
+}
+
+/** With hostCache: every layer's new rows, flattened, in the one output NEW_KV (layer by layer, keys first). */
+export function joinNewRows(ctx: GraphContext): void {
+  const { g, T, layers } = ctx;
+  const flat = g.constInt64([-1]);
+  const parts: string[] = [];
+  for (let i = 0; i < layers; i++) parts.push(g.op('Reshape', [newKey(i), flat]), g.op('Reshape', [newValue(i), flat]));
+  g.op('Concat', parts, { axis: 0 }, NEW_KV);
+  g.output(NEW_KV, T, ['new_kv']);
 }
 
 /**

@@ -30,6 +30,7 @@ import { expectedWeights, type LlamaConfig, ropeInvFreq } from '../config';
 import { ModelLoadError } from '../errors';
 import { INT8_MIN_SCALE, type Int4Options } from '../quant';
 import type { TensorEntry } from '../safetensors';
+import { joinNewRows } from './layer-cache';
 import { buildFusedBody } from './llama-fused';
 import { buildPlainBody } from './llama-plain';
 import { MASKED } from './mask';
@@ -38,6 +39,7 @@ import {
   GRAPH_INPUTS,
   GRAPH_OUTPUTS,
   HIDDEN_ROWS,
+  NEW_KV,
   newKey,
   newValue,
   pastKey,
@@ -71,6 +73,7 @@ export {
   GRAPH_OUTPUTS,
   HIDDEN_ROWS,
   MASKED,
+  NEW_KV,
   newKey,
   newValue,
   pastKey,
@@ -360,6 +363,7 @@ export function buildLlamaGraph(
   // The body: [rows, H], the final-normed hidden state of the requested rows.
   const normed =
     variant === 'plain' ? buildPlainBody(ctx) : buildFusedBody(ctx, variant === 'fused' ? 'gqa' : 'matmul');
+  if (hostCache) joinNewRows(ctx);
 
   if (options.hidden) {
     const rows = g.input(HIDDEN_ROWS, 'int64', ['hrows']);

@@ -39,9 +39,16 @@ export const presentValue = (i: number) => `present.${i}.value`;
 /**
  * Graphs built with hostCache: this call's keys and values of layer i alone, laid out as the caller's cache holds
  * them (keys transposed [kvh, 1, hd, q], values [kvh, 1, q, hd]); past_key_values.{i}.* come in the same layouts.
+ * Values inside the graph: what goes out is NEW_KV.
  */
 export const newKey = (i: number) => `new.${i}.key`;
 export const newValue = (i: number) => `new.${i}.value`;
+/**
+ * Graphs built with hostCache: every layer's new.{i}.key and new.{i}.value flattened and joined in one output, layer
+ * by layer, keys first ([layers x 2 x kvh x hd x q]). onnxruntime-web's wasm API handles each output on its own (its
+ * data read back, a tensor made): one output for all layers instead of two per layer.
+ */
+export const NEW_KV = 'new_kv';
 
 /**
  * Layer switches (graphs built with layerSwitches): a scalar bool per sub-layer of every decoder layer but the first
