@@ -633,6 +633,28 @@ describe('engine behaviour', () => {
     expect(events[0]?.timings.draftMs).toBeLessThan(60);
   });
 
+  it("a round's tree texts are each node's own text, decoded only when read (also through structured clone)", async () => {
+    const { target, draft } = pair(50, 0.3);
+    let decodes = 0;
+    const counting = { decode: (ids: readonly number[]) => (decodes++, tokenizer.decode(ids)) };
+    const drafter = makeDrafter('lookahead', target, draft);
+    const events: RoundEvent[] = [];
+    const options = { maxNewTokens: 24, sampling: GREEDY };
+    await generateAll({ target, drafter, tokenizer: counting }, [1, 2, 3, 1, 2], options, (e) => events.push(e));
+    const streaming = decodes;
+    const withAux = events.find((e) => (e.tree.aux?.tokens.length ?? 0) > 0) as RoundEvent;
+    expect(withAux).toBeDefined();
+    expect(decodes).toBe(streaming);
+    expect(withAux.tree.texts).toEqual(withAux.tree.tokens.map((t) => tokenizer.decode([t])));
+    expect(decodes).toBe(streaming + withAux.tree.tokens.length);
+    expect(withAux.tree.texts).toBe(withAux.tree.texts); // decoded once, then kept
+    expect(decodes).toBe(streaming + withAux.tree.tokens.length);
+    const posted = structuredClone(events[0] as RoundEvent);
+    expect(posted.tree.texts).toEqual((events[0] as RoundEvent).tree.tokens.map((t) => tokenizer.decode([t])));
+    const aux = structuredClone(withAux.tree.aux);
+    expect(aux?.texts).toEqual(aux?.tokens.map((t) => tokenizer.decode([t])));
+  });
+
   it('reports tau, acceptance per depth, calls and timings', async () => {
     const { result, events } = await run('chain', [1, 2], { maxNewTokens: 40, sampling: GREEDY }, 50, 0.3);
     const s = result.stats;

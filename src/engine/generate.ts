@@ -44,6 +44,23 @@ export interface EngineParts {
 const pieces = (ids: readonly number[], texts: readonly string[]): TokenPiece[] =>
   ids.map((id, i) => ({ id, text: texts[i] ?? '' }));
 
+/**
+ * Tokens with each one's own text, decoded when `texts` is first read (then kept): the tree view reads them, the CLI
+ * and most library callers never do, and a round of a wide tree (EAGLE's up to 64 nodes) decoded every node each
+ * round. The getter is enumerable, so posting the event to the page (structured clone) and JSON both include them;
+ * add other fields with Object.assign onto this object (a spread would read the getter at once).
+ */
+function withTexts(tokens: number[], text: (t: number) => string): { tokens: number[]; texts: string[] } {
+  let texts: string[] | null = null;
+  return {
+    tokens,
+    get texts() {
+      texts ??= tokens.map(text);
+      return texts;
+    },
+  };
+}
+
 /** The draft's continuation from the divergence: the first rejected child, then first children below it. */
 function rejectedBranch(tree: DraftTree, result: VerifyResult): number[] {
   const children = childrenOf(tree.parents);
@@ -276,14 +293,12 @@ export async function* generate(
         rejected: pieces(rejectedIds, rejectedText),
         target: pieces(targetIds, targetText),
         targetKind: targetToken === null ? 'none' : verdict.kind,
-        tree: {
-          tokens: [...tree.tokens],
-          texts: tree.tokens.map(text),
+        tree: Object.assign(withTexts([...tree.tokens], text), {
           parents: [...tree.parents],
           status: final.status,
           ...(tree.sources ? { sources: [...tree.sources] } : {}),
-          ...(aux && auxCount > 0 ? { aux: { tokens: [...aux.tokens], texts: aux.tokens.map(text) } } : {}),
-        },
+          ...(aux && auxCount > 0 ? { aux: withTexts([...aux.tokens], text) } : {}),
+        }),
         ...(note ? { note } : {}),
         counts: {
           targetCalls: stats.verifyCalls + stats.prefillCalls,
