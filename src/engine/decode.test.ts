@@ -85,7 +85,8 @@ describe('incremental decoding', () => {
       const d = new IncrementalDecoder(bundled);
       let streamed = '';
       for (let i = 0; i < ids.length; ) {
-        const k = 1 + Math.floor(rng.next() * 5);
+        // Rounds may add nothing (every draft rejected and no token of the target's: a generation's last round).
+        const k = Math.floor(rng.next() * 6);
         streamed += d.push(ids.slice(i, i + k)).join('');
         i += k;
       }
@@ -93,6 +94,21 @@ describe('incremental decoding', () => {
       expect(d.text, JSON.stringify(ids)).toBe(bundled.decode(ids).replace(/\uFFFD+$/, ''));
       expect(streamed).toBe(d.text);
     }
+  });
+
+  it('decodes nothing for a round that adds nothing, and twice for a token (the window before it is kept)', () => {
+    let decodes = 0;
+    const counting = { decode: (ids: readonly number[]) => (decodes++, bundled.decode(ids)) };
+    const d = new IncrementalDecoder(counting, bundled.encode('It is a truth'));
+    d.push(bundled.encode(' universally'));
+    const before = decodes;
+    expect(d.push([])).toEqual([]);
+    expect(d.preview([])).toEqual([]);
+    expect(decodes).toBe(before);
+    const [word] = bundled.encode(' that');
+    expect(d.push([word as number])).toEqual([' that']);
+    // The token's text against the window's, which was kept from the last push, then the new window's.
+    expect(decodes).toBe(before + 2);
   });
 
   it('emits a run of invalid bytes, or a real U+FFFD, as often as the whole text has it', () => {

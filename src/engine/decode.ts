@@ -21,6 +21,8 @@ export class IncrementalDecoder {
   private readonly ids: number[];
   private prefix = 0;
   private read: number;
+  /** The text of ids[prefix, read): what the next token's text is told apart from. */
+  private window: string;
   /** Text emitted so far (the prompt's context not included). */
   text = '';
 
@@ -34,6 +36,7 @@ export class IncrementalDecoder {
     let read = this.ids.length;
     while (read > 0 && incomplete(this.decode(this.ids.slice(0, read)))) read--;
     this.read = read;
+    this.window = this.decode(this.ids.slice(0, read));
   }
 
   private decode(ids: readonly number[]): string {
@@ -47,7 +50,8 @@ export class IncrementalDecoder {
 
   /** Commit tokens; returns their pieces. */
   push(added: readonly number[]): string[] {
-    const { pieces, prefix, read } = this.step(added);
+    const { pieces, prefix, read, window } = this.step(added);
+    this.window = window;
     this.ids.push(...added);
     // Only the window is needed from here on: what came before it is let go (a long generation copied it all).
     this.ids.splice(0, prefix);
@@ -57,11 +61,13 @@ export class IncrementalDecoder {
     return pieces;
   }
 
-  /** Each added token's piece ('' while held back), and the offsets after them. */
-  private step(added: readonly number[]): { pieces: string[]; prefix: number; read: number } {
+  /** Each added token's piece ('' while held back), and the offsets and the window's text after them. */
+  private step(added: readonly number[]): { pieces: string[]; prefix: number; read: number; window: string } {
+    // Nothing added (a round whose drafts were all rejected, or with none): nothing to decode.
+    if (added.length === 0) return { pieces: [], prefix: this.prefix, read: this.read, window: this.window };
     const ids = [...this.ids];
     let { prefix, read } = this;
-    let before = this.decode(ids.slice(prefix, read));
+    let before = this.window;
     const pieces = added.map((token) => {
       ids.push(token);
       const after = this.decode(ids.slice(prefix));
@@ -72,6 +78,6 @@ export class IncrementalDecoder {
       before = this.decode(ids.slice(prefix, read));
       return piece;
     });
-    return { pieces, prefix, read };
+    return { pieces, prefix, read, window: before };
   }
 }
