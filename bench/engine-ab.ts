@@ -86,7 +86,9 @@ for (let r = 0; r < Number(values.repeats); r++) {
   }
   console.error(`repeat ${r + 1}/${values.repeats} done`);
 }
-console.log(`before = ${values.before}; ${prompts.prompts.length} prompts x ${values.repeats}, ${values.tokens} tokens`);
+console.log(
+  `before = ${values.before}; ${prompts.prompts.length} prompts x ${values.repeats}, ${values.tokens} tokens`,
+);
 console.log(
   '| method | tau before | after | rounds ms/token before | after | after/before | wall ms/token before | after | after/before |',
 );

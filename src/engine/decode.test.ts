@@ -98,7 +98,12 @@ describe('incremental decoding', () => {
 
   it('decodes nothing for a round that adds nothing, and twice for a token (the window before it is kept)', () => {
     let decodes = 0;
-    const counting = { decode: (ids: readonly number[]) => (decodes++, bundled.decode(ids)) };
+    const counting = {
+      decode: (ids: readonly number[]) => {
+        decodes++;
+        return bundled.decode(ids);
+      },
+    };
     const d = new IncrementalDecoder(counting, bundled.encode('It is a truth'));
     d.push(bundled.encode(' universally'));
     const before = decodes;

@@ -636,7 +636,12 @@ describe('engine behaviour', () => {
   it("a round's tree texts are each node's own text, decoded only when read (also through structured clone)", async () => {
     const { target, draft } = pair(50, 0.3);
     let decodes = 0;
-    const counting = { decode: (ids: readonly number[]) => (decodes++, tokenizer.decode(ids)) };
+    const counting = {
+      decode: (ids: readonly number[]) => {
+        decodes++;
+        return tokenizer.decode(ids);
+      },
+    };
     const drafter = makeDrafter('lookahead', target, draft);
     const events: RoundEvent[] = [];
     const options = { maxNewTokens: 24, sampling: GREEDY };
