@@ -14,12 +14,11 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { chainBias } from '../src/engine/tree';
 import { loadModel } from '../src/model/load';
 import type { Precision } from '../src/model/precision';
 import { ModelRunner } from '../src/model/runner';
 import { ortForNode } from '../src/runtime/ort-node';
-import { median } from '../src/util/median';
+import { argmaxCall, timeAlternated } from './alternated-calls';
 
 const { values } = parseArgs({
   options: {
@@ -49,49 +48,20 @@ const runners = {
   before: await earlier.ModelRunner.create(ort, model, options),
   after: await ModelRunner.create(ort, model, options),
 };
-const kinds = ['before', 'after'] as const;
-type Kind = (typeof kinds)[number];
-const lengths: Record<Kind, number> = { before: 0, after: 0 };
-
-async function call(kind: Kind, q: number): Promise<void> {
-  const length = lengths[kind];
-  const tokens = Array.from({ length: q }, (_, i) => 5 + ((length + i) % 300));
-  await runners[kind].forwardArgmax({
-    tokens,
-    positions: tokens.map((_, i) => length + i),
-    bias: chainBias(length, q),
-    rows: tokens.map((_, i) => i),
-  });
-  lengths[kind] += q;
-}
-
-// Warm-up, then back to an empty cache.
-for (const kind of kinds) {
-  for (let i = 0; i < 60; i++) await call(kind, i % 2 === 0 ? 1 : 4);
-  runners[kind].reset();
-  lengths[kind] = 0;
-}
 console.log(
   `${values.model}, ${options.graph} graph, ${runners.after.precision}, ${values.threads} wasm thread(s): ms per call (median of ${values.calls}, alternated), before = ${values.before}`,
 );
 console.log('| cached tokens | q | before | after | after/before |');
 console.log('| --- | --- | --- | --- | --- |');
-for (const context of numbers(values.contexts)) {
-  for (const kind of kinds) while (lengths[kind] < context) await call(kind, Math.min(32, context - lengths[kind]));
-  for (const q of numbers(values.qs)) {
-    const ms: Record<Kind, number[]> = { before: [], after: [] };
-    for (let i = 0; i < Number(values.calls); i++) {
-      for (const kind of i % 2 === 0 ? kinds : [...kinds].reverse()) {
-        const t = performance.now();
-        await call(kind, q);
-        ms[kind].push(performance.now() - t);
-        runners[kind].keep(Array.from({ length: context }, (_, j) => j));
-        lengths[kind] = context;
-      }
-    }
-    const before = median(ms.before);
-    const after = median(ms.after);
-    console.log(`| ${context} | ${q} | ${before.toFixed(3)} | ${after.toFixed(3)} | ${(after / before).toFixed(3)} |`);
-  }
-}
+const rows = await timeAlternated(runners, {
+  contexts: numbers(values.contexts),
+  qs: numbers(values.qs),
+  calls: Number(values.calls),
+  warmup: 60,
+  call: argmaxCall,
+});
+for (const { context, q, ms } of rows)
+  console.log(
+    `| ${context} | ${q} | ${ms.before.toFixed(3)} | ${ms.after.toFixed(3)} | ${(ms.after / ms.before).toFixed(3)} |`,
+  );
 process.exit(0);

@@ -10,12 +10,11 @@
  * Prints ms per call (median) for both and their ratio.
  */
 import { parseArgs } from 'node:util';
-import { chainBias } from '../src/engine/tree';
 import { loadModel } from '../src/model/load';
 import type { Precision } from '../src/model/precision';
 import { ModelRunner } from '../src/model/runner';
 import { ortForNode } from '../src/runtime/ort-node';
-import { median } from '../src/util/median';
+import { lastLogitsCall, timeAlternated } from './alternated-calls';
 
 const { values } = parseArgs({
   options: {
@@ -34,50 +33,22 @@ const ort = ortForNode(Number(values.threads));
 const model = await loadModel(values.model);
 const make = (hostCache: boolean) =>
   ModelRunner.create(ort, model, { device: 'wasm', graph, precision: values.precision as Precision, hostCache });
-const runners = { host: await make(true), through: await make(false) } as const;
-const kinds = ['host', 'through'] as const;
-const lengths = { host: 0, through: 0 };
-
-async function call(kind: (typeof kinds)[number], q: number): Promise<void> {
-  const length = lengths[kind];
-  const tokens = Array.from({ length: q }, (_, i) => 5 + ((length + i) % 300));
-  await runners[kind].forward({
-    tokens,
-    positions: tokens.map((_, i) => length + i),
-    bias: chainBias(length, q),
-    rows: [q - 1],
-  });
-  lengths[kind] += q;
-}
-
-// Warm-up (V8 compiles and tiers up onnxruntime's kernels over the first calls), then back to an empty cache.
-for (const kind of kinds) {
-  for (let i = 0; i < 20; i++) await call(kind, i % 2 === 0 ? 1 : 8);
-  runners[kind].reset();
-  lengths[kind] = 0;
-}
+const runners = { host: await make(true), through: await make(false) };
 console.log(
   `${values.model}, ${graph} graph, ${runners.host.precision}, ${values.threads} wasm thread(s): ms per call (median of ${values.calls}, interleaved)`,
 );
 console.log('| cached tokens | q | cache in JavaScript | through the graph | ratio |');
 console.log('| --- | --- | --- | --- | --- |');
-for (const context of numbers(values.contexts)) {
-  for (const kind of kinds) while (lengths[kind] < context) await call(kind, Math.min(32, context - lengths[kind]));
-  for (const q of numbers(values.qs)) {
-    const ms = { host: [] as number[], through: [] as number[] };
-    for (let i = 0; i < Number(values.calls); i++) {
-      for (const kind of kinds) {
-        const t = performance.now();
-        await call(kind, q);
-        ms[kind].push(performance.now() - t);
-        runners[kind].keep(Array.from({ length: context }, (_, j) => j));
-        lengths[kind] = context;
-      }
-    }
-    const host = median(ms.host);
-    const through = median(ms.through);
-    console.log(`| ${context} | ${q} | ${host.toFixed(2)} | ${through.toFixed(2)} | ${(host / through).toFixed(2)} |`);
-  }
-}
-for (const kind of kinds) await runners[kind].release();
+const rows = await timeAlternated(runners, {
+  contexts: numbers(values.contexts),
+  qs: numbers(values.qs),
+  calls: Number(values.calls),
+  warmup: 20,
+  call: lastLogitsCall,
+});
+for (const { context, q, ms } of rows)
+  console.log(
+    `| ${context} | ${q} | ${ms.host.toFixed(2)} | ${ms.through.toFixed(2)} | ${(ms.host / ms.through).toFixed(2)} |`,
+  );
+for (const runner of Object.values(runners)) await runner.release();
 process.exit(0);
