@@ -34,9 +34,10 @@ export class IncrementalDecoder {
     // A context ending inside a character (a prompt given as token ids): its incomplete tail is held back with the
     // tokens that complete it.
     let read = this.ids.length;
-    while (read > 0 && incomplete(this.decode(this.ids.slice(0, read)))) read--;
+    let window = this.decode(this.ids);
+    while (read > 0 && incomplete(window)) window = this.decode(this.ids.slice(0, --read));
     this.read = read;
-    this.window = this.decode(this.ids.slice(0, read));
+    this.window = window;
   }
 
   private decode(ids: readonly number[]): string {
