@@ -20,28 +20,27 @@ afterEach(() => {
   vi.unstubAllGlobals();
 });
 
+/** A call resolves only after the microtasks queued behind it have run: it goes through the event loop. */
+async function leavesTheMicrotaskQueue(nextMacrotask: () => Promise<void>): Promise<void> {
+  let resolved = false;
+  const done = nextMacrotask().then(() => {
+    resolved = true;
+  });
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+  expect(resolved).toBe(false);
+  await done;
+  expect(resolved).toBe(true);
+}
+
 describe('nextMacrotask', () => {
   it('leaves the microtask queue (Node: setImmediate)', async () => {
     const { nextMacrotask } = await import('./macrotask');
-    let resolved = false;
-    const done = nextMacrotask().then(() => {
-      resolved = true;
-    });
-    for (let i = 0; i < 10; i++) await Promise.resolve();
-    expect(resolved).toBe(false);
-    await done;
-    expect(resolved).toBe(true);
+    await leavesTheMicrotaskQueue(nextMacrotask);
   });
 
   it('without setImmediate goes through one MessageChannel, made once and kept, resolving calls in order', async () => {
     const { nextMacrotask, made } = await withoutSetImmediate();
-    let resolved = false;
-    const first = nextMacrotask().then(() => {
-      resolved = true;
-    });
-    for (let i = 0; i < 10; i++) await Promise.resolve();
-    expect(resolved).toBe(false);
-    await first;
+    await leavesTheMicrotaskQueue(nextMacrotask);
     const order: number[] = [];
     await Promise.all([0, 1, 2, 3, 4].map((i) => nextMacrotask().then(() => order.push(i))));
     for (let i = 0; i < 20; i++) await nextMacrotask();
