@@ -4,6 +4,10 @@
  * ms/token relative to plain decoding on the same prompt, next to the same ratio from the warmed-up harness on the
  * same prompts in this process. The two should agree: a CLI user should see the speedups the benchmark reports.
  *
+ * The two halves are interleaved: every timed generation of the harness is followed by a CLI process for the same
+ * method and prompt (the harness's process idle while it runs), so a drift of the machine's speed over the run, which
+ * on our 2-core VMs reaches a quarter from hour to hour, moves both ratios alike.
+ *
  * Both are timed over the rounds (the CLI's printed tok/s, the harness's tokensPerSecond): the prompt's prefill and
  * the set-up before the first round are left out of both. The whole generation's ms/token (wallMs, prefill included)
  * is reported beside them: it is not what the bench times, and a fixed prefill pulls every ratio towards 1 (bundled
@@ -17,8 +21,9 @@ import { join } from 'node:path';
 import type { Method } from '../src/engine/drafters/index';
 import { median } from '../src/util/median';
 import { lastJsonLine } from './child';
-import { type BenchPrompt, type BenchReport, runBench } from './harness';
+import { type BenchPrompt, type BenchReport, runBench, runOnce } from './harness';
 import { nodeWasmEngines } from './heads-engines';
+import { medianInterval } from './median-interval';
 
 export interface CliCheckRow {
   method: string;
@@ -30,6 +35,12 @@ export interface CliCheckRow {
   /** The same over the whole generation, the prompt's prefill included (absent in reports before 2026-11-27). */
   cliWhole?: number;
   cliWallMsPerToken?: number[];
+  /**
+   * Interleaved reports: the median over prompts and repeats of (CLI / plain) over (bench / plain) from the pair of
+   * runs made together, and its distribution-free 90% interval (absent for fewer than 5 pairs).
+   */
+  pairedOverBench?: number;
+  pairedInterval?: [number, number];
 }
 
 export interface CliCheckReport {
@@ -39,6 +50,11 @@ export interface CliCheckReport {
   /** CLI runs per prompt and method (methods interleaved in each); the per-prompt figure is their median. */
   repeats: number;
   maxNewTokens: number;
+  /** Each CLI run made right after the harness's generation of the same method and prompt (reports from 2026-11-30
+   *  on; before, every CLI run came first and the harness after). */
+  interleaved?: true;
+  /** CPU time the harness's process used while the CLI processes ran (its onnxruntime threads should be idle). */
+  parentCpuMs?: number;
   rows: CliCheckRow[];
 }
 
@@ -83,48 +99,86 @@ export async function benchCliCheck(options: {
   const methods = ['ar', ...options.methods.filter((m) => m !== 'ar')];
   const cache = mkdtempSync(join(tmpdir(), 'spec-decoder-cli-'));
   const env = { ...process.env, SPEC_DECODER_CACHE: cache };
-  const cliMs = new Map<string, number[]>(methods.map((m) => [m, []]));
-  const cliWallMs = new Map<string, number[]>(methods.map((m) => [m, []]));
+  const runs = new Map<string, CliTiming[]>();
+  const key = (m: string, p: number) => `${m} ${p}`;
+  // ms/token over the rounds of each pair made together, CLI and harness, by method, prompt and repeat.
+  const pairs = new Map<string, { cli: number; bench: number }>();
+  const pairKey = (m: string, p: number, r: number) => `${m} ${p} ${r}`;
+  // The harness's process while a CLI process runs: its CPU time should stay near zero (onnxruntime's threads idle).
+  let parentCpuMs = 0;
+  let bench: BenchReport;
   try {
     // One untimed run per method first: it measures and remembers the costs, as a user's first run does.
     for (const m of methods) cliRun(m, (options.prompts[0] as BenchPrompt).text, 8, env);
-    for (const [p, prompt] of options.prompts.entries()) {
-      const runs = new Map<string, CliTiming[]>(methods.map((m) => [m, []]));
-      for (let r = 0; r < options.repeats; r++)
-        for (const m of methods) runs.get(m)?.push(cliRun(m, prompt.text, options.maxNewTokens, env));
-      for (const m of methods) {
-        cliMs.get(m)?.push(median((runs.get(m) ?? []).map((t) => t.rounds)));
-        cliWallMs.get(m)?.push(median((runs.get(m) ?? []).map((t) => t.wall)));
-      }
-      options.log(
-        `CLI prompt ${p + 1}/${options.prompts.length}: ${methods.map((m) => `${m} ${(cliMs.get(m)?.[p] ?? Number.NaN).toFixed(2)}`).join(', ')} ms/token`,
-      );
+    const { engine, engineFor, release } = await nodeWasmEngines(options.methods, options.threads, options.log);
+    try {
+      bench = await runBench(engine, {
+        engineFor,
+        prompts: [...options.prompts],
+        methods: [...options.methods],
+        maxNewTokens: options.maxNewTokens,
+        repeats: options.repeats,
+        curveQs: [1, 2, 4, 8, 16, 32, 64],
+        curveReps: 3,
+        log: options.log,
+        // Each timed generation of the harness is followed by the same method on the same prompt through the CLI, so
+        // both ratios come from the same minutes of a machine whose speed drifts by a quarter from hour to hour.
+        // After a CLI process the harness's engine has been idle for seconds (its threads parked, its weights out of
+        // the caches, likely), and its generations right then were far noisier than warmed-up ones (README, *The CLI
+        // against the benchmark*): an untimed generation of the same method first makes it warm again.
+        beforeRun: async (method, p) => {
+          await runOnce(engineFor(method), method, (options.prompts[p] as BenchPrompt).text, 8);
+        },
+        afterRun: (method, p, r, result) => {
+          const before = process.cpuUsage();
+          const t = cliRun(method, (options.prompts[p] as BenchPrompt).text, options.maxNewTokens, env);
+          const used = process.cpuUsage(before);
+          parentCpuMs += (used.user + used.system) / 1000;
+          pairs.set(pairKey(method, p, r), { cli: t.rounds, bench: 1000 / result.stats.tokensPerSecond });
+          const list = runs.get(key(method, p)) ?? [];
+          list.push(t);
+          runs.set(key(method, p), list);
+        },
+      });
+    } finally {
+      await release();
     }
   } finally {
     rmSync(cache, { recursive: true, force: true });
   }
-  const { engine, engineFor, release } = await nodeWasmEngines(options.methods, options.threads, options.log);
-  let bench: BenchReport;
-  try {
-    bench = await runBench(engine, {
-      engineFor,
-      prompts: [...options.prompts],
-      methods: [...options.methods],
-      maxNewTokens: options.maxNewTokens,
-      repeats: options.repeats,
-      curveQs: [1, 2, 4, 8, 16, 32, 64],
-      curveReps: 3,
-      log: options.log,
-    });
-  } finally {
-    await release();
+  const cliMs = new Map<string, number[]>();
+  const cliWallMs = new Map<string, number[]>();
+  for (const m of methods) {
+    const of = (p: number) => runs.get(key(m, p)) ?? [];
+    cliMs.set(
+      m,
+      options.prompts.map((_, p) => median(of(p).map((t) => t.rounds))),
+    );
+    cliWallMs.set(
+      m,
+      options.prompts.map((_, p) => median(of(p).map((t) => t.wall))),
+    );
   }
+  options.log(
+    `CLI: ${methods.map((m) => `${m} ${median(cliMs.get(m) ?? []).toFixed(2)}`).join(', ')} ms/token (medians over prompts); the harness's process used ${parentCpuMs.toFixed(0)} ms of CPU while the CLI ran`,
+  );
   const overPlain = (perPrompt: Map<string, number[]>, m: string) => {
     const plain = perPrompt.get('ar') as number[];
     return median((perPrompt.get(m) as number[]).map((x, i) => x / (plain[i] as number)));
   };
+  // Per prompt and repeat: (CLI ms/token over plain decoding's) over (the harness's, in the same minutes).
+  const paired = (m: string): number[] =>
+    options.prompts.flatMap((_, p) =>
+      Array.from({ length: options.repeats }, (_, r) => {
+        const a = pairs.get(pairKey(m, p, r));
+        const plain = pairs.get(pairKey('ar', p, r));
+        return a && plain ? a.cli / plain.cli / (a.bench / plain.bench) : Number.NaN;
+      }).filter((x) => Number.isFinite(x)),
+    );
   const rows = methods.map((m) => {
     const ms = cliMs.get(m) as number[];
+    const each = paired(m);
+    const interval = medianInterval(each, 0.9);
     const cell = bench.cells.find((c) => c.method === m);
     return {
       method: m,
@@ -135,6 +189,8 @@ export async function benchCliCheck(options: {
       // inverse of the median).
       bench: cell ? 1 / cell.speedup.median : Number.NaN,
       cliMsPerToken: ms,
+      pairedOverBench: median(each),
+      ...(interval ? { pairedInterval: [interval.lo, interval.hi] as [number, number] } : {}),
     };
   });
   const forced = process.env.SPEC_DECODER_WASM_TIERUP;
@@ -144,6 +200,8 @@ export async function benchCliCheck(options: {
     prompts: options.prompts.length,
     repeats: options.repeats,
     maxNewTokens: options.maxNewTokens,
+    interleaved: true,
+    parentCpuMs,
     rows,
   };
 }
@@ -152,13 +210,13 @@ export function cliCheckMarkdown(r: CliCheckReport): string {
   return [
     '### The CLI against the warmed-up benchmark (wasm in Node)',
     '',
-    `${r.prompts} prompts, ${r.maxNewTokens} new tokens, greedy. CLI: ${r.repeats} fresh \`npm run generate -- --json\` process(es) per prompt and method, methods interleaved, the median taken (costs remembered from an untimed first run per method; wasm compiled ${r.tiering === 'default' ? 'as the CLI chooses (compilation hints where they apply, else Liftoff only up to 512 tokens)' : r.tiering === 'tier-up' ? 'with tier-up and a keep-alive, SPEC_DECODER_WASM_TIERUP=1' : 'Liftoff only, SPEC_DECODER_WASM_TIERUP=0'}), ms/token over its rounds (the tok/s it prints); bench: the warmed-up harness on the same prompts in one process, ${r.repeats} repeat(s), timed over the rounds too. Each: the median over prompts of the method's ms/token over plain decoding's on the same prompt (below 1 is faster). Last two columns: the CLI over its whole generation, the prompt's prefill included (not what the bench times).`,
+    `${r.prompts} prompts, ${r.maxNewTokens} new tokens, greedy. CLI: ${r.repeats} fresh \`npm run generate -- --json\` process(es) per prompt and method, ${r.interleaved ? "each right after the harness's generation of the same method and prompt" : 'methods interleaved, all before the harness ran'}, the median taken (costs remembered from an untimed first run per method; wasm compiled ${r.tiering === 'default' ? 'as the CLI chooses (compilation hints where they apply, else Liftoff only up to 512 tokens)' : r.tiering === 'tier-up' ? 'with tier-up and a keep-alive, SPEC_DECODER_WASM_TIERUP=1' : 'Liftoff only, SPEC_DECODER_WASM_TIERUP=0'}), ms/token over its rounds (the tok/s it prints); bench: the warmed-up harness on the same prompts in one process, ${r.repeats} repeat(s), timed over the rounds too. Each: the median over prompts of the method's ms/token over plain decoding's on the same prompt (below 1 is faster). ${r.interleaved ? " Paired: for each prompt and repeat, the CLI's ratio over the harness's from the runs made together, the median over all of them and its 90% interval (distribution-free, from order statistics): within 10% where the interval lies inside 0.90-1.10." : ''} Last two columns: the CLI over its whole generation, the prompt's prefill included (not what the bench times).${r.parentCpuMs !== undefined ? ` The harness's process used ${(r.parentCpuMs / 1000).toFixed(1)} s of CPU while the CLI processes ran.` : ''}`,
     '',
-    '| method | CLI ms/token (median) | CLI / plain | bench / plain | CLI over bench | CLI ms/token, whole generation | CLI / plain, whole generation |',
-    '| --- | --- | --- | --- | --- | --- | --- |',
+    '| method | CLI ms/token (median) | CLI / plain | bench / plain | CLI over bench | paired: CLI over bench [90% interval] | CLI ms/token, whole generation | CLI / plain, whole generation |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...r.rows.map(
       (row) =>
-        `| ${row.method} | ${median(row.cliMsPerToken).toFixed(2)} | ${row.cli.toFixed(2)} | ${row.bench.toFixed(2)} | ${(row.cli / row.bench).toFixed(2)} | ${row.cliWallMsPerToken ? median(row.cliWallMsPerToken).toFixed(2) : '-'} | ${row.cliWhole?.toFixed(2) ?? '-'} |`,
+        `| ${row.method} | ${median(row.cliMsPerToken).toFixed(2)} | ${row.cli.toFixed(2)} | ${row.bench.toFixed(2)} | ${(row.cli / row.bench).toFixed(2)} | ${row.pairedOverBench === undefined ? '-' : `${row.pairedOverBench.toFixed(2)}${row.pairedInterval ? ` [${row.pairedInterval[0].toFixed(2)}, ${row.pairedInterval[1].toFixed(2)}]` : ''}`} | ${row.cliWallMsPerToken ? median(row.cliWallMsPerToken).toFixed(2) : '-'} | ${row.cliWhole?.toFixed(2) ?? '-'} |`,
     ),
   ].join('\n');
 }

@@ -62,12 +62,33 @@ describe('benchmark harness', () => {
 
   it('traces every round of the timed generations: their tokens add up to each run, notes included', async () => {
     const rows: TraceRow[] = [];
+    const after: string[] = [];
     const report = await runBench(engine, {
       ...TWO_PROMPTS,
       methods: ['auto'],
       maxNewTokens: 7,
       onRound: (row) => rows.push(row),
+      // Called once per timed generation as it ends (the CLI check runs its CLI process there), with its result.
+      afterRun: (method, prompt, repeat, result) => {
+        const mine = rows.filter((r) => r.method === method && r.prompt === prompt && r.repeat === repeat);
+        expect(mine.length).toBe(result.stats.rounds);
+        expect(result.tokens.length).toBe(7);
+        after.push(`after ${method} ${prompt} ${repeat}`);
+      },
+      // And before each, with none of its rounds traced yet.
+      beforeRun: async (method, prompt, repeat) => {
+        expect(rows.some((r) => r.method === method && r.prompt === prompt && r.repeat === repeat)).toBe(false);
+        after.push(`before ${method} ${prompt} ${repeat}`);
+      },
     });
+    expect(after.length).toBe(8);
+    for (let i = 0; i < 8; i += 2) expect(after[i + 1]).toBe(after[i]?.replace('before', 'after'));
+    expect(after.filter((a) => a.startsWith('after')).sort()).toEqual([
+      'after ar 0 0',
+      'after ar 1 0',
+      'after auto 0 0',
+      'after auto 1 0',
+    ]);
     for (const method of ['ar', 'auto'] as const)
       for (const prompt of [0, 1]) {
         const mine = rows.filter((r) => r.method === method && r.prompt === prompt);

@@ -82,6 +82,16 @@ export interface BenchOptions {
    * such as `auto` spent its rounds, which the report's totals do not show.
    */
   onRound?: (row: TraceRow) => void;
+  /**
+   * Called after every timed generation, before the next (the CLI check runs the same method on the same prompt
+   * through the CLI here, so both halves of its comparison are measured in the same minutes).
+   */
+  afterRun?: (method: Method, prompt: number, repeat: number, result: GenerationResult) => void;
+  /**
+   * Called before every timed generation (the CLI check warms the harness's engine up again there, after a CLI
+   * process has had the machine's cores and caches).
+   */
+  beforeRun?: (method: Method, prompt: number, repeat: number) => Promise<void>;
 }
 
 /** One round of a timed generation, for bench --trace. */
@@ -365,6 +375,7 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
       const order = methodOrder(methods, r * o.prompts.length + p);
       const results = new Map<Method, GenerationResult>();
       for (const method of order) {
+        await o.beforeRun?.(method, p, r);
         const trace = o.onRound;
         const { result, note } = await runNoted(
           on(method),
@@ -375,6 +386,7 @@ export async function runBench(engine: SpecEngine, o: BenchOptions): Promise<Ben
           trace && ((row) => trace({ method, repeat: r, prompt: p, ...row })),
         );
         results.set(method, result);
+        o.afterRun?.(method, p, r, result);
         if (method === 'swift' && note?.fields) swiftNotes.push({ ...note.fields, ms: result.stats.wallMs });
       }
       const plain = results.get('ar') as GenerationResult;
