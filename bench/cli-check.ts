@@ -20,9 +20,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Method } from '../src/engine/drafters/index';
 import type { SpecEngine } from '../src/engine/engine';
+import { GREEDY } from '../src/engine/sampling';
+import { defaultStorePath } from '../src/runtime/store-node';
 import { median } from '../src/util/median';
 import { lastJsonLine } from './child';
-import { type BenchPrompt, type BenchReport, runBench, runOnce } from './harness';
+import { type BenchPrompt, type BenchReport, runBench, runNoted, runOnce } from './harness';
 import { nodeWasmEngines } from './heads-engines';
 import { medianInterval } from './median-interval';
 
@@ -99,12 +101,11 @@ const SWIFT_SETTLE_RUNS = 12;
 async function settleSwift(
   engine: SpecEngine,
   options: { prompts: readonly BenchPrompt[]; log: (line: string) => void },
-  cache: string,
   env: NodeJS.ProcessEnv,
 ): Promise<void> {
   const text = (options.prompts[0] as BenchPrompt).text;
   const cliPhase = () => {
-    const file = join(cache, 'records.json');
+    const file = defaultStorePath(env);
     if (!existsSync(file)) return undefined;
     const records = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
     const swift = Object.entries(records).find(([k]) => k.startsWith('swift:'))?.[1] as { phase?: string } | undefined;
@@ -116,10 +117,9 @@ async function settleSwift(
     cliRuns++;
   }
   let benchRuns = 0;
-  let phase: unknown = 'optimising';
+  let phase: unknown;
   while (phase !== 'accelerating' && benchRuns < SWIFT_SETTLE_RUNS) {
-    const it = engine.generate(text, { method: 'swift', maxNewTokens: 64 });
-    for await (const e of it) phase = e.note?.fields?.phase ?? phase;
+    phase = (await runNoted(engine, 'swift', text, 64, GREEDY)).note?.fields?.phase;
     benchRuns++;
   }
   options.log(
@@ -141,10 +141,8 @@ export async function benchCliCheck(options: {
   const methods = ['ar', ...options.methods.filter((m) => m !== 'ar')];
   const cache = mkdtempSync(join(tmpdir(), 'spec-decoder-cli-'));
   const env = { ...process.env, SPEC_DECODER_CACHE: cache };
-  const runs = new Map<string, CliTiming[]>();
-  const key = (m: string, p: number) => `${m} ${p}`;
-  // ms/token over the rounds of each pair made together, CLI and harness, by method, prompt and repeat.
-  const pairs = new Map<string, { cli: number; bench: number }>();
+  // Each pair made together, by method, prompt and repeat: the CLI's timing, and the harness's ms/token over the rounds.
+  const pairs = new Map<string, { cli: CliTiming; bench: number }>();
   const pairKey = (m: string, p: number, r: number) => `${m} ${p} ${r}`;
   // The harness's process while a CLI process runs: its CPU time should stay near zero (onnxruntime's threads idle).
   let parentCpuMs = 0;
@@ -154,7 +152,7 @@ export async function benchCliCheck(options: {
     for (const m of methods) cliRun(m, (options.prompts[0] as BenchPrompt).text, 8, env);
     const { engine, engineFor, release } = await nodeWasmEngines(options.methods, options.threads, options.log);
     try {
-      if (methods.includes('swift')) await settleSwift(engineFor('swift'), options, cache, env);
+      if (methods.includes('swift')) await settleSwift(engineFor('swift'), options, env);
       bench = await runBench(engine, {
         engineFor,
         prompts: [...options.prompts],
@@ -177,10 +175,7 @@ export async function benchCliCheck(options: {
           const t = cliRun(method, (options.prompts[p] as BenchPrompt).text, options.maxNewTokens, env);
           const used = process.cpuUsage(before);
           parentCpuMs += (used.user + used.system) / 1000;
-          pairs.set(pairKey(method, p, r), { cli: t.rounds, bench: 1000 / result.stats.tokensPerSecond });
-          const list = runs.get(key(method, p)) ?? [];
-          list.push(t);
-          runs.set(key(method, p), list);
+          pairs.set(pairKey(method, p, r), { cli: t, bench: 1000 / result.stats.tokensPerSecond });
         },
       });
     } finally {
@@ -192,7 +187,10 @@ export async function benchCliCheck(options: {
   const cliMs = new Map<string, number[]>();
   const cliWallMs = new Map<string, number[]>();
   for (const m of methods) {
-    const of = (p: number) => runs.get(key(m, p)) ?? [];
+    const of = (p: number) =>
+      Array.from({ length: options.repeats }, (_, r) => pairs.get(pairKey(m, p, r))?.cli).filter(
+        (t): t is CliTiming => t !== undefined,
+      );
     cliMs.set(
       m,
       options.prompts.map((_, p) => median(of(p).map((t) => t.rounds))),
@@ -215,7 +213,7 @@ export async function benchCliCheck(options: {
       Array.from({ length: options.repeats }, (_, r) => {
         const a = pairs.get(pairKey(m, p, r));
         const plain = pairs.get(pairKey('ar', p, r));
-        return a && plain ? a.cli / plain.cli / (a.bench / plain.bench) : Number.NaN;
+        return a && plain ? a.cli.rounds / plain.cli.rounds / (a.bench / plain.bench) : Number.NaN;
       }).filter((x) => Number.isFinite(x)),
     );
   const rows = methods.map((m) => {
@@ -253,7 +251,7 @@ export function cliCheckMarkdown(r: CliCheckReport): string {
   return [
     '### The CLI against the warmed-up benchmark (wasm in Node)',
     '',
-    `${r.prompts} prompts, ${r.maxNewTokens} new tokens, greedy. CLI: ${r.repeats} fresh \`npm run generate -- --json\` process(es) per prompt and method, ${r.interleaved ? "each right after the harness's generation of the same method and prompt" : 'methods interleaved, all before the harness ran'}, the median taken (costs remembered from an untimed first run per method; wasm compiled ${r.tiering === 'default' ? 'as the CLI chooses (compilation hints where they apply, else Liftoff only up to 512 tokens)' : r.tiering === 'tier-up' ? 'with tier-up and a keep-alive, SPEC_DECODER_WASM_TIERUP=1' : 'Liftoff only, SPEC_DECODER_WASM_TIERUP=0'}), ms/token over its rounds (the tok/s it prints); bench: the warmed-up harness on the same prompts in one process, ${r.repeats} repeat(s), timed over the rounds too. Each: the median over prompts of the method's ms/token over plain decoding's on the same prompt (below 1 is faster). ${r.interleaved ? " Paired: for each prompt and repeat, the CLI's ratio over the harness's from the runs made together, the median over all of them and its 90% interval (distribution-free, from order statistics): within 10% where the interval lies inside 0.90-1.10." : ''} Last two columns: the CLI over its whole generation, the prompt's prefill included (not what the bench times).${r.parentCpuMs !== undefined ? ` The harness's process used ${(r.parentCpuMs / 1000).toFixed(1)} s of CPU while the CLI processes ran.` : ''}`,
+    `${r.prompts} prompts, ${r.maxNewTokens} new tokens, greedy. CLI: ${r.repeats} fresh \`npm run generate -- --json\` process(es) per prompt and method, ${r.interleaved ? "each right after the harness's generation of the same method and prompt" : 'methods interleaved, all before the harness ran'}, the median taken (costs remembered from an untimed first run per method; wasm compiled ${r.tiering === 'default' ? 'as the CLI chooses (compilation hints where they apply, else Liftoff only up to 512 tokens)' : r.tiering === 'tier-up' ? 'with tier-up and a keep-alive, SPEC_DECODER_WASM_TIERUP=1' : 'Liftoff only, SPEC_DECODER_WASM_TIERUP=0'}), ms/token over its rounds (the tok/s it prints); bench: the warmed-up harness on the same prompts in one process, ${r.repeats} repeat(s), timed over the rounds too. Each: the median over prompts of the method's ms/token over plain decoding's on the same prompt (below 1 is faster).${r.interleaved ? " Paired: for each prompt and repeat, the CLI's ratio over the harness's from the runs made together, the median over all of them and its 90% interval (distribution-free, from order statistics): within 10% where the interval lies inside 0.90-1.10." : ''} Last two columns: the CLI over its whole generation, the prompt's prefill included (not what the bench times).${r.parentCpuMs !== undefined ? ` The harness's process used ${(r.parentCpuMs / 1000).toFixed(1)} s of CPU while the CLI processes ran.` : ''}`,
     '',
     '| method | CLI ms/token (median) | CLI / plain | bench / plain | CLI over bench | paired: CLI over bench [90% interval] | CLI ms/token, whole generation | CLI / plain, whole generation |',
     '| --- | --- | --- | --- | --- | --- | --- | --- |',

@@ -262,7 +262,7 @@ export async function runOnce(
 }
 
 /** One generation to its end, and its drafter's note on the last round (the state a learning drafter ended in). */
-async function runNoted(
+export async function runNoted(
   engine: SpecEngine,
   method: Method,
   prompt: string,
