@@ -8,10 +8,15 @@ import { chainBias } from './tree';
 
 export interface CostPoint {
   q: number;
-  /** Median milliseconds of one call appending q tokens after `context` cached ones. */
+  /**
+   * Milliseconds of one call appending q tokens after `context` cached ones: the fastest of the width's timed calls,
+   * lowered to the fastest of any wider width's where that was faster (noDearerThanWider).
+   */
   ms: number;
   /** ms / ms at q = 1. */
   relative: number;
+  /** The width's own fastest call, where a wider width's lowered it (absent where it did not). */
+  measuredMs?: number;
 }
 
 export interface CostCurve {
@@ -74,11 +79,34 @@ export async function measureCurve(
   // Then interleave the widths, so drifting machine load hits all of them alike.
   const times = new Map<number, number[]>(qs.map((q) => [q, []]));
   for (let r = 0; r < reps; r++) for (const q of qs) times.get(q)?.push(await call(q, r));
-  const points: CostPoint[] = qs.map((q) => ({ q, ms: summary(times.get(q) ?? []), relative: 0 }));
-  const base = points[0]?.ms ?? 1;
-  for (const p of points) p.relative = p.ms / base;
+  const points = noDearerThanWider(qs.map((q) => ({ q, ms: summary(times.get(q) ?? []) })));
   lm.reset();
   return { context: ctx, points };
+}
+
+/**
+ * Measured widths (ascending q) as a curve that never falls: each width's time lowered to the fastest of the wider
+ * widths' where one was faster, then relative to q = 1. A call over more tokens does all of a narrower call's work and
+ * more, and what else runs on the machine only ever adds time to a timed call, so where a wider width measured faster
+ * the narrower one's calls were slowed and the wider one's time is the better estimate for it. Left as measured, such a
+ * dip made the widths past it look free or cheaper than narrower ones: of 690 curves kept in bench/results, 293 fell
+ * somewhere (by more than 5% of T(1) in 128), most of them on WebGPU, e.g. T(4) 1.11 and T(8) 1.07 on SwiftShader, or
+ * T(2) 0.93 on wasm, where every round then drafted at least one node whatever its chance (a one-node tree cost less
+ * than plain decoding's call).
+ */
+export function noDearerThanWider(measured: readonly { q: number; ms: number }[]): CostPoint[] {
+  const points: CostPoint[] = measured.map(({ q, ms }) => ({ q, ms, relative: 0 }));
+  for (let i = points.length - 2; i >= 0; i--) {
+    const p = points[i] as CostPoint;
+    const wider = (points[i + 1] as CostPoint).ms;
+    if (wider < p.ms) {
+      p.measuredMs = p.ms;
+      p.ms = wider;
+    }
+  }
+  const base = points[0]?.ms ?? 1;
+  for (const p of points) p.relative = p.ms / base;
+  return points;
 }
 
 /** Relative cost of a call of width q, interpolated linearly on the measured curve (extrapolated at the ends). */

@@ -3,6 +3,7 @@
  * when single-token calls no longer cost what the record says, or when the record is for another model or too old.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { chooseBudget } from './budget';
 import { measureCurve } from './calibrate';
 import { calibrateCosts } from './costs';
 import type { ForwardInput } from './lm';
@@ -119,6 +120,10 @@ describe('remembered costs', () => {
     const key = 'costs:toy-rows:none';
     await store.set(key, { ...((await store.get(key)) as object), version: 2 });
     expect((await calibrateCosts(request(lm, store))).source).toBe('measured');
+    // And one of the third (its curves could fall).
+    await store.set(key, { ...((await store.get(key)) as object), version: 3 });
+    expect((await calibrateCosts(request(lm, store))).source).toBe('measured');
+    expect((await calibrateCosts(request(lm, store))).source).toBe('remembered');
   });
 
   it("keep the fastest of each width's calls: what else runs on the machine only adds time", async () => {
@@ -175,5 +180,28 @@ describe('the verify-cost curve', () => {
     const curve = await measureCurve(lm, tokens, [1, 2, 4, 8, 16, 32], 1, 64, 1);
     expect(curve.points.map((p) => p.q)).toEqual([1, 2, 4]);
     expect(curve.context).toBe(4);
+  });
+
+  it("never falls: a width that measured dearer than a wider one takes the wider one's time", async () => {
+    vi.spyOn(performance, 'now').mockImplementation(() => clock);
+    // Simulated milliseconds per call width: width 1 slowed (dearer than width 2) and width 4 dearer than width 8, as
+    // a busy machine leaves them in a calibration (every repeat alike here, so the fastest cannot undo it).
+    const costs: Record<number, number> = { 1: 10, 2: 9.5, 4: 14, 8: 12, 16: 20 };
+    class Uneven extends ToyLM {
+      override async forward(input: ForwardInput): Promise<Float32Array> {
+        clock += costs[input.tokens.length] ?? 1;
+        return super.forward(input);
+      }
+    }
+    const lm = new Uneven(20, hashedLogits(20, 1));
+    const tokens = Array.from({ length: 80 }, (_, i) => i % 20);
+    const curve = await measureCurve(lm, tokens, [1, 2, 4, 8, 16], 2, 64, 1);
+    expect(curve.points.map((p) => p.ms)).toEqual([9.5, 9.5, 12, 12, 20]);
+    expect(curve.points.map((p) => p.measuredMs)).toEqual([10, undefined, 14, undefined, undefined]);
+    expect(curve.points.map((p) => p.relative)).toEqual([1, 1, 12 / 9.5, 12 / 9.5, 20 / 9.5]);
+    for (let i = 1; i < curve.points.length; i++)
+      expect(curve.points[i]?.relative).toBeGreaterThanOrEqual(curve.points[i - 1]?.relative as number);
+    // A node the target never takes is not worth a wider call: with T(2) below T(1) as measured it looked free.
+    expect(chooseBudget([0], curve).keep).toBe(0);
   });
 });

@@ -14,11 +14,12 @@ import { forwardDiscarding } from './verify-call';
 
 export interface CostRecord {
   /**
-   * 3: every row of a call read, as rounds read them, and the fastest of each width's calls kept (version 2 read the
-   * last row alone, so wide calls looked too cheap, and kept the median); 2: the draft timed between target calls
-   * (version 1 timed it alone, 1.6-2x too cheap).
+   * 4: the curves never fall (a width's time lowered to a wider width's where that measured faster: calibrate.ts,
+   * noDearerThanWider; version 3's could); 3: every row of a call read, as rounds read them, and the fastest of each
+   * width's calls kept (version 2 read the last row alone, so wide calls looked too cheap, and kept the median); 2:
+   * the draft timed between target calls (version 1 timed it alone, 1.6-2x too cheap).
    */
-  version: 3;
+  version: 4;
   savedAt: number;
   target: string;
   draft: string;
@@ -51,7 +52,7 @@ function isCurve(c: unknown): c is CostCurve {
 function usable(record: unknown, target: string, draft: string, qs: readonly number[], now: number): CostRecord | null {
   const r = record as Partial<CostRecord> | null;
   if (
-    r?.version !== 3 ||
+    r?.version !== 4 ||
     r.target !== target ||
     r.draft !== draft ||
     JSON.stringify(r.qs) !== JSON.stringify(qs) ||
@@ -145,7 +146,7 @@ export async function calibrateCosts(req: CalibrationRequest): Promise<Calibrati
   const t1 = curve.points[0]?.ms ?? 1;
   const costs: CostModel = { curve, draftRelative: (draftCurve.points[0]?.ms ?? 0) / t1, draftCurve };
   await safeSet(req.store, key, {
-    version: 3,
+    version: 4,
     savedAt: Date.now(),
     target: req.target.fingerprint,
     draft: draftId,
