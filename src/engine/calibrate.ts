@@ -91,8 +91,8 @@ export async function measureCurve(
  * the narrower one's calls were slowed and the wider one's time is the better estimate for it. Left as measured, such a
  * dip made the widths past it look free or cheaper than narrower ones: of 690 curves kept in bench/results, 293 fell
  * somewhere (by more than 5% of T(1) in 128), most of them on WebGPU, e.g. T(4) 1.11 and T(8) 1.07 on SwiftShader, or
- * T(2) 0.93 on wasm, where every round then drafted at least one node whatever its chance (a one-node tree cost less
- * than plain decoding's call).
+ * T(2) 0.93 on wasm, where a one-node tree cost less than plain decoding's call, so chooseBudget kept a node every
+ * round whatever its chance.
  */
 export function noDearerThanWider(measured: readonly { q: number; ms: number }[]): CostPoint[] {
   const points: CostPoint[] = measured.map(({ q, ms }) => ({ q, ms, relative: 0 }));
