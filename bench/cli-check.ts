@@ -184,22 +184,22 @@ export async function benchCliCheck(options: {
   } finally {
     rmSync(cache, { recursive: true, force: true });
   }
-  const cliMs = new Map<string, number[]>();
-  const cliWallMs = new Map<string, number[]>();
-  for (const m of methods) {
-    const of = (p: number) =>
-      Array.from({ length: options.repeats }, (_, r) => pairs.get(pairKey(m, p, r))?.cli).filter(
-        (t): t is CliTiming => t !== undefined,
-      );
-    cliMs.set(
-      m,
-      options.prompts.map((_, p) => median(of(p).map((t) => t.rounds))),
+  // Per method and prompt: the median over the repeats of one of the CLI's timings.
+  const perPrompt = (pick: (t: CliTiming) => number) =>
+    new Map(
+      methods.map((m) => [
+        m,
+        options.prompts.map((_, p) =>
+          median(
+            Array.from({ length: options.repeats }, (_, r) => pairs.get(pairKey(m, p, r))?.cli)
+              .filter((t): t is CliTiming => t !== undefined)
+              .map(pick),
+          ),
+        ),
+      ]),
     );
-    cliWallMs.set(
-      m,
-      options.prompts.map((_, p) => median(of(p).map((t) => t.wall))),
-    );
-  }
+  const cliMs = perPrompt((t) => t.rounds);
+  const cliWallMs = perPrompt((t) => t.wall);
   options.log(
     `CLI: ${methods.map((m) => `${m} ${median(cliMs.get(m) ?? []).toFixed(2)}`).join(', ')} ms/token (medians over prompts); the harness's process used ${parentCpuMs.toFixed(0)} ms of CPU while the CLI ran`,
   );
