@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { softmaxTop } from './lm';
 import {
   checkSampling,
   GREEDY,
@@ -194,5 +195,30 @@ describe('partial top-k selection', () => {
         expect(topK(v, k)).toEqual(sorted.slice(0, k));
       }
     }
+  });
+});
+
+describe("a heads call's top guesses (softmaxTop)", () => {
+  it('gives each row the k most probable tokens and their softmax probabilities, ties to the lower id', () => {
+    const soft: SamplingParams = { temperature: 1, topK: 0, topP: 1, seed: 0 };
+    const rng = new Rng(7);
+    const vocab = 50;
+    // Three rows, with ties on the largest value and across the cut in the second.
+    const rows = Float32Array.from({ length: 3 * vocab }, () => Math.round(rng.next() * 20) / 4 - 2);
+    rows.fill(9, vocab + 10, vocab + 13);
+    const got = softmaxTop(rows, vocab, 4);
+    expect(got.k).toBe(4);
+    for (let r = 0; r < 3; r++) {
+      const row = rows.subarray(r * vocab, (r + 1) * vocab);
+      const probs = toProbs(row, soft);
+      const ids = topK(row, 4);
+      expect(Array.from(got.ids.subarray(r * 4, r * 4 + 4))).toEqual(ids);
+      for (const [j, id] of ids.entries()) expect(got.probs[r * 4 + j]).toBeCloseTo(probs[id] as number, 6);
+    }
+    expect(Array.from(got.ids.subarray(4, 7))).toEqual([10, 11, 12]);
+    // More wanted than the vocabulary holds: the whole row, in order.
+    const all = softmaxTop(Float32Array.from([0, 2, 1]), 3, 8);
+    expect([all.k, ...all.ids]).toEqual([3, 1, 2, 0]);
+    expect(all.probs.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 6);
   });
 });

@@ -122,6 +122,20 @@ describe('Medusa heads', () => {
     const s = await tauOf('medusa', 0, [7]);
     expect(s.tau).toBeGreaterThan(3.5);
   });
+
+  it('heads whose logits are not finite are refused in one line naming them, the round not verified', async () => {
+    const { target, guess } = setup('last', 0);
+    // Finite until the third heads call, then NaN (weights that overflow on some states).
+    let calls = 0;
+    const broken: LogitsFn = (ctx) => (++calls > 3 * 4 ? guess(ctx).map(() => Number.NaN) : guess(ctx));
+    const heads = { spec: 'toy', medusa: new ToyMedusaHeads(4, V, broken), relativeCost: () => 0.05 };
+    const drafter = createDrafter('medusa', { target, heads, costs: () => null });
+    const run = generateAll({ target, drafter, tokenizer }, [1, 2, 3], { maxNewTokens: 40, sampling: GREEDY });
+    await expect(run).rejects.toThrow(
+      /^the Medusa heads produced NaN or infinite logits: its weights or config.json are broken/,
+    );
+    await expect(run).rejects.toHaveProperty('name', 'ModelOutputError');
+  });
 });
 
 describe('EAGLE-3 head', () => {

@@ -14,8 +14,7 @@
  * at the last accepted node is the next round's input (the state that produced the next root).
  */
 import { AcceptanceTable, chooseBudget, countLike } from '../budget';
-import { checkLogits, type MedusaHeads } from '../lm';
-import { type SamplingParams, toProbs, topK } from '../sampling';
+import { checkTop, type MedusaHeads } from '../lm';
 import type { VerifyResult } from '../verify';
 import {
   type Drafter,
@@ -41,6 +40,7 @@ export interface MedusaOptions {
  * nodes either way (tau 2.79 at most 32, 2.83 at most 64); on wasm a few.
  */
 export const MEDUSA_DEFAULTS: MedusaOptions = { topK: 8, maxNodes: 64 };
+// (The model layer warms and times the heads' calls at the same 8: MEDUSA_DRAFT_TOP, src/model/heads/index.ts.)
 
 /** Most rounds between heads calls while none pays (the text may change: a call now and then checks). */
 const MAX_REST = 32;
@@ -61,15 +61,6 @@ interface Candidate {
   depth: number;
   value: number;
   key: string;
-}
-
-/** The heads' distribution: a plain softmax of their logits. */
-const SOFTMAX: SamplingParams = { temperature: 1, topK: 0, topP: 1, seed: 0 };
-
-/** The top `k` tokens of one head's logits row, with their softmax probabilities, most probable first. */
-function topCandidates(row: Float32Array, k: number): { token: number; p: number }[] {
-  const probs = toProbs(row, SOFTMAX);
-  return topK(probs, k).map((token) => ({ token, p: probs[token] as number }));
 }
 
 export class MedusaDrafter implements Drafter {
@@ -123,12 +114,16 @@ export class MedusaDrafter implements Drafter {
       this.lastNote = { text: `medusa: resting (${this.unpaid} calls in a row did not pay)`, fields: { nodes: 0 } };
       return rootOnly(req.committed);
     }
-    const logits = await this.heads.predict(this.rootHidden);
+    // Each head's top guesses with their softmax probabilities, chosen in the heads' graph (one row: the root's state).
+    const top = await this.heads.predictTop(this.rootHidden, this.options.topK);
     this.calledThisRound = true;
-    const vocab = this.heads.vocab;
-    checkLogits(logits, vocab, 'the Medusa heads');
-    const perHead = Array.from({ length: depth }, (_, k) =>
-      topCandidates(logits.subarray(k * vocab, (k + 1) * vocab), this.options.topK),
+    checkTop(top, 'the Medusa heads');
+    // Per head and guess: its token, acceptance bucket and the bucket's measured rate (the same for every parent).
+    const perHead = Array.from({ length: depth }, (_, d) =>
+      Array.from({ length: top.k }, (_, j) => {
+        const key = `${d}:${bucketOf(top.probs[d * top.k + j] as number)}`;
+        return { token: top.ids[d * top.k + j] as number, key, rate: this.table.rate(key) };
+      }),
     );
 
     // Best-first over the product tree: pop the best open candidate, open its children (the next head's guesses).
@@ -136,10 +131,8 @@ export class MedusaDrafter implements Drafter {
     const open: Candidate[] = [];
     const pushChildren = (parent: number, parentValue: number, d: number) => {
       if (d >= depth) return;
-      for (const { token, p } of perHead[d] as { token: number; p: number }[]) {
-        const key = `${d}:${bucketOf(p)}`;
-        open.push({ token, parent, depth: d + 1, value: parentValue * this.table.rate(key), key });
-      }
+      for (const { token, key, rate } of perHead[d] as { token: number; key: string; rate: number }[])
+        open.push({ token, parent, depth: d + 1, value: parentValue * rate, key });
     };
     pushChildren(-1, 1, 0);
     while (chosen.length < room && open.length > 0) {

@@ -8,7 +8,15 @@
  */
 
 import type { HeadsResource } from '../drafters/method';
-import type { Eagle3Head, Eagle3RowInput, ForwardInput, HiddenStatesLM, MedusaHeads } from '../lm';
+import {
+  type Eagle3Head,
+  type Eagle3RowInput,
+  type ForwardInput,
+  type HeadsTop,
+  type HiddenStatesLM,
+  type MedusaHeads,
+  softmaxTop,
+} from '../lm';
 import { type LogitsFn, SkippingToyLM, ToyCache } from './toy-lm';
 
 /** Tokens of context a state keeps (the toy logits read only the last 2). */
@@ -98,6 +106,10 @@ export class ToyMedusaHeads implements MedusaHeads {
     }
     this.calls++;
     return out;
+  }
+
+  async predictTop(hidden: Float32Array, k: number): Promise<HeadsTop> {
+    return softmaxTop(await this.predict(hidden), this.vocab, k);
   }
 }
 

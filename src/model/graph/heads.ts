@@ -1,8 +1,10 @@
 /**
  * Graphs for draft heads, built by our writer from the heads' safetensors (layouts: tools/heads_layouts.md).
  *
- *   Medusa   hidden float32 [r, d] -> logits float32 [K, r, V]; per head k: x = h; x = x + silu(W x + b) per ResBlock;
- *            logits_k = P_k x.
+ *   Medusa   hidden float32 [r, d], top_k int64 [1] -> logits float32 [K, r, V], and top_probs float32 /
+ *            top_ids int64 [K, r, top_k]: each row's top_k most probable tokens under the head's softmax, most
+ *            probable first (drafting reads these, 12 bytes a candidate instead of a vocabulary row a head);
+ *            per head k: x = h; x = x + silu(W x + b) per ResBlock; logits_k = P_k x.
  *   EAGLE-3  one decoder layer over (embedding of the next token, a feature), with its own KV cache:
  *            inputs   token_embeds float32 [q, d] (the target's embeddings, gathered by the caller),
  *                     features float32 [q, 3d] (the target's three fused layer inputs, for real rows),
@@ -26,6 +28,8 @@ export interface BuiltHeadsGraph {
 
 export const HEAD_INPUTS = {
   hidden: 'hidden',
+  /** int64 [1]: how many tokens of each Medusa head's row top_probs/top_ids hold (1 when they are not fetched). */
+  topK: 'top_k',
   tokenEmbeds: 'token_embeds',
   features: 'features',
   drafted: 'drafted',
@@ -42,6 +46,9 @@ export const HEAD_INPUTS = {
 export const HEAD_OUTPUTS = {
   /** Medusa: every head's logits rows. */
   logits: 'logits',
+  /** Medusa: every head's top_k probabilities (softmax over its row) and their token ids, largest first. */
+  topProbs: 'top_probs',
+  topIds: 'top_ids',
   /** EAGLE-3: the logits rows [rows, draftVocab] then every row's out [q, d], flattened into one. */
   logitsAndOut: 'logits_and_out',
   presentKey: 'present.0.key',
@@ -82,6 +89,14 @@ export function buildMedusaGraph(heads: LoadedHeads, compute: 'fp32' | 'fp16', f
   }
   g.op('Concat', perHead, { axis: 0 }, HEAD_OUTPUTS.logits);
   g.output(HEAD_OUTPUTS.logits, 'float32', [shape.heads, 'rows', V]);
+  // Fed on every call (onnxruntime-web cannot feed an input that has a default): 1 when only the logits are fetched.
+  g.input(HEAD_INPUTS.topK, 'int64', [1]);
+  g.node('TopK', [g.op('Softmax', [HEAD_OUTPUTS.logits], { axis: -1 }), HEAD_INPUTS.topK], {
+    attrs: { axis: -1, largest: 1, sorted: 1 },
+    outputs: [HEAD_OUTPUTS.topProbs, HEAD_OUTPUTS.topIds],
+  });
+  g.output(HEAD_OUTPUTS.topProbs, 'float32', [shape.heads, 'rows', 'k']);
+  g.output(HEAD_OUTPUTS.topIds, 'int64', [shape.heads, 'rows', 'k']);
   return { model: g.toBytes(), externalData: store.externalData(), compute: T === 'float16' ? 'fp16' : 'fp32' };
 }
 

@@ -7,6 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { softmaxTop } from '../../engine/lm';
 import { ortForNode } from '../../runtime/ort-node';
 import { maxDiff } from '../../util/max-diff';
 import { parseSafetensors, type SafetensorsFile, writeSafetensors } from '../safetensors';
@@ -58,6 +59,13 @@ describe('draft heads', () => {
         expect(maxDiff(logits.subarray(at, at + cfg.vocabSize), row)).toBeLessThan(1e-4);
       });
     }
+    // What drafting reads: each head's top 5 under its softmax, chosen in the graph, as the engine's JS picks them.
+    const top = await runner.predictTop(hidden, 5);
+    const js = softmaxTop(logits, cfg.vocabSize, 5);
+    expect(Array.from(top.ids)).toEqual(Array.from(js.ids));
+    expect(maxDiff(top.probs, js.probs)).toBeLessThan(1e-6);
+    expect(top.probs.length).toBe(3 * 2 * 5);
+    await expect(runner.predictTop(hidden, 0)).rejects.toThrow(/^Medusa heads: top 0 is not in \[1, /);
     await runner.release();
   });
 
@@ -207,9 +215,9 @@ describe('timing a heads call', () => {
     const order: string[] = [];
     const heads = {
       medusa: {
-        predict: async () => {
+        predictTop: async () => {
           order.push('heads');
-          return new Float32Array(1);
+          return { k: 1, probs: new Float32Array(1), ids: new Int32Array(1) };
         },
       },
     } as unknown as OpenedHeads;

@@ -5,6 +5,7 @@
  * second copy of the embedding table).
  */
 import type * as OrtModule from 'onnxruntime-web';
+import type { HeadsTop } from '../../engine/lm';
 import { toFloat32 } from '../convert';
 import { ModelLoadError } from '../errors';
 import { Feeds, int64s } from '../gpu-feeds';
@@ -103,12 +104,35 @@ export class MedusaHeadsRunner {
 
   /** Logits of every head for each hidden row: [K, rows, V] row-major. */
   async predict(hidden: Float32Array): Promise<Float32Array> {
+    const [logits] = await this.run(hidden, 1, [HEAD_OUTPUTS.logits]);
+    return (await (logits as Tensor).getData()) as Float32Array;
+  }
+
+  /**
+   * Each head's k most probable tokens for each hidden row, softmax and selection done in the graph: [K, rows, k]
+   * row-major, most probable first (12 bytes a candidate come back instead of a vocabulary row a head).
+   */
+  async predictTop(hidden: Float32Array, k: number): Promise<HeadsTop> {
+    if (!Number.isInteger(k) || k < 1 || k > this.vocab)
+      throw new RangeError(`Medusa heads: top ${k} is not in [1, ${this.vocab}]`);
+    const [probs, ids] = await this.run(hidden, k, [HEAD_OUTPUTS.topProbs, HEAD_OUTPUTS.topIds]);
+    const p = (await (probs as Tensor).getData()) as Float32Array;
+    const i = (await (ids as Tensor).getData()) as BigInt64Array;
+    return { k, probs: p, ids: Int32Array.from(i, (x) => Number(x)) };
+  }
+
+  private async run(hidden: Float32Array, k: number, fetches: string[]): Promise<Tensor[]> {
     const rows = hidden.length / this.hidden;
-    const out = await this.session.run({
-      [HEAD_INPUTS.hidden]: this.feeds.tensor(HEAD_INPUTS.hidden, 'float32', hidden, [rows, this.hidden]),
-    });
+    const out = await this.session.run(
+      {
+        [HEAD_INPUTS.hidden]: this.feeds.tensor(HEAD_INPUTS.hidden, 'float32', hidden, [rows, this.hidden]),
+        // A CPU kernel reads k (TopK), so it stays a CPU tensor on WebGPU.
+        [HEAD_INPUTS.topK]: this.feeds.tensor(HEAD_INPUTS.topK, 'int64', int64s([k]), [1]),
+      },
+      fetches,
+    );
     this.calls++;
-    return (await (out[HEAD_OUTPUTS.logits] as Tensor).getData()) as Float32Array;
+    return fetches.map((name) => out[name] as Tensor);
   }
 
   async release(): Promise<void> {

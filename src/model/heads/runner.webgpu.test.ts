@@ -2,20 +2,22 @@
  * The EAGLE-3 head on WebGPU in Node (Dawn; lavapipe here): its KV cache stays on the GPU between calls (fed back as
  * the next call's past, compacted by the graph's keep indices) and gives what the head computes on wasm, call after
  * call, with no upload of onnxruntime's own (every input is ours, in GPU buffers); the benchmark's probe of a head call's cost runs every form and cache place.
+ * Medusa heads pick each head's top guesses in the graph there as on wasm.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eagleHeadCosts } from '../../../bench/head-costs';
+import { softmaxTop } from '../../engine/lm';
 import { ortForNode } from '../../runtime/ort-node';
 import { countingDawnCalls } from '../../runtime/testing/dawn-calls';
 import { nodeWebGpu, webGpuOrt, webGpuTitle } from '../../runtime/testing/node-webgpu';
 import { maxDiff } from '../../util/max-diff';
-import { randomEagle3 } from '../testing/random-heads';
+import { randomEagle3, randomMedusa } from '../testing/random-heads';
 import { randomModel } from '../testing/random-model';
 import { loadHeads } from './load';
-import { Eagle3HeadRunner, type Eagle3Input } from './runner';
+import { Eagle3HeadRunner, type Eagle3Input, MedusaHeadsRunner } from './runner';
 
 const target = randomModel();
 const cfg = target.model.config;
@@ -103,5 +105,25 @@ describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('the EAGLE-3 head on WebGPU'), () =>
       for (const p of r.fixed) expect(p.ms).toBeGreaterThan(0);
       expect(r.growing).toBeGreaterThan(0);
     }
+  });
+});
+
+describe.skipIf(!nodeWebGpu.ok)(webGpuTitle('Medusa heads on WebGPU'), () => {
+  it("choose each head's top guesses in the graph as on wasm and as the engine's JS would from the logits", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spec-medusa-'));
+    for (const [name, bytes] of Object.entries(randomMedusa(cfg, 3, 1).files)) writeFileSync(join(dir, name), bytes);
+    const loaded = await loadHeads(dir, cfg);
+    const hidden = rand(2 * d, 3);
+    const onWasm = await MedusaHeadsRunner.create(ortForNode(), loaded, 'wasm', 'fp32');
+    const expected = await onWasm.predictTop(hidden, 6);
+    await onWasm.release();
+    const heads = await MedusaHeadsRunner.create(webGpuOrt(), loaded, 'webgpu', 'fp32');
+    const got = await heads.predictTop(hidden, 6);
+    const js = softmaxTop(await heads.predict(hidden), cfg.vocabSize, 6);
+    await heads.release();
+    expect(Array.from(got.ids)).toEqual(Array.from(expected.ids));
+    expect(Array.from(got.ids)).toEqual(Array.from(js.ids));
+    expect(maxDiff(got.probs, expected.probs)).toBeLessThan(1e-5);
+    expect(maxDiff(got.probs, js.probs)).toBeLessThan(1e-5);
   });
 });
