@@ -115,7 +115,7 @@ export class MedusaDrafter implements Drafter {
       return rootOnly(req.committed);
     }
     // Each head's top guesses with their softmax probabilities, chosen in the heads' graph (one row: the root's state).
-    const top = await this.heads.predictTop(this.rootHidden, this.options.topK);
+    const top = await this.heads.predictTop(this.rootHidden, Math.min(this.options.topK, this.heads.vocab));
     this.calledThisRound = true;
     checkTop(top, 'the Medusa heads');
     // Per head and guess: its token, acceptance bucket and the bucket's measured rate (the same for every parent).
