@@ -71,15 +71,6 @@ export class ModelOutputError extends Error {
  * Spot-check logits rows for NaN/infinity (8 evenly spaced entries per row: a NaN anywhere upstream of the LM head
  * reaches every entry of its row, and scanning whole 150k-token rows every round would cost real time).
  */
-/** The same check on a top-k selection's probabilities (a NaN logit makes its whole row's softmax NaN). */
-export function checkTop(top: HeadsTop, who: string): void {
-  for (const p of top.probs)
-    if (!Number.isFinite(p))
-      throw new ModelOutputError(
-        `${who} produced NaN or infinite logits: its weights or config.json are broken, or the values overflow this precision`,
-      );
-}
-
 export function checkLogits(logits: Float32Array, vocab: number, who: string): void {
   const rows = Math.floor(logits.length / vocab);
   for (let r = 0; r < rows; r++) {
@@ -92,6 +83,15 @@ export function checkLogits(logits: Float32Array, vocab: number, who: string): v
       }
     }
   }
+}
+
+/** The same check on a top-k selection's probabilities (a NaN logit makes its whole row's softmax NaN). */
+export function checkTop(top: HeadsTop, who: string): void {
+  for (const p of top.probs)
+    if (!Number.isFinite(p))
+      throw new ModelOutputError(
+        `${who} produced NaN or infinite logits: its weights or config.json are broken, or the values overflow this precision`,
+      );
 }
 
 /**
