@@ -77,9 +77,7 @@ export function checkLogits(logits: Float32Array, vocab: number, who: string): v
     for (let k = 0; k < 8; k++) {
       const v = logits[r * vocab + Math.floor((k * (vocab - 1)) / 7)] as number;
       if (!Number.isFinite(v)) {
-        throw new ModelOutputError(
-          `${who} produced ${Number.isNaN(v) ? 'NaN' : 'infinite'} logits: its weights or config.json are broken, or the values overflow this precision`,
-        );
+        throw nonFinite(who, Number.isNaN(v) ? 'NaN' : 'infinite');
       }
     }
   }
@@ -87,11 +85,13 @@ export function checkLogits(logits: Float32Array, vocab: number, who: string): v
 
 /** The same check on a top-k selection's probabilities (a NaN logit makes its whole row's softmax NaN). */
 export function checkTop(top: HeadsTop, who: string): void {
-  for (const p of top.probs)
-    if (!Number.isFinite(p))
-      throw new ModelOutputError(
-        `${who} produced NaN or infinite logits: its weights or config.json are broken, or the values overflow this precision`,
-      );
+  for (const p of top.probs) if (!Number.isFinite(p)) throw nonFinite(who, 'NaN or infinite');
+}
+
+function nonFinite(who: string, what: string): ModelOutputError {
+  return new ModelOutputError(
+    `${who} produced ${what} logits: its weights or config.json are broken, or the values overflow this precision`,
+  );
 }
 
 /**
@@ -139,8 +139,8 @@ export interface MedusaHeads {
   predict(hidden: Float32Array): Promise<Float32Array>;
   /**
    * Each head's k most probable tokens for each hidden row under the softmax of its logits, what drafting reads:
-   * [K, rows, k] row-major, most probable first (ties: the lower id first), as softmaxTop computes from predict's
-   * logits.
+   * [K, rows, k] row-major, most probable first (ties: the lower id first), as softmaxTop (sampling.ts) computes from
+   * predict's logits.
    */
   predictTop(hidden: Float32Array, k: number): Promise<HeadsTop>;
 }
@@ -150,36 +150,6 @@ export interface HeadsTop {
   k: number;
   probs: Float32Array;
   ids: Int32Array;
-}
-
-/** softmax then the k largest of every `vocab`-wide row of `logits` (ties: the lower id first). */
-export function softmaxTop(logits: Float32Array, vocab: number, wanted: number): HeadsTop {
-  const k = Math.min(wanted, vocab);
-  const rows = logits.length / vocab;
-  const probs = new Float32Array(rows * k);
-  const ids = new Int32Array(rows * k);
-  for (let r = 0; r < rows; r++) {
-    const row = logits.subarray(r * vocab, (r + 1) * vocab);
-    let max = Number.NEGATIVE_INFINITY;
-    for (let i = 0; i < vocab; i++) max = Math.max(max, row[i] as number);
-    let sum = 0;
-    for (let i = 0; i < vocab; i++) sum += Math.exp((row[i] as number) - max);
-    // The k largest logits are the k most probable tokens; insertion into a list kept sorted (k is small).
-    const top: number[] = [];
-    for (let i = 0; i < vocab; i++) {
-      const x = row[i] as number;
-      if (top.length === k && x <= (row[top[k - 1] as number] as number)) continue;
-      let at = top.length;
-      while (at > 0 && (row[top[at - 1] as number] as number) < x) at--;
-      top.splice(at, 0, i);
-      if (top.length > k) top.pop();
-    }
-    top.forEach((id, j) => {
-      ids[r * k + j] = id;
-      probs[r * k + j] = Math.exp((row[id] as number) - max) / sum;
-    });
-  }
-  return { k, probs, ids };
 }
 
 /** One row of an EAGLE-3 head call: the next token, and a target feature (real rows) or the parent's output. */

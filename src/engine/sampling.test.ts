@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { softmaxTop } from './lm';
 import {
   checkSampling,
   GREEDY,
@@ -8,6 +7,7 @@ import {
   type SamplingParams,
   sampleFrom,
   sampleWithoutReplacement,
+  softmaxTop,
   toProbs,
   topK,
   withDefaults,

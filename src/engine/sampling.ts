@@ -2,7 +2,9 @@
  * Logits to probabilities, the same way for draft and target (temperature, top-k, top-p, all in fp32), plus a
  * seeded RNG so a run is reproducible: same seed, same output.
  */
+
 import { shown } from '../util/options';
+import type { HeadsTop } from './lm';
 
 export interface SamplingParams {
   /** 0 means greedy (argmax); otherwise logits are divided by it. */
@@ -309,4 +311,25 @@ function kthLargest(a: Float64Array, r: number): number {
     else return a[r] as number;
   }
   return a[lo] as number;
+}
+
+/** softmax then the k largest of every `vocab`-wide row of `logits` (ties: the lower id first), as heads' graphs do. */
+export function softmaxTop(logits: Float32Array, vocab: number, wanted: number): HeadsTop {
+  const k = Math.min(wanted, vocab);
+  const rows = logits.length / vocab;
+  const probs = new Float32Array(rows * k);
+  const ids = new Int32Array(rows * k);
+  for (let r = 0; r < rows; r++) {
+    const row = logits.subarray(r * vocab, (r + 1) * vocab);
+    // The k largest logits are the k most probable tokens; the largest is the softmax's shift.
+    const top = topK(row, k);
+    const max = row[top[0] as number] as number;
+    let sum = 0;
+    for (let i = 0; i < vocab; i++) sum += Math.exp((row[i] as number) - max);
+    for (const [j, id] of top.entries()) {
+      ids[r * k + j] = id;
+      probs[r * k + j] = Math.exp((row[id] as number) - max) / sum;
+    }
+  }
+  return { k, probs, ids };
 }

@@ -8,15 +8,8 @@
  */
 
 import type { HeadsResource } from '../drafters/method';
-import {
-  type Eagle3Head,
-  type Eagle3RowInput,
-  type ForwardInput,
-  type HeadsTop,
-  type HiddenStatesLM,
-  type MedusaHeads,
-  softmaxTop,
-} from '../lm';
+import type { Eagle3Head, Eagle3RowInput, ForwardInput, HeadsTop, HiddenStatesLM, MedusaHeads } from '../lm';
+import { softmaxTop } from '../sampling';
 import { type LogitsFn, SkippingToyLM, ToyCache } from './toy-lm';
 
 /** Tokens of context a state keeps (the toy logits read only the last 2). */

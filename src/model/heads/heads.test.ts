@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { softmaxTop } from '../../engine/lm';
+import { softmaxTop } from '../../engine/sampling';
 import { ortForNode } from '../../runtime/ort-node';
 import { maxDiff } from '../../util/max-diff';
 import { parseSafetensors, type SafetensorsFile, writeSafetensors } from '../safetensors';

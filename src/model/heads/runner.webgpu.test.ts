@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eagleHeadCosts } from '../../../bench/head-costs';
-import { softmaxTop } from '../../engine/lm';
+import { softmaxTop } from '../../engine/sampling';
 import { ortForNode } from '../../runtime/ort-node';
 import { countingDawnCalls } from '../../runtime/testing/dawn-calls';
 import { nodeWebGpu, webGpuOrt, webGpuTitle } from '../../runtime/testing/node-webgpu';
