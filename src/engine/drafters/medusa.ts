@@ -40,7 +40,6 @@ export interface MedusaOptions {
  * nodes either way (tau 2.79 at most 32, 2.83 at most 64); on wasm a few.
  */
 export const MEDUSA_DEFAULTS: MedusaOptions = { topK: 8, maxNodes: 64 };
-// (The model layer warms and times the heads' calls at the same 8: MEDUSA_DRAFT_TOP, src/model/heads/index.ts.)
 
 /** Most rounds between heads calls while none pays (the text may change: a call now and then checks). */
 const MAX_REST = 32;

@@ -3,6 +3,7 @@
  * that runs them (Medusa's K heads, or the EAGLE-3 head with its own cache).
  */
 
+import { MEDUSA_DEFAULTS } from '../../engine/drafters/medusa';
 import { chainBias } from '../../engine/tree';
 import { median } from '../../util/median';
 import { type DeviceTiming, PROBE } from '../device-choice';
@@ -67,7 +68,7 @@ export async function timeHeadsCalls(heads: OpenedHeads, hiddenWidth: number, de
     const m = heads.medusa;
     const q1 = await fastest(async () => {
       const t = performance.now();
-      await m.predictTop(new Float32Array(hiddenWidth), MEDUSA_DRAFT_TOP);
+      await m.predictTop(new Float32Array(hiddenWidth), MEDUSA_DEFAULTS.topK);
       return performance.now() - t;
     });
     return { device, q1, q4: q1 };
@@ -108,16 +109,13 @@ async function prefillEagle(e: NonNullable<OpenedHeads['eagle3']>, context: numb
   });
 }
 
-/** How many guesses a head gives Medusa's drafting by default (MedusaOptions.topK): what the warm-up and timing read. */
-export const MEDUSA_DRAFT_TOP = 8;
-
 /**
  * A few calls at the shapes drafting uses, so the first round runs warm: Medusa on one hidden row; the EAGLE-3
  * head on a prompt-sized chunk of real rows, then a few drafted rows (its cache is reset afterwards).
  */
 export async function warmupHeads(heads: OpenedHeads, hiddenWidth: number): Promise<void> {
   if (heads.medusa) {
-    for (let i = 0; i < 3; i++) await heads.medusa.predictTop(new Float32Array(hiddenWidth), MEDUSA_DRAFT_TOP);
+    for (let i = 0; i < 3; i++) await heads.medusa.predictTop(new Float32Array(hiddenWidth), MEDUSA_DEFAULTS.topK);
     return;
   }
   const e = heads.eagle3;
@@ -157,7 +155,7 @@ export async function timeHeadsCall(
   for (let i = 0; i <= reps; i++) {
     await between?.();
     const started = performance.now();
-    if (heads.medusa) await heads.medusa.predictTop(new Float32Array(hiddenWidth), MEDUSA_DRAFT_TOP);
+    if (heads.medusa) await heads.medusa.predictTop(new Float32Array(hiddenWidth), MEDUSA_DEFAULTS.topK);
     else if (e) {
       await e.forward({
         tokens: [0],
