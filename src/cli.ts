@@ -13,6 +13,7 @@ import { type DeviceChoice, placementNotes } from './model/index';
 import type { ProgressInfo } from './model/source';
 import { nodeRuntime } from './runtime/node-device';
 import { FileStore } from './runtime/store-node';
+import { javaScriptTieringFor } from './runtime/v8-tiering';
 
 export { DEFAULT_DRAFT, DEFAULT_TARGET, parseCli } from './cli/args';
 export { statsLine } from './cli/output';
@@ -185,10 +186,13 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     await runtime.shutdown();
     return 2;
   }
+  // A short generation's JavaScript stays on V8's baseline tiers (the load's was optimised as usual).
+  const javaScript = runtime.device === 'wasm' ? javaScriptTieringFor(options.maxNewTokens) : 'default';
   const paint = painter(io.colour);
   const ran = {
     device: runtime.device,
     threads: runtime.threads?.threads ?? 0,
+    javaScript,
     ...(runtime.threads ? { threadChoice: { how: runtime.threads.how, timings: runtime.threads.timings } } : {}),
     target: { precision: engine.target.precision, graph: engine.target.variant, exact: engine.target.exact },
     ...(engine.draft && engine.draftDevice
