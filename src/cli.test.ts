@@ -273,8 +273,8 @@ describe('CLI runs (bundled models)', () => {
     // chain loads no heads: nothing to say about them.
     expect(io.stderr()).not.toContain('the heads run');
     expect(JSON.parse(io.stdout()).runtime.draft).toMatchObject({ device: 'wasm', how: 'target' });
-    // A short generation on wasm: its JavaScript on V8's baseline tiers (v8-tiering.ts), and the JSON says so.
-    expect(JSON.parse(io.stdout()).runtime.javaScript).toBe('baseline');
+    // The chain's draft model calls: its JavaScript optimised as usual (v8-tiering.ts), and the JSON says so.
+    expect(JSON.parse(io.stdout()).runtime.javaScript).toBe('default');
     // eagle loads the bundled target's EAGLE head: the note is about it.
     const heads = capture();
     const eagle = ['--prompt', 'She was', '--method', 'eagle', '--max-new-tokens', '4', '--device', 'wasm'];

@@ -186,8 +186,14 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     await runtime.shutdown();
     return 2;
   }
-  // A short generation's JavaScript stays on V8's baseline tiers (the load's was optimised as usual).
-  const javaScript = runtime.device === 'wasm' ? javaScriptTieringFor(options.maxNewTokens) : 'default';
+  // A short generation of one model call a round keeps its JavaScript on V8's baseline tiers (v8-tiering.ts; the
+  // load's was optimised as usual).
+  const spec = methodSpec(options.method);
+  const oneCallPerRound = !(['draft-model', 'medusa-heads', 'eagle-head', 'target-self'] as const).some((r) =>
+    uses(spec, r),
+  );
+  const javaScript =
+    runtime.device === 'wasm' ? javaScriptTieringFor(options.maxNewTokens, oneCallPerRound) : 'default';
   const paint = painter(io.colour);
   const ran = {
     device: runtime.device,

@@ -1,7 +1,8 @@
 /**
- * The CLI's JavaScript tiering (javaScriptTieringFor): up to JS_BASELINE_UP_TO tokens no function is optimised after
- * the call, beyond it (or when SPEC_DECODER_JS_TIERUP=1 says so) V8 optimises as usual. Each case runs in a child
- * process: the flag is process-wide and for good.
+ * The CLI's JavaScript tiering (javaScriptTieringFor): up to JS_BASELINE_UP_TO tokens of a method that makes one
+ * model call a round no function is optimised after the call; beyond it, for other methods, or when
+ * SPEC_DECODER_JS_TIERUP=1 says so, V8 optimises as usual. Each case runs in a child process: the flag is
+ * process-wide and for good.
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -11,10 +12,14 @@ import { JS_BASELINE_UP_TO } from './v8-tiering';
 const MODULE = fileURLToPath(new URL('./v8-tiering.ts', import.meta.url));
 
 /** A hot loop's function after the call: whether V8 optimised it (polled over 50 rounds of calls). */
-function tierAndOptimised(tokens: number, env: Record<string, string>): { tier: string; optimized: boolean } {
+function tierAndOptimised(
+  tokens: number,
+  env: Record<string, string>,
+  oneCall = true,
+): { tier: string; optimized: boolean } {
   const script = `
     const { javaScriptTieringFor } = await import(${JSON.stringify(MODULE)});
-    const tier = javaScriptTieringFor(${tokens}, ${JSON.stringify(env)});
+    const tier = javaScriptTieringFor(${tokens}, ${oneCall}, ${JSON.stringify(env)});
     function hot(a) { let s = 0; for (let i = 0; i < a.length; i++) s += a[i] * 2; return s; }
     const arr = new Float64Array(200).fill(1);
     let optimized = false;
@@ -33,9 +38,11 @@ function tierAndOptimised(tokens: number, env: Record<string, string>): { tier: 
 }
 
 describe("a one-shot process's JavaScript", () => {
-  it('stays on the baseline tiers for a short generation, and is optimised as usual for a long one', () => {
+  it('stays on the baseline tiers for a short generation of one call a round, else is optimised as usual', () => {
     expect(tierAndOptimised(64, {})).toEqual({ tier: 'baseline', optimized: false });
     expect(tierAndOptimised(JS_BASELINE_UP_TO + 1, {})).toEqual({ tier: 'default', optimized: true });
+    // A draft model's or heads' calls besides the target's each round.
+    expect(tierAndOptimised(64, {}, false)).toEqual({ tier: 'default', optimized: true });
   });
 
   it('follows SPEC_DECODER_JS_TIERUP where it is set', () => {

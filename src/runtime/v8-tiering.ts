@@ -67,20 +67,24 @@ export const JS_BASELINE_UP_TO = 512;
 
 /**
  * How a process that loads, generates up to `maxNewTokens` tokens and ends (the CLI) compiles its JavaScript from
- * here on (call it after the load, before generating). Up to JS_BASELINE_UP_TO tokens: V8's baseline tiers only
- * (Ignition and Sparkplug, `--max-opt=1`), no optimising compiles. Why: in a fresh process V8 optimises the
- * generation's JavaScript with TurboFan on a background thread while the generation runs (onnxruntime's session
- * `run`, an async function, took 79 ms to compile; its input glue 19-23 ms; our round loop more), from about the
- * 30th target call on, and on our 2 cores each compile holds the core that onnxruntime's second wasm thread needs: a
- * call split over both threads waits for the slower half. A short generation never earns those compiles back.
- * Measured through the CLI (bench node-cli, 34 prompts x 3, 2 wasm threads): plain decoding 1.12x the warmed-up
- * harness's ms/token against 1.25x with V8's default tiers; lookahead's ratio over plain decoding 0.95 of the
- * harness's against 0.80 (README, "The CLI against the benchmark").
+ * here on (call it after the load, before generating). For a method whose rounds make one model call, the target's
+ * (plain decoding, prompt lookup, lookahead), up to JS_BASELINE_UP_TO tokens: V8's baseline tiers only (Ignition
+ * and Sparkplug, `--max-opt=1`), no optimising compiles. Why: in a fresh process V8 optimises the generation's
+ * JavaScript with TurboFan on a background thread while the generation runs (onnxruntime's session `run`, an async
+ * function, took 79 ms to compile; its input glue 19-23 ms), from about the 30th target call on, and on our 2 cores
+ * each compile holds the core that onnxruntime's second wasm thread needs: a call split over both threads waits for
+ * the slower half. A short generation of one call a round never earns those compiles back. A method that makes many
+ * small calls of a draft model or heads a round spends more of its time in that glue, and there the optimised code
+ * pays: on the baseline tiers its rounds through the CLI ran 35-60% slower (README, "The CLI against the benchmark").
  * SPEC_DECODER_JS_TIERUP=1 (V8's default) or 0 (baseline only) overrides the choice. Process-wide and for good.
  */
-export function javaScriptTieringFor(maxNewTokens: number, env: NodeJS.ProcessEnv = process.env): JsCompile {
+export function javaScriptTieringFor(
+  maxNewTokens: number,
+  oneCallPerRound: boolean,
+  env: NodeJS.ProcessEnv = process.env,
+): JsCompile {
   const forced = env.SPEC_DECODER_JS_TIERUP;
-  const baseline = forced === '0' || (forced !== '1' && maxNewTokens <= JS_BASELINE_UP_TO);
+  const baseline = forced === '0' || (forced !== '1' && oneCallPerRound && maxNewTokens <= JS_BASELINE_UP_TO);
   if (!baseline) return 'default';
   v8.setFlagsFromString('--max-opt=1');
   return 'baseline';
