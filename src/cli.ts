@@ -5,7 +5,7 @@
  */
 import { type CliOptions, enginePrompt, parseCli, USAGE, UsageError, verifiesDrafts } from './cli/args';
 import { jsonResult, painter, type RoundIds, roundIds, statsLine, wantColour } from './cli/output';
-import { methodSpec, uses } from './engine/drafters/index';
+import { callsOnlyTarget, methodSpec, uses } from './engine/drafters/index';
 import { SpecEngine } from './engine/engine';
 import { GenerationError, type GenerationResult } from './engine/events';
 import { timingsText } from './engine/timings';
@@ -116,7 +116,8 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
   // A damaged records file reads as empty and is rewritten: said once, as the slower start is its cost.
   const storeProblem = store.problem;
   if (storeProblem) io.err(`note: ${storeProblem}\n`);
-  const usesDraft = uses(methodSpec(options.method), 'draft-model');
+  const spec = methodSpec(options.method);
+  const usesDraft = uses(spec, 'draft-model');
   // A signal while the models load (a slow download, a hub that does not answer) ends the run there: nothing has
   // been generated to keep. The load itself is left behind (the process exits).
   const stopped = untilAborted(io.signal);
@@ -161,7 +162,7 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
       target: options.target,
       ...(usesDraft ? { draft: options.draft } : {}),
       // Layer skipping (swift) needs the target built with layer switches; other methods run without them.
-      ...(methodSpec(options.method).needs.includes('target-self') ? { layerSwitches: true } : {}),
+      ...(spec.needs.includes('target-self') ? { layerSwitches: true } : {}),
       ...(options.heads ? { heads: options.heads } : {}),
       device: runtime.device,
       // A draft on WebGPU next to a target that fell back to wasm would need the adapter that was not there.
@@ -188,12 +189,8 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
   }
   // A short generation of one model call a round keeps its JavaScript on V8's baseline tiers (v8-tiering.ts; the
   // load's was optimised as usual).
-  const spec = methodSpec(options.method);
-  const oneCallPerRound = !(['draft-model', 'medusa-heads', 'eagle-head', 'target-self'] as const).some((r) =>
-    uses(spec, r),
-  );
   const javaScript =
-    runtime.device === 'wasm' ? javaScriptTieringFor(options.maxNewTokens, oneCallPerRound) : 'default';
+    runtime.device === 'wasm' ? javaScriptTieringFor(options.maxNewTokens, callsOnlyTarget(spec)) : 'default';
   const paint = painter(io.colour);
   const ran = {
     device: runtime.device,

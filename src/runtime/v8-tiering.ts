@@ -10,6 +10,8 @@
  *     that mode should end with process.exit(): the drain would still hold a natural exit);
  *   - compilation hints (wasm-hints.ts): the hot functions compiled with TurboFan up front, the rest with Liftoff,
  *     no tier-up (so no background compiles after the load).
+ * And the one-shot process's own JavaScript (javaScriptTieringFor): on V8's baseline tiers for a short generation
+ * of one model call a round, so that no optimising compile takes a core during it.
  * Node only.
  */
 import v8 from 'node:v8';

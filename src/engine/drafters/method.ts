@@ -124,6 +124,14 @@ export function uses(spec: MethodSpec, r: Requirement): boolean {
   return spec.needs.includes(r) || (spec.optional ?? []).includes(r);
 }
 
+/**
+ * Whether a method's rounds make one model call, the target's (no draft model, heads or skipping passes of the target
+ * beside it, needed or optional): plain decoding, prompt lookup, lookahead.
+ */
+export function callsOnlyTarget(spec: MethodSpec): boolean {
+  return !(['draft-model', 'medusa-heads', 'eagle-head', 'target-self'] as const).some((r) => uses(spec, r));
+}
+
 /** Which kind of draft heads a method needs (null: none; auto uses heads when loaded but needs none). */
 export function headsNeeded(spec: MethodSpec): 'medusa' | 'eagle3' | null {
   if (spec.needs.includes('medusa-heads')) return 'medusa';
