@@ -67,7 +67,13 @@ interface CliTiming {
   wall: number;
 }
 
-function cliRun(method: string, prompt: string, maxNewTokens: number, env: NodeJS.ProcessEnv): CliTiming {
+function cliRun(
+  method: string,
+  prompt: string,
+  maxNewTokens: number,
+  env: NodeJS.ProcessEnv,
+  threads: number,
+): CliTiming {
   const r = spawnSync(
     process.execPath,
     [
@@ -79,6 +85,9 @@ function cliRun(method: string, prompt: string, maxNewTokens: number, env: NodeJ
       method,
       '--max-new-tokens',
       String(maxNewTokens),
+      // The harness's count: the CLI's own choice when the bench chose as the CLI does, else the count asked for.
+      '--threads',
+      String(threads),
       '--json',
     ],
     { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'pipe'] },
@@ -100,7 +109,7 @@ const SWIFT_SETTLE_RUNS = 12;
  */
 async function settleSwift(
   engine: SpecEngine,
-  options: { prompts: readonly BenchPrompt[]; log: (line: string) => void },
+  options: { prompts: readonly BenchPrompt[]; threads: number; log: (line: string) => void },
   env: NodeJS.ProcessEnv,
 ): Promise<void> {
   const text = (options.prompts[0] as BenchPrompt).text;
@@ -113,7 +122,7 @@ async function settleSwift(
   };
   let cliRuns = 0;
   while (cliPhase() !== 'accelerating' && cliRuns < SWIFT_SETTLE_RUNS) {
-    cliRun('swift', text, 64, env);
+    cliRun('swift', text, 64, env, options.threads);
     cliRuns++;
   }
   let benchRuns = 0;
@@ -149,7 +158,7 @@ export async function benchCliCheck(options: {
   let bench: BenchReport;
   try {
     // One untimed run per method first: it measures and remembers the costs, as a user's first run does.
-    for (const m of methods) cliRun(m, (options.prompts[0] as BenchPrompt).text, 8, env);
+    for (const m of methods) cliRun(m, (options.prompts[0] as BenchPrompt).text, 8, env, options.threads);
     const { engine, engineFor, release } = await nodeWasmEngines(options.methods, options.threads, options.log);
     try {
       if (methods.includes('swift')) await settleSwift(engineFor('swift'), options, env);
@@ -172,7 +181,13 @@ export async function benchCliCheck(options: {
         },
         afterRun: (method, p, r, result) => {
           const before = process.cpuUsage();
-          const t = cliRun(method, (options.prompts[p] as BenchPrompt).text, options.maxNewTokens, env);
+          const t = cliRun(
+            method,
+            (options.prompts[p] as BenchPrompt).text,
+            options.maxNewTokens,
+            env,
+            options.threads,
+          );
           const used = process.cpuUsage(before);
           parentCpuMs += (used.user + used.system) / 1000;
           pairs.set(pairKey(method, p, r), { cli: t, bench: 1000 / result.stats.tokensPerSecond });
