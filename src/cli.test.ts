@@ -284,6 +284,8 @@ describe('CLI runs (bundled models)', () => {
     );
     // The JSON says what the heads computed in, as it does for the target and the draft.
     expect(JSON.parse(heads.stdout()).runtime.heads).toMatchObject({ device: 'wasm', precision: 'fp32' });
+    // The heads' calls: a short generation's JavaScript stays on V8's baseline tiers, as plain decoding's does.
+    expect(JSON.parse(heads.stdout()).runtime.javaScript).toBe('baseline');
     // Without the flag, no note.
     const quiet = capture();
     expect(await main(args, quiet)).toBe(0);

@@ -11,7 +11,7 @@
  *   - compilation hints (wasm-hints.ts): the hot functions compiled with TurboFan up front, the rest with Liftoff,
  *     no tier-up (so no background compiles after the load).
  * And the one-shot process's own JavaScript (javaScriptTieringFor): on V8's baseline tiers for a short generation
- * of one model call a round, so that no optimising compile takes a core during it.
+ * whose rounds call no draft model, so that no optimising compile takes a core during it.
  * Node only.
  */
 import v8 from 'node:v8';
@@ -69,24 +69,25 @@ export const JS_BASELINE_UP_TO = 512;
 
 /**
  * How a process that loads, generates up to `maxNewTokens` tokens and ends (the CLI) compiles its JavaScript from
- * here on (call it after the load, before generating). For a method whose rounds make one model call, the target's
- * (plain decoding, prompt lookup, lookahead), up to JS_BASELINE_UP_TO tokens: V8's baseline tiers only (Ignition
- * and Sparkplug, `--max-opt=1`), no optimising compiles. Why: in a fresh process V8 optimises the generation's
- * JavaScript with TurboFan on a background thread while the generation runs (onnxruntime's session `run`, an async
- * function, took 79 ms to compile; its input glue 19-23 ms), from about the 30th target call on, and on our 2 cores
- * each compile holds the core that onnxruntime's second wasm thread needs: a call split over both threads waits for
- * the slower half. A short generation of one call a round never earns those compiles back. A method that makes many
- * small calls of a draft model or heads a round spends more of its time in that glue, and there the optimised code
- * pays: on the baseline tiers its rounds through the CLI ran 35-60% slower (README, "The CLI against the benchmark").
- * SPEC_DECODER_JS_TIERUP=1 (V8's default) or 0 (baseline only) overrides the choice. Process-wide and for good.
+ * here on (call it after the load, before generating). Up to JS_BASELINE_UP_TO tokens of a method whose rounds do not
+ * call a separate draft model (plain decoding, prompt lookup, lookahead, layer skipping, Medusa and EAGLE heads):
+ * V8's baseline tiers only (Ignition and Sparkplug, `--max-opt=1`), no optimising compiles. Why: in a fresh process
+ * V8 optimises the generation's JavaScript with TurboFan on a background thread while the generation runs
+ * (onnxruntime's session `run`, an async function, took 79 ms to compile; its input glue 19-23 ms), from about the
+ * 30th model call on, and on our 2 cores each compile holds the core that onnxruntime's second wasm thread needs: a
+ * call split over both threads waits for the slower half. A short generation does not earn those compiles back, unless
+ * its rounds make several short calls of a draft model with a key/value tensor per layer, where that glue is most of
+ * a call: on the baseline tiers those methods ran 35-60% slower through the CLI, the others as fast or faster (README,
+ * "The CLI against the benchmark"). SPEC_DECODER_JS_TIERUP=1 (V8's default) or 0 (baseline only) overrides the
+ * choice. Process-wide and for good.
  */
 export function javaScriptTieringFor(
   maxNewTokens: number,
-  oneCallPerRound: boolean,
+  callsDraftModel: boolean,
   env: NodeJS.ProcessEnv = process.env,
 ): JsCompile {
   const forced = env.SPEC_DECODER_JS_TIERUP;
-  const baseline = forced === '0' || (forced !== '1' && oneCallPerRound && maxNewTokens <= JS_BASELINE_UP_TO);
+  const baseline = forced === '0' || (forced !== '1' && !callsDraftModel && maxNewTokens <= JS_BASELINE_UP_TO);
   if (!baseline) return 'default';
   v8.setFlagsFromString('--max-opt=1');
   return 'baseline';

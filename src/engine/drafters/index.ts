@@ -73,7 +73,7 @@ export function createDrafter(method: Method, resources: DrafterResources): Draf
 export type { Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
 export {
   type CostModel,
-  callsOnlyTarget,
+  callsDraftModel,
   type DrafterResources,
   defaultHeads,
   describeNeeds,

@@ -125,11 +125,13 @@ export function uses(spec: MethodSpec, r: Requirement): boolean {
 }
 
 /**
- * Whether a method's rounds make one model call, the target's (no draft model, heads or skipping passes of the target
- * beside it, needed or optional): plain decoding, prompt lookup, lookahead.
+ * Whether a method's rounds call a separate draft model (needed or optional): several short calls a round, each with
+ * a key/value input and output per layer, so onnxruntime's JavaScript around the call is a large share of what a call
+ * costs (0.4 ms for the bundled draft model). The CLI optimises a short generation's JavaScript only for these
+ * (src/runtime/v8-tiering.ts): the target's calls, skipping passes of the target and the heads' calls cost more each.
  */
-export function callsOnlyTarget(spec: MethodSpec): boolean {
-  return !(['draft-model', 'medusa-heads', 'eagle-head', 'target-self'] as const).some((r) => uses(spec, r));
+export function callsDraftModel(spec: MethodSpec): boolean {
+  return uses(spec, 'draft-model');
 }
 
 /** Which kind of draft heads a method needs (null: none; auto uses heads when loaded but needs none). */
