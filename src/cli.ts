@@ -5,7 +5,7 @@
  */
 import { type CliOptions, enginePrompt, parseCli, USAGE, UsageError, verifiesDrafts } from './cli/args';
 import { jsonResult, painter, type RoundIds, roundIds, statsLine, wantColour } from './cli/output';
-import { callsDraftModel, methodSpec, uses } from './engine/drafters/index';
+import { methodSpec, roundCalls, uses } from './engine/drafters/index';
 import { SpecEngine } from './engine/engine';
 import { GenerationError, type GenerationResult } from './engine/events';
 import { timingsText } from './engine/timings';
@@ -188,9 +188,9 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     return 2;
   }
   // A short generation keeps its JavaScript on V8's baseline tiers unless its rounds call a draft model
-  // (v8-tiering.ts; the load's was optimised as usual).
+  // (v8-tiering.ts, by what the rounds call; the load's was optimised as usual).
   const javaScript =
-    runtime.device === 'wasm' ? javaScriptTieringFor(options.maxNewTokens, callsDraftModel(spec)) : 'default';
+    runtime.device === 'wasm' ? javaScriptTieringFor(options.maxNewTokens, roundCalls(spec)) : 'default';
   const paint = painter(io.colour);
   const ran = {
     device: runtime.device,

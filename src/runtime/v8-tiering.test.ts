@@ -1,6 +1,6 @@
 /**
- * The CLI's JavaScript tiering (javaScriptTieringFor): up to JS_BASELINE_UP_TO tokens of a method whose rounds call
- * no draft model no function is optimised after the call; beyond it, for the draft model's methods, or when
+ * The CLI's JavaScript tiering (javaScriptTieringFor): up to JS_BASELINE_UP_TO tokens for what a method's rounds
+ * call no function is optimised after the call; beyond it, for the draft model's methods, or when
  * SPEC_DECODER_JS_TIERUP=1 says so, V8 optimises as usual. Each case runs in a child process: the flag is
  * process-wide and for good.
  */
@@ -15,11 +15,11 @@ const MODULE = fileURLToPath(new URL('./v8-tiering.ts', import.meta.url));
 function tierAndOptimised(
   tokens: number,
   env: Record<string, string>,
-  draftModel = false,
+  rounds = 'one-call',
 ): { tier: string; optimized: boolean } {
   const script = `
     const { javaScriptTieringFor } = await import(${JSON.stringify(MODULE)});
-    const tier = javaScriptTieringFor(${tokens}, ${draftModel}, ${JSON.stringify(env)});
+    const tier = javaScriptTieringFor(${tokens}, ${JSON.stringify(rounds)}, ${JSON.stringify(env)});
     function hot(a) { let s = 0; for (let i = 0; i < a.length; i++) s += a[i] * 2; return s; }
     const arr = new Float64Array(200).fill(1);
     let optimized = false;
@@ -38,11 +38,17 @@ function tierAndOptimised(
 }
 
 describe("a one-shot process's JavaScript", () => {
-  it('stays on the baseline tiers for a short generation without draft model calls, else is optimised as usual', () => {
-    expect(tierAndOptimised(64, {})).toEqual({ tier: 'baseline', optimized: false });
-    expect(tierAndOptimised(JS_BASELINE_UP_TO + 1, {})).toEqual({ tier: 'default', optimized: true });
-    // A draft model's calls besides the target's each round.
-    expect(tierAndOptimised(64, {}, true)).toEqual({ tier: 'default', optimized: true });
+  it('stays on the baseline tiers for a short generation by what its rounds call, else is optimised as usual', () => {
+    const oneCall = JS_BASELINE_UP_TO['one-call'];
+    expect(tierAndOptimised(oneCall, {})).toEqual({ tier: 'baseline', optimized: false });
+    expect(tierAndOptimised(oneCall + 1, {})).toEqual({ tier: 'default', optimized: true });
+    // Target-sized passes by depth: a shorter generation's.
+    const several = JS_BASELINE_UP_TO['several-calls'];
+    expect(several).toBeLessThan(oneCall);
+    expect(tierAndOptimised(several, {}, 'several-calls')).toEqual({ tier: 'baseline', optimized: false });
+    expect(tierAndOptimised(several + 1, {}, 'several-calls')).toEqual({ tier: 'default', optimized: true });
+    // A draft model's calls besides the target's each round: never.
+    expect(tierAndOptimised(1, {}, 'draft-model')).toEqual({ tier: 'default', optimized: true });
   });
 
   it('follows SPEC_DECODER_JS_TIERUP where it is set', () => {

@@ -15,6 +15,7 @@
  * Node only.
  */
 import v8 from 'node:v8';
+import type { RoundCalls } from '../engine/drafters/method';
 
 /** How this process compiles wasm: V8's default, or as set here (the flags also hold in its workers). */
 export type WasmCompile = 'default' | 'liftoff' | 'hinted' | 'tier-up';
@@ -64,30 +65,38 @@ export function avoidTierUpStall(tierUp: boolean): () => void {
 /** How a one-shot process's JavaScript is compiled: V8's default tiers, or its baseline tiers only. */
 export type JsCompile = 'default' | 'baseline';
 
-/** Longest generation whose JavaScript a one-shot process keeps on V8's baseline tiers (javaScriptTieringFor). */
-export const JS_BASELINE_UP_TO = 512;
+/**
+ * Longest generation whose JavaScript a one-shot process keeps on V8's baseline tiers (javaScriptTieringFor), by
+ * what its rounds call (roundCalls in src/engine/drafters/method.ts); 0: never.
+ */
+export const JS_BASELINE_UP_TO: Readonly<Record<RoundCalls, number>> = {
+  'one-call': 512,
+  'several-calls': 128,
+  'draft-model': 0,
+};
 
 /**
  * How a process that loads, generates up to `maxNewTokens` tokens and ends (the CLI) compiles its JavaScript from
- * here on (call it after the load, before generating). Up to JS_BASELINE_UP_TO tokens of a method whose rounds do not
- * call a separate draft model (plain decoding, prompt lookup, lookahead, layer skipping, Medusa and EAGLE heads):
- * V8's baseline tiers only (Ignition and Sparkplug, `--max-opt=1`), no optimising compiles. Why: in a fresh process
- * V8 optimises the generation's JavaScript with TurboFan on a background thread while the generation runs
- * (onnxruntime's session `run`, an async function, took 79 ms to compile; its input glue 19-23 ms), from about the
- * 30th model call on, and on our 2 cores each compile holds the core that onnxruntime's second wasm thread needs: a
- * call split over both threads waits for the slower half. A short generation does not earn those compiles back, unless
- * its rounds make several short calls of a draft model with a key/value tensor per layer, where that glue is most of
- * a call: on the baseline tiers those methods ran 35-60% slower through the CLI, the others as fast or faster (README,
- * "The CLI against the benchmark"). SPEC_DECODER_JS_TIERUP=1 (V8's default) or 0 (baseline only) overrides the
- * choice. Process-wide and for good.
+ * here on (call it after the load, before generating): V8's baseline tiers only (Ignition and Sparkplug,
+ * `--max-opt=1`, no optimising compiles) up to JS_BASELINE_UP_TO tokens for what the method's rounds call, else V8's
+ * default. Why: in a fresh process V8 optimises the generation's JavaScript with TurboFan on a background thread while
+ * the generation runs (onnxruntime's session `run`, an async function, took 79 ms to compile; its input glue 19-23
+ * ms), from about the 30th model call on, and on our 2 cores each compile holds the core that onnxruntime's second
+ * wasm thread needs: a call split over both threads waits for the slower half. A short generation does not earn
+ * those compiles back (plain decoding, 512 tokens: 3.90 against 4.45 ms/token through the CLI), unless its rounds
+ * make several short calls of a draft model with a key/value tensor per layer, where that glue is most of a call (on
+ * the baseline tiers they ran 35-60% slower through the CLI in 64 tokens), and sooner where they make several
+ * target-sized calls (layer skipping 13% faster on the baseline tiers in 64 tokens, 9% slower in 256; EAGLE alike in
+ * both, 3% slower in 512). README, "The CLI against the benchmark". SPEC_DECODER_JS_TIERUP=1 (V8's default) or 0
+ * (baseline only) overrides the choice. Process-wide and for good.
  */
 export function javaScriptTieringFor(
   maxNewTokens: number,
-  callsDraftModel: boolean,
+  rounds: RoundCalls,
   env: NodeJS.ProcessEnv = process.env,
 ): JsCompile {
   const forced = env.SPEC_DECODER_JS_TIERUP;
-  const baseline = forced === '0' || (forced !== '1' && !callsDraftModel && maxNewTokens <= JS_BASELINE_UP_TO);
+  const baseline = forced === '0' || (forced !== '1' && maxNewTokens <= JS_BASELINE_UP_TO[rounds]);
   if (!baseline) return 'default';
   v8.setFlagsFromString('--max-opt=1');
   return 'baseline';

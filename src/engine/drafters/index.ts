@@ -73,7 +73,6 @@ export function createDrafter(method: Method, resources: DrafterResources): Draf
 export type { Drafter, DraftRequest, DraftTree, TargetOutputs } from './drafter';
 export {
   type CostModel,
-  callsDraftModel,
   type DrafterResources,
   defaultHeads,
   describeNeeds,
@@ -81,5 +80,7 @@ export {
   headsNeeded,
   type MethodSpec,
   type Requirement,
+  type RoundCalls,
+  roundCalls,
   uses,
 } from './method';

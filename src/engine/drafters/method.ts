@@ -124,14 +124,21 @@ export function uses(spec: MethodSpec, r: Requirement): boolean {
   return spec.needs.includes(r) || (spec.optional ?? []).includes(r);
 }
 
+/** What a method's rounds call besides the target's verify call (roundCalls). */
+export type RoundCalls = 'one-call' | 'several-calls' | 'draft-model';
+
 /**
- * Whether a method's rounds call a separate draft model (needed or optional): several short calls a round, each with
- * a key/value input and output per layer, so onnxruntime's JavaScript around the call is a large share of what a call
- * costs (0.4 ms for the bundled draft model). The CLI optimises a short generation's JavaScript only for these
- * (src/runtime/v8-tiering.ts): the target's calls, skipping passes of the target and the heads' calls cost more each.
+ * The model calls a method's rounds make, by what onnxruntime's JavaScript around each call weighs in its cost:
+ * - `one-call`: the target's verify call, and at most one heads call (Medusa) beside it;
+ * - `several-calls`: target-sized calls by depth beside it (layer skipping's passes of the target, EAGLE's head);
+ * - `draft-model`: several short calls of a separate draft model (needed or optional), each with a key/value input
+ *   and output per layer, so that glue is a large share of a call (0.4 ms for the bundled draft model).
+ * The CLI keeps a short generation's JavaScript on V8's baseline tiers by it (src/runtime/v8-tiering.ts).
  */
-export function callsDraftModel(spec: MethodSpec): boolean {
-  return uses(spec, 'draft-model');
+export function roundCalls(spec: MethodSpec): RoundCalls {
+  if (uses(spec, 'draft-model')) return 'draft-model';
+  if (uses(spec, 'target-self') || uses(spec, 'eagle-head')) return 'several-calls';
+  return 'one-call';
 }
 
 /** Which kind of draft heads a method needs (null: none; auto uses heads when loaded but needs none). */
