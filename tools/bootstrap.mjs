@@ -7,11 +7,22 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { constants } from 'node:os';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { constants, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ensureLavapipe } from './lavapipe.mjs';
+import { unitTestFailuresIn } from './test-failures.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -103,10 +114,13 @@ function test() {
   ensureNodeModules();
   ensureChromium();
   ensureVulkan();
+  // Vitest's JSON report too, so that the summary can say which unit tests failed (test-failures.mjs).
+  const report = join(mkdtempSync(join(tmpdir(), 'spec-decoder-test-')), 'vitest.json');
+  const unit = 'unit tests (vitest, Node: wasm EP, and WebGPU on Dawn)';
   const steps = [
     ['lint (biome)', bin('biome'), ['check', '.']],
     ['typecheck (tsc)', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']],
-    ['unit tests (vitest, Node: wasm EP, and WebGPU on Dawn)', bin('vitest'), ['run']],
+    [unit, bin('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`]],
     ['browser tests (playwright, Chromium with WebGPU)', bin('playwright'), ['test']],
   ];
   const failed = [];
@@ -116,6 +130,11 @@ function test() {
   }
   console.log('\n=== summary ===');
   for (const [name] of steps) console.log(`${failed.includes(name) ? 'FAIL' : 'ok  '}  ${name}`);
+  if (failed.includes(unit)) {
+    console.log('\n=== failed unit tests ===');
+    for (const line of unitTestFailuresIn(report, root)) console.log(line);
+  }
+  rmSync(dirname(report), { recursive: true, force: true });
   process.exit(failed.length === 0 ? 0 : 1);
 }
 
