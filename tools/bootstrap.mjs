@@ -205,7 +205,7 @@ const cliPackages = {
  * for `--device webgpu`: without a Vulkan adapter the CLI falls back to wasm and says why (installing lavapipe with
  * apt-get is `npm test`'s business; run as root, a generate with no adapter ran apt-get for 10 s, then exited 1). Under tsx's loader the CLI's module graph took 0.8-0.9 s to load (every import
  * resolved through the loader's hooks); bundled, 0.1-0.2 s, transformers.js included (cliPackages). The bundle is made by esbuild
- * (about 0.5 s with transformers.js inside) when src/ or the lock file changed since the last one, into node_modules/.cache, written whole through a rename.
+ * (about 0.5 s with transformers.js inside) when src/ or the lock file changed since the last one (cliBundle).
  */
 async function generate() {
   const args = process.argv.slice(3);
@@ -216,38 +216,55 @@ async function generate() {
   } finally {
     setupToStderr = false;
   }
-  const folder = join(root, 'node_modules', '.cache', 'spec-decoder-cli');
-  const file = join(folder, `cli-${sourcesKey(lock)}.mjs`);
-  if (!existsSync(file)) {
-    const { build } = await import('esbuild');
-    const built = await build({
-      entryPoints: [join(root, 'src', 'cli.ts')],
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      write: false,
-      logLevel: 'error',
-      minifyWhitespace: true,
-      minifySyntax: true,
-      plugins: [cliPackages],
-    });
-    mkdirSync(folder, { recursive: true });
-    const partial = `${file}.${process.pid}.tmp`;
-    writeFileSync(partial, built.outputFiles[0].contents);
-    renameSync(partial, file);
-    // Earlier bundles (of other sources) are not needed again; a run that loaded one has it in memory already.
-    for (const old of readdirSync(folder)) {
-      if (join(folder, old) !== file && /^cli-[0-9a-f]+\.mjs$/.test(old)) rmSync(join(folder, old), { force: true });
-    }
+  const folder = process.env.SPEC_DECODER_CLI_BUNDLE_DIR || join(root, 'node_modules', '.cache', 'spec-decoder-cli');
+  const file = await cliBundle(folder, lock);
+  let cli;
+  try {
+    cli = await import(pathToFileURL(file).href);
+  } catch (e) {
+    // Another run, of other sources, removed this bundle between our look and our import: make it again.
+    if (existsSync(file)) throw e;
+    cli = await import(pathToFileURL(await cliBundle(folder, lock)).href);
   }
-  const { runProcess } = await import(pathToFileURL(file).href);
-  runProcess(args).then(
+  cli.runProcess(args).then(
     (status) => process.exit(status),
     (e) => {
       console.error(`error: ${e?.stack ?? e}`);
       process.exit(1);
     },
   );
+}
+
+/**
+ * The CLI's bundle for the sources as they are, in `folder` (node_modules/.cache/spec-decoder-cli, or
+ * SPEC_DECODER_CLI_BUNDLE_DIR: a folder inside the project, where the bundle's imports of packages resolve):
+ * made when missing, written whole through a rename, and the bundles of other sources removed. Runs side
+ * by side each make the bundle of their sources; one that finds its bundle removed before importing it makes it again.
+ */
+async function cliBundle(folder, lock) {
+  const file = join(folder, `cli-${sourcesKey(lock)}.mjs`);
+  if (existsSync(file)) return file;
+  const { build } = await import('esbuild');
+  const built = await build({
+    entryPoints: [join(root, 'src', 'cli.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    write: false,
+    logLevel: 'error',
+    minifyWhitespace: true,
+    minifySyntax: true,
+    plugins: [cliPackages],
+  });
+  mkdirSync(folder, { recursive: true });
+  const partial = `${file}.${process.pid}.tmp`;
+  writeFileSync(partial, built.outputFiles[0].contents);
+  renameSync(partial, file);
+  // Earlier bundles (of other sources) are not needed again; a run that loaded one has it in memory already.
+  for (const old of readdirSync(folder)) {
+    if (join(folder, old) !== file && /^cli-[0-9a-f]+\.mjs$/.test(old)) rmSync(join(folder, old), { force: true });
+  }
+  return file;
 }
 
 /** `npm run bench`: the benchmark (Chromium is needed for the browser backends). */

@@ -1,16 +1,23 @@
 /**
  * `npm run generate` as the README runs it (tools/bootstrap.mjs generate): the CLI bundled by esbuild into
  * node_modules/.cache and run in the bootstrap's process. It generates, reports errors as the CLI does, and a change
- * under src/ makes a new bundle (never a stale one).
+ * under src/ makes a new bundle (never a stale one). The tests that look into the bundles' folder use a folder of
+ * their own (SPEC_DECODER_CLI_BUNDLE_DIR): other test files run the CLI side by side, and the change under src/ made
+ * them bundle again and remove this file's bundle.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
 import { nodeWebGpu } from '../src/runtime/testing/node-webgpu';
 
-const cache = join('node_modules', '.cache', 'spec-decoder-cli');
+// Inside node_modules, where the bundle's imports of packages resolve.
+mkdirSync(join('node_modules', '.cache'), { recursive: true });
+const cache = mkdtempSync(join('node_modules', '.cache', 'spec-decoder-cli-test-'));
+afterAll(() => rmSync(cache, { recursive: true, force: true }));
+const generateHere = (...args: string[]) => generateWith({ SPEC_DECODER_CLI_BUNDLE_DIR: cache }, ...args);
 const generate = (...args: string[]) =>
   spawnSync(process.execPath, ['tools/bootstrap.mjs', 'generate', ...args], { encoding: 'utf8' });
 const generateWith = (env: NodeJS.ProcessEnv, ...args: string[]) =>
@@ -81,7 +88,7 @@ describe('npm run generate (the bundled CLI)', () => {
   }, 90_000);
 
   it('bundles transformers.js without the native packages the CLI never uses (sharp, onnxruntime-node)', () => {
-    expect(generate('--help').status).toBe(0);
+    expect(generateHere('--help').status).toBe(0);
     const [bundle] = readdirSync(cache).filter((f) => f.endsWith('.mjs'));
     const text = readFileSync(join(cache, bundle as string), 'utf8');
     // transformers.js is in the bundle (its tokenizer classes), not imported from node_modules.
@@ -98,13 +105,41 @@ describe('npm run generate (the bundled CLI)', () => {
 
   it('bundles again when a source file changed', () => {
     const touched = join('src', 'cli.ts');
-    expect(generate('--help').status).toBe(0);
+    expect(generateHere('--help').status).toBe(0);
     const before = readdirSync(cache).filter((f) => f.endsWith('.mjs'));
     const now = new Date();
     utimesSync(touched, now, new Date(now.getTime() + 1000)); // same content, new time: a new bundle
-    expect(generate('--help').status).toBe(0);
+    expect(generateHere('--help').status).toBe(0);
     const after = readdirSync(cache).filter((f) => f.endsWith('.mjs'));
     expect(after).toHaveLength(1);
     expect(after).not.toEqual(before);
+  });
+
+  it('bundles again when another run removed its bundle between looking for it and importing it', () => {
+    expect(generateHere('--help').status).toBe(0);
+    // The race, made certain: the first time the bundle is found, it is removed (as a run of other sources does).
+    const hook = join(cache, 'remove-after-look.mjs');
+    writeFileSync(
+      hook,
+      "import fs from 'node:fs'; import { syncBuiltinESMExports } from 'node:module';\n" +
+        'const look = fs.existsSync; let removed = false;\n' +
+        'fs.existsSync = (p) => { const found = look(p);\n' +
+        '  if (found && !removed && /cli-[0-9a-f]+\\.mjs$/.test(String(p))) { removed = true; fs.rmSync(p); }\n' +
+        '  return found; };\n' +
+        'syncBuiltinESMExports();\n',
+    );
+    const r = spawnSync(
+      process.execPath,
+      ['--import', pathToFileURL(hook).href, 'tools/bootstrap.mjs', 'generate', '--prompt', 'It is a truth'].concat([
+        '--method',
+        'ar',
+        '--max-new-tokens',
+        '2',
+        '--json',
+      ]),
+      { encoding: 'utf8', env: { ...process.env, SPEC_DECODER_CLI_BUNDLE_DIR: cache } },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as { tokens: number[] }).tokens).toHaveLength(2);
   });
 });
