@@ -71,7 +71,7 @@ export type JsCompile = 'default' | 'baseline';
  */
 export const JS_BASELINE_UP_TO: Readonly<Record<RoundCalls, number>> = {
   'one-call': 512,
-  'several-calls': 128,
+  'several-calls': 64,
   'draft-model': 0,
 };
 
@@ -86,8 +86,8 @@ export const JS_BASELINE_UP_TO: Readonly<Record<RoundCalls, number>> = {
  * those compiles back (plain decoding, 512 tokens: 3.90 against 4.45 ms/token through the CLI), unless its rounds
  * make several short calls of a draft model with a key/value tensor per layer, where that glue is most of a call (on
  * the baseline tiers they ran 35-60% slower through the CLI in 64 tokens), and sooner where they make several
- * target-sized calls (layer skipping 13% faster on the baseline tiers in 64 tokens, 9% slower in 256; EAGLE alike in
- * both, 3% slower in 512). README, "The CLI against the benchmark". SPEC_DECODER_JS_TIERUP=1 (V8's default) or 0
+ * target-sized calls (layer skipping 13% faster on the baseline tiers in 64 tokens, 15% slower in 128; EAGLE alike in
+ * 64, 10% slower in 128). README, "The CLI against the benchmark". SPEC_DECODER_JS_TIERUP=1 (V8's default) or 0
  * (baseline only) overrides the choice. Process-wide and for good.
  */
 export function javaScriptTieringFor(
