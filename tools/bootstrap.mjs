@@ -10,8 +10,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { constants, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { cliBundle } from './cli-bundle.mjs';
+import { fileURLToPath } from 'node:url';
+import { importCliBundle } from './cli-bundle.mjs';
 import { ensureLavapipe } from './lavapipe.mjs';
 import { unitTestFailuresIn } from './test-failures.mjs';
 
@@ -150,7 +150,7 @@ function tsx(script, cwd = process.cwd()) {
  * for `--device webgpu`: without a Vulkan adapter the CLI falls back to wasm and says why (installing lavapipe with
  * apt-get is `npm test`'s business; run as root, a generate with no adapter ran apt-get for 10 s, then exited 1). Under tsx's loader the CLI's module graph took 0.8-0.9 s to load (every import
  * resolved through the loader's hooks); bundled, 0.1-0.2 s, transformers.js included (cli-bundle.mjs). The bundle is made by esbuild
- * (about 0.5 s with transformers.js inside) when src/ or the lock file changed since the last one (cliBundle).
+ * (about 0.5 s with transformers.js inside) when src/ or the lock file changed since the last one (cli-bundle.mjs).
  */
 async function generate() {
   const args = process.argv.slice(3);
@@ -162,15 +162,7 @@ async function generate() {
     setupToStderr = false;
   }
   const folder = process.env.SPEC_DECODER_CLI_BUNDLE_DIR || join(root, 'node_modules', '.cache', 'spec-decoder-cli');
-  const file = await cliBundle(root, folder, lock);
-  let cli;
-  try {
-    cli = await import(pathToFileURL(file).href);
-  } catch (e) {
-    // Another run, of other sources, removed this bundle between our look and our import: make it again.
-    if (existsSync(file)) throw e;
-    cli = await import(pathToFileURL(await cliBundle(root, folder, lock)).href);
-  }
+  const cli = await importCliBundle(root, folder, lock);
   cli.runProcess(args).then(
     (status) => process.exit(status),
     (e) => {

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 /**
  * What the CLI's bundle is made from: every file under src/ by path, size and modification time (a few ms), and the
@@ -56,10 +57,9 @@ const cliPackages = {
 /**
  * The CLI's bundle for the sources as they are, in `folder` (node_modules/.cache/spec-decoder-cli, or
  * SPEC_DECODER_CLI_BUNDLE_DIR: a folder inside the project, where the bundle's imports of packages resolve):
- * made when missing, written whole through a rename, and the bundles of other sources removed. Runs side
- * by side each make the bundle of their sources; one that finds its bundle removed before importing it makes it again.
+ * made when missing, written whole through a rename, and the bundles of other sources removed.
  */
-export async function cliBundle(root, folder, lock) {
+async function cliBundle(root, folder, lock) {
   const file = join(folder, `cli-${sourcesKey(root, lock)}.mjs`);
   if (existsSync(file)) return file;
   const { build } = await import('esbuild');
@@ -83,4 +83,18 @@ export async function cliBundle(root, folder, lock) {
     if (join(folder, old) !== file && /^cli-[0-9a-f]+\.mjs$/.test(old)) rmSync(join(folder, old), { force: true });
   }
   return file;
+}
+
+/**
+ * The CLI's module, from its bundle (cliBundle). Runs side by side each make the bundle of their sources; one whose
+ * bundle another run (of other sources) removed between the look and the import makes it again.
+ */
+export async function importCliBundle(root, folder, lock) {
+  const file = await cliBundle(root, folder, lock);
+  try {
+    return await import(pathToFileURL(file).href);
+  } catch (e) {
+    if (existsSync(file)) throw e;
+    return await import(pathToFileURL(await cliBundle(root, folder, lock)).href);
+  }
 }
